@@ -1,0 +1,93 @@
+from google.protobuf import struct_pb2 as _struct_pb2
+from s2c.common.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ToolFlags(_message.Message):
+    __slots__ = ("image_generation_enabled", "asset_extraction_enabled", "has_input_images")
+    IMAGE_GENERATION_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    ASSET_EXTRACTION_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    HAS_INPUT_IMAGES_FIELD_NUMBER: _ClassVar[int]
+    image_generation_enabled: bool
+    asset_extraction_enabled: bool
+    has_input_images: bool
+    def __init__(self, image_generation_enabled: _Optional[bool] = ..., asset_extraction_enabled: _Optional[bool] = ..., has_input_images: _Optional[bool] = ...) -> None: ...
+
+class ListToolsRequest(_message.Message):
+    __slots__ = ("flags", "credentials")
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    flags: ToolFlags
+    credentials: _common_pb2.Credentials
+    def __init__(self, flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ...) -> None: ...
+
+class ListToolsResponse(_message.Message):
+    __slots__ = ("tools",)
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
+
+class ToolDefinition(_message.Message):
+    __slots__ = ("name", "description", "input_schema")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    input_schema: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ToolCall(_message.Message):
+    __slots__ = ("id", "name", "arguments", "invalid_json")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    INVALID_JSON_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    arguments: _struct_pb2.Struct
+    invalid_json: str
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., invalid_json: _Optional[str] = ...) -> None: ...
+
+class ToolContext(_message.Message):
+    __slots__ = ("input_images", "option_codes", "flags", "credentials", "asset_base_url")
+    INPUT_IMAGES_FIELD_NUMBER: _ClassVar[int]
+    OPTION_CODES_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    ASSET_BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    input_images: _containers.RepeatedScalarFieldContainer[str]
+    option_codes: _containers.RepeatedScalarFieldContainer[str]
+    flags: ToolFlags
+    credentials: _common_pb2.Credentials
+    asset_base_url: str
+    def __init__(self, input_images: _Optional[_Iterable[str]] = ..., option_codes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., asset_base_url: _Optional[str] = ...) -> None: ...
+
+class ExecuteToolRequest(_message.Message):
+    __slots__ = ("call", "file", "context")
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    call: ToolCall
+    file: _common_pb2.FileState
+    context: ToolContext
+    def __init__(self, call: _Optional[_Union[ToolCall, _Mapping]] = ..., file: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., context: _Optional[_Union[ToolContext, _Mapping]] = ...) -> None: ...
+
+class ExecuteToolResponse(_message.Message):
+    __slots__ = ("ok", "result", "summary", "updated_file", "media")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_FILE_FIELD_NUMBER: _ClassVar[int]
+    MEDIA_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    result: _struct_pb2.Struct
+    summary: _struct_pb2.Struct
+    updated_file: _common_pb2.FileState
+    media: _containers.RepeatedCompositeFieldContainer[_common_pb2.MediaPart]
+    def __init__(self, ok: _Optional[bool] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., updated_file: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., media: _Optional[_Iterable[_Union[_common_pb2.MediaPart, _Mapping]]] = ...) -> None: ...

@@ -1,0 +1,152 @@
+"""The one protocol every model provider implements, and the types it speaks.
+
+The engine drives a `ProviderSession` turn by turn and never sees a provider's
+native types: a turn's native assistant message travels opaquely inside
+`ProviderTurn.native` and only the session that produced it looks inside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from services.agent.pricing import Usage
+
+
+@dataclass(frozen=True, slots=True)
+class PromptMessage:
+    """A provider-neutral chat message. Media go before the text, as upstream does."""
+
+    role: Literal["system", "user", "assistant"]
+    text: str
+    images: tuple[str, ...] = ()  # data URLs (or public URLs)
+    videos: tuple[str, ...] = ()  # data URLs
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as offered to the model: canonical name, description, JSON Schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class MediaPart:
+    """An image a tool produced, for the next model turn. Exactly one source is set."""
+
+    display_name: str
+    mime_type: str
+    data: bytes | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A complete tool call from a model turn."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    invalid_json: str | None = None  # raw text when the arguments did not parse
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutedTool:
+    """A tool call and its outcome, to be appended to the conversation."""
+
+    call: ToolCall
+    ok: bool
+    result: dict[str, Any]
+    media: tuple[MediaPart, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of a tool call's raw JSON arguments, in stream order.
+
+    Fragments of one call concatenate to its whole argument text. A provider
+    that receives arguments whole (Gemini) sends them as a single fragment.
+    """
+
+    call_id: str
+    name: str
+    arguments_delta: str
+
+
+StreamEvent = AssistantDelta | ThinkingDelta | ToolCallDelta
+OnEvent = Callable[[StreamEvent], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class ProviderTurn:
+    """What one model turn produced."""
+
+    assistant_text: str
+    tool_calls: list[ToolCall]
+    usage: Usage
+    native: Any = field(default=None, repr=False)  # opaque to everyone but the session
+
+
+class ProviderError(Exception):
+    """A provider failure, with a message the user can act on.
+
+    `message` never contains a credential. `streamed` tells whether any output
+    of the failing turn reached the user (such a turn is never retried).
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False, streamed: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.streamed = streamed
+
+
+class ProviderSession(Protocol):
+    """One variant's conversation with one model."""
+
+    async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
+        """Runs one model turn, forwarding deltas to `on_event` as they arrive."""
+        ...
+
+    def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
+        """Appends the turn's assistant message and the tool results to the conversation."""
+        ...
+
+    def total_cost_usd(self) -> float:
+        """Cost of every turn so far, in US dollars."""
+        ...
+
+    async def close(self) -> None:
+        """Releases the client. Safe to call more than once."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """Everything a provider session needs to start a conversation."""
+
+    model_id: str  # catalogue id, e.g. "claude-opus-4-8 (medium effort)"
+    api_name: str  # name sent to the API, e.g. "claude-opus-4-8"
+    effort: str | None  # reasoning effort / thinking level; None: the provider default
+    api_key: str
+    base_url: str | None
+    messages: tuple[PromptMessage, ...]  # messages[0] is the system prompt
+    tools: tuple[ToolSpec, ...]
+    max_output_tokens: int = 50_000
+    # SDK-level retries happen before any byte of the turn streamed, so they never
+    # replay output the user already saw.
+    max_retries: int = 2
+    request_timeout_s: float = 600.0

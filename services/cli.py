@@ -1,0 +1,5 @@
+"""s2c command line."""
+
+
+def main() -> None:
+    raise SystemExit("not yet")
