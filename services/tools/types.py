@@ -1,0 +1,85 @@
+"""Domain types of the tool service: what a tool receives and returns.
+
+No gRPC here: the servicer converts protos to these and back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    path: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Per-request keys and endpoints; empty strings mean "use the environment"."""
+
+    openai_api_key: str = ""
+    openai_base_url: str = ""
+    anthropic_api_key: str = ""
+    anthropic_base_url: str = ""
+    gemini_api_key: str = ""
+    gemini_base_url: str = ""
+    replicate_api_token: str = ""
+    replicate_base_url: str = ""
+
+    def __repr__(self) -> str:  # keys must never reach a log line
+        return "Credentials(<redacted>)"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFlags:
+    image_generation_enabled: bool = True
+    asset_extraction_enabled: bool = True
+    has_input_images: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    input_images: tuple[str, ...] = ()  # data URLs of the request's still images
+    option_codes: tuple[str, ...] = ()
+    flags: ToolFlags = field(default_factory=ToolFlags)
+    credentials: Credentials = field(default_factory=Credentials)
+    asset_base_url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    invalid_json: str | None = None  # raw argument text when it was not valid JSON
+
+
+@dataclass(frozen=True, slots=True)
+class MediaPart:
+    """An image for the model's next turn. Exactly one of `data` and `url` is set."""
+
+    display_name: str
+    mime_type: str
+    data: bytes | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    ok: bool
+    result: dict[str, Any]  # for the model
+    summary: dict[str, Any]  # for the browser (toolResult.output)
+    updated_file: FileState | None = None
+    media: tuple[MediaPart, ...] = ()
+
+
+def failure(result_error: str, summary_error: str, **extra: Any) -> ToolOutcome:
+    """The common error shape: `{"error": …}` for the model and a short one for the UI."""
+    return ToolOutcome(False, {"error": result_error, **extra}, {"error": summary_error})
+
+
+# A tool implementation: arguments, the current file (None before create_file), context.
+ToolHandler = Callable[[dict[str, Any], FileState | None, ToolContext], Awaitable[ToolOutcome]]
