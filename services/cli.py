@@ -1,5 +1,153 @@
-"""s2c command line."""
+"""The `s2c` command: run the services, alone or together, and generate from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+from services.common.logs import setup_logging
+
+AGENT_PORT, TOOLS_PORT, GATEWAY_PORT = 50051, 50052, 7001
 
 
-def main() -> None:
-    raise SystemExit("not yet")
+def _run_agent(args: argparse.Namespace) -> None:
+    from services.agent.server import AgentServer
+    from services.agent.settings import AgentSettings
+
+    settings = AgentSettings.from_env(listen=args.listen)
+    setup_logging("agent", settings.credentials.secrets(), args.log_level)
+    asyncio.run(AgentServer(settings).serve())
+
+
+def _run_tools(args: argparse.Namespace) -> None:
+    from services.tools.server import ToolsServer
+    from services.tools.settings import ToolsSettings
+
+    settings = ToolsSettings.from_env(listen=args.listen)
+    setup_logging("tools", settings.credentials.secrets(), args.log_level)
+    asyncio.run(ToolsServer(settings).serve())
+
+
+def _run_gateway(args: argparse.Namespace) -> None:
+    from services.gateway.app import serve
+    from services.gateway.settings import GatewaySettings
+
+    settings = GatewaySettings.from_env(host=args.host, port=args.port)
+    setup_logging("gateway", (), args.log_level)
+    asyncio.run(serve(settings))
+
+
+def _has_model_key(env: dict[str, str]) -> bool:
+    names = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "S2C_LOCAL_MODELS")
+    return any(env.get(k) for k in names)
+
+
+def _up(args: argparse.Namespace) -> int:
+    """Runs tools worker(s), the agent and the gateway as supervised child processes."""
+    env = dict(os.environ)
+    tool_ports = [args.tools_port + i for i in range(args.tools_workers)]
+    env["S2C_TOOLS_ADDR"] = ",".join(f"127.0.0.1:{p}" for p in tool_ports)
+    env["S2C_AGENT_ADDR"] = f"127.0.0.1:{args.agent_port}"
+    me = [sys.executable, "-m", "services.cli"]
+    commands = [
+        *[[*me, "tools", "--listen", f"127.0.0.1:{p}"] for p in tool_ports],
+        [*me, "agent", "--listen", f"127.0.0.1:{args.agent_port}"],
+        [*me, "gateway", "--host", args.host, "--port", str(args.port)],
+    ]
+    children: dict[int, subprocess.Popen[bytes]] = {}
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    for i, command in enumerate(commands):
+        children[i] = subprocess.Popen(command, env=env)
+    url = f"http://{args.host}:{args.port}/"
+    print(f"s2c is up: open {url}", flush=True)
+    if not _has_model_key(env):
+        print(
+            "No model API key is configured: generations run the built-in demo model.\n"
+            "Set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY (or add a key in the UI's "
+            "settings) to use a real model.",
+            flush=True,
+        )
+    restarts: dict[int, float] = {}
+    while not stopping:
+        time.sleep(0.2)
+        for i, child in list(children.items()):
+            if child.poll() is None or stopping:
+                continue
+            # Supervision: restart a crashed service, but not in a tight loop.
+            if time.monotonic() - restarts.get(i, 0.0) < 1.0:
+                time.sleep(1.0)
+            print(f"s2c: {' '.join(commands[i][3:])} exited ({child.returncode}); restarting")
+            restarts[i] = time.monotonic()
+            children[i] = subprocess.Popen(commands[i], env=env)
+    for child in reversed(list(children.values())):
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 40
+    for child in children.values():
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from services.cli_generate import generate
+
+    return generate(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="s2c", description=__doc__)
+    parser.add_argument("--log-level", default=os.environ.get("S2C_LOG_LEVEL", "INFO"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="run the whole suite")
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--port", type=int, default=GATEWAY_PORT)
+    up.add_argument("--agent-port", type=int, default=AGENT_PORT)
+    up.add_argument("--tools-port", type=int, default=TOOLS_PORT)
+    up.add_argument("--tools-workers", type=int, default=1)
+    up.set_defaults(func=_up)
+    agent = sub.add_parser("agent", help="run the agent service")
+    agent.add_argument("--listen", default=f"127.0.0.1:{AGENT_PORT}")
+    agent.set_defaults(func=_run_agent)
+    tools = sub.add_parser("tools", help="run a tool worker")
+    tools.add_argument("--listen", default=f"127.0.0.1:{TOOLS_PORT}")
+    tools.set_defaults(func=_run_tools)
+    gateway = sub.add_parser("gateway", help="run the WebSocket/HTTP gateway")
+    gateway.add_argument("--host", default="127.0.0.1")
+    gateway.add_argument("--port", type=int, default=GATEWAY_PORT)
+    gateway.set_defaults(func=_run_gateway)
+    gen = sub.add_parser("generate", help="generate code from an image or a text prompt")
+    gen.add_argument("input", help="path to a screenshot (png/jpeg/webp/gif) or a text prompt")
+    gen.add_argument("--stack", default="html_tailwind")
+    gen.add_argument("--out", default="s2c-out")
+    gen.add_argument("--agent", default=os.environ.get("S2C_AGENT_ADDR", "127.0.0.1:50051"))
+    gen.add_argument("--variants", type=int, default=0)
+    gen.add_argument("--model", action="append", default=[])
+    gen.add_argument("--json", action="store_true", help="print events as JSON lines")
+    gen.set_defaults(func=_generate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    result = args.func(args)
+    raise SystemExit(result or 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -9,28 +9,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.common.credentials import Credentials
+
 
 @dataclass(frozen=True, slots=True)
 class FileState:
     path: str
     content: str
-
-
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    """Per-request keys and endpoints; empty strings mean "use the environment"."""
-
-    openai_api_key: str = ""
-    openai_base_url: str = ""
-    anthropic_api_key: str = ""
-    anthropic_base_url: str = ""
-    gemini_api_key: str = ""
-    gemini_base_url: str = ""
-    replicate_api_token: str = ""
-    replicate_base_url: str = ""
-
-    def __repr__(self) -> str:  # keys must never reach a log line
-        return "Credentials(<redacted>)"
 
 
 @dataclass(frozen=True, slots=True)

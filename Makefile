@@ -1,0 +1,64 @@
+# The two commands that matter: `make run` and `make test` (both work from a fresh clone).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+BUF := node_modules/.bin/buf
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: run test install chromium proto proto-check lint pytest bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+$(BUF): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(BUF)
+
+install: $(STAMP) $(BUF)
+
+# Debian's Chromium drives screenshot_preview and the browser tests; Playwright
+# cannot download its own browser here.
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "chromium is missing: install Debian's chromium (apt-get install chromium)"; exit 1; \
+	  fi; \
+	fi
+
+run: $(STAMP)
+	-@$(MAKE) --no-print-directory chromium
+	$(VENV)/bin/s2c up
+
+proto: $(STAMP) $(BUF)
+	$(BUF) generate
+
+# Fails when the committed stubs differ from what the protos generate.
+proto-check: $(STAMP) $(BUF)
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(BUF) generate --template buf.gen.yaml -o "$$tmp" && \
+	  diff -r "$$tmp/gen/python" gen/python && echo "generated stubs are up to date"
+
+lint: $(STAMP) $(BUF)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(BUF) lint
+	$(BUF) format --diff --exit-code
+
+pytest: $(STAMP) chromium
+	$(PY) -m pytest
+
+test: install chromium lint proto-check pytest
+
+bench: $(STAMP)
+	$(PY) bench/preview.py
+	$(PY) bench/screenshot.py
+
+clean:
+	rm -rf $(VENV) node_modules .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,312 @@
+"""Live-preview bench: streamed `create_file` arguments, from model deltas to browser frames.
+
+Run alone: `.venv/bin/python bench/preview.py` (about a minute), or `--quick` (seconds).
+
+1. CPU: our incremental `ArgumentScanner` against a baseline that re-scans the whole
+   buffer on every delta as upstream does, on the same 8-character deltas.
+2. gRPC: the bytes of `code_delta` events the agent sends for the preview (batched by
+   `DeltaBatcher`), against the content size.
+3. Browser: timed streams replayed on a simulated clock through scanner, batcher, gateway
+   buffer and `SetCodePolicy`, against upstream's rule (the whole file on every 40 new
+   characters): setCode bytes, preview lag and the worst one-second bandwidth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from s2c.agent.v1 import agent_service_pb2 as pb
+
+from services.agent.argscan import ArgumentScanner, DeltaBatcher
+from services.gateway.preview_policy import CodeBuffer, PreviewPolicyConfig, SetCodePolicy
+
+KB = 1024
+DELTA = 8  # characters per streamed delta
+UPSTREAM_STEP = 40  # upstream sends the whole file again on every 40 new characters
+# Bytes around each gRPC message besides the protobuf: 5-byte length prefix and a 9-byte
+# HTTP/2 DATA frame header.
+GRPC_TRANSPORT = 5 + 9
+
+
+# -- inputs ------------------------------------------------------------------------------
+
+
+def make_page(size: int, seed: int = 7) -> str:
+    """A Tailwind-style landing page of about `size` characters, like a model writes."""
+    rng = random.Random(seed)
+    words = (
+        "build ship fast modern design team cloud secure data launch grow simple "
+        "pricing customers analytics workflow café naïve résumé — “quoted” 🚀 ✨ it's"
+    ).split()
+    colors = ("indigo", "slate", "emerald", "rose", "amber", "sky")
+
+    def text(n: int) -> str:
+        return " ".join(rng.choice(words) for _ in range(n)).capitalize()
+
+    head = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n  <meta charset="UTF-8">\n'
+        '  <meta name="viewport" content="width=device-width, initial-scale=1.0">\n'
+        "  <title>Launchpad</title>\n"
+        '  <script src="https://cdn.tailwindcss.com"></script>\n</head>\n'
+        '<body class="bg-white text-slate-900 antialiased">\n'
+    )
+    tail = (
+        "  <script>\n    document.querySelectorAll('a[href^=\"#\"]').forEach((a) => {\n"
+        "      a.addEventListener('click', (e) => { e.preventDefault(); });\n"
+        "    });\n    const re = /\\d+\\s*/g;\n  </script>\n</body>\n</html>\n"
+    )
+    parts = [head]
+    total = len(head) + len(tail)
+    while total < size:
+        c = rng.choice(colors)
+        cards = "".join(
+            f'      <div class="rounded-2xl border border-{c}-100 p-6 shadow-sm">\n'
+            f'        <img src="https://picsum.photos/seed/{rng.randint(1, 999)}/400/300" '
+            f'alt="{text(3)}" class="mb-4 rounded-xl">\n'
+            f'        <h3 class="text-lg font-semibold text-{c}-700">{text(3)}</h3>\n'
+            f'        <p class="mt-2 text-sm text-slate-600">{text(rng.randint(12, 30))}</p>\n'
+            "      </div>\n"
+            for _ in range(rng.randint(2, 4))
+        )
+        section = (
+            f'  <section id="s{len(parts)}" class="mx-auto max-w-6xl px-6 py-20">\n'
+            f'    <h2 class="text-3xl font-bold tracking-tight text-{c}-900">{text(5)}</h2>\n'
+            f'    <p class="mt-4 text-{c}-600">{text(rng.randint(20, 40))}</p>\n'
+            f'    <div class="mt-10 grid gap-8 md:grid-cols-3">\n{cards}    </div>\n'
+            "  </section>\n"
+        )
+        parts.append(section)
+        total += len(section)
+    parts.append(tail)
+    return "".join(parts)
+
+
+def arguments(content: str) -> str:
+    return json.dumps({"path": "index.html", "content": content}, ensure_ascii=False)
+
+
+def deltas(args: str) -> list[str]:
+    return [args[i : i + DELTA] for i in range(0, len(args), DELTA)]
+
+
+def kb(n: int) -> str:
+    return f"{n / KB:.0f} KB"
+
+
+# -- 1. CPU ------------------------------------------------------------------------------
+
+
+def run_scanner(pieces: Sequence[str]) -> int:
+    scanner = ArgumentScanner()
+    size = 0
+    for piece in pieces:
+        for fragment in scanner.feed(piece):
+            size += len(fragment.text)
+    return size
+
+
+def run_rescan_baseline(pieces: Sequence[str]) -> int:
+    """Upstream's way (reference §2.11 step 4), written from its description.
+
+    On every delta: append it, find `"content": "` in the whole buffer, walk to the last
+    unescaped quote (or the end), drop a dangling backslash, JSON-decode (falling back to
+    manual unescaping), and compare the length with what was last previewed.
+    """
+    key = re.compile(r'"content"\s*:\s*"')
+    manual = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "/": "/"}
+    buffer, sent, frames = "", -1, 0
+    for piece in pieces:
+        buffer += piece
+        match = key.search(buffer)
+        if match is None:
+            continue
+        start = end = match.end()
+        escaped = False
+        for ch in buffer[start:]:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                break
+            end += 1
+        raw = buffer[start:end]
+        if raw.endswith("\\") and not raw.endswith("\\\\"):
+            raw = raw[:-1]
+        try:
+            content = json.loads(f'"{raw}"')
+        except json.JSONDecodeError:
+            content = re.sub(r"\\(.)", lambda m: manual.get(m[1], m[1]), raw)
+        if sent < 0 or len(content) - sent >= UPSTREAM_STEP:
+            sent, frames = len(content), frames + 1
+    return frames
+
+
+def cpu(fn: Callable[[Sequence[str]], int], pieces: Sequence[str], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        fn(pieces)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+# -- 2. gRPC bytes -----------------------------------------------------------------------
+
+
+def grpc_bytes(pieces: Sequence[str]) -> tuple[int, int]:
+    """(code_delta events, bytes on the wire) for an unpaced stream, batched."""
+    scanner, batcher = ArgumentScanner(), DeltaBatcher()
+    edits = []
+    for piece in pieces:
+        for fragment in scanner.feed(piece):
+            if fragment.key == "content":
+                edit = batcher.add(0.0, fragment.offset, fragment.text)
+                if edit is not None:
+                    edits.append(edit)
+    last = batcher.flush()
+    if last is not None:
+        edits.append(last)
+    total = 0
+    for sequence, edit in enumerate(edits, start=100):
+        event = pb.GenerationEvent(
+            generation_id="0f8fad5b-d9cb-469f-a165-70867728950e",
+            sequence=sequence,
+            variant_index=1,
+            event_id="call_Xq3vLr8mT2pWc9ZkYb4nHs1d",
+            code_delta=pb.CodeDelta(offset=edit.offset, text=edit.text),
+        )
+        total += event.ByteSize() + GRPC_TRANSPORT
+    return len(edits), total
+
+
+# -- 3. browser replay -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    frames: int
+    bytes: int
+    max_lag_s: float
+    max_window_bytes: int
+
+
+def replay_ours(
+    pieces: Sequence[str], times: Sequence[float], config: PreviewPolicyConfig
+) -> tuple[Replay, list[tuple[float, int]]]:
+    """Agent (scanner + batcher) and gateway (buffer + policy) on a simulated clock.
+
+    Returns the replay and, per delta, (arrival time, content length after it).
+    """
+    scanner, batcher = ArgumentScanner(), DeltaBatcher()
+    code, policy = CodeBuffer(), SetCodePolicy(config)
+    frames: list[tuple[float, int, int]] = []  # (time, code length, bytes)
+    arrivals: list[tuple[float, int]] = []
+    decoded = 0
+
+    def send(now: float) -> None:
+        frames.append((now, len(code), code.frame_bytes))
+        policy.mark_sent(now, code.frame_bytes)
+
+    def to_gateway(now: float, offset: int, text: str) -> None:
+        restart = code.apply(offset, text)
+        if policy.on_change(now, len(code), frame_bytes=code.frame_bytes, restart=restart):
+            send(now)
+
+    def timers_until(limit: float) -> None:
+        while True:
+            batch_due, frame_due = batcher.due(), policy.next_due(limit)
+            due = min(t for t in (batch_due, frame_due, limit + 1.0) if t is not None)
+            if due > limit:
+                return
+            if batch_due is not None and batch_due <= due:
+                edit = batcher.flush()
+                if edit is not None:
+                    to_gateway(batch_due, edit.offset, edit.text)
+            elif policy.ready(due):
+                send(due)
+
+    for piece, now in zip(pieces, times, strict=True):
+        timers_until(now)
+        for fragment in scanner.feed(piece):
+            if fragment.key != "content":
+                continue
+            decoded = fragment.offset + len(fragment.text)
+            edit = batcher.add(now, fragment.offset, fragment.text)
+            if edit is not None:
+                to_gateway(now, edit.offset, edit.text)
+        arrivals.append((now, decoded))
+    # The tool call is complete: the agent flushes, the gateway flushes before toolStart.
+    end = times[-1]
+    edit = batcher.flush()
+    if edit is not None:
+        to_gateway(end, edit.offset, edit.text)
+    flush_at = policy.flush_at(end)
+    if flush_at is not None:
+        send(flush_at)
+    assert code.code == json.loads("".join(pieces))["content"]
+    return _summarise(frames, arrivals), arrivals
+
+
+def replay_upstream(pieces: Sequence[str], arrivals: Sequence[tuple[float, int]]) -> Replay:
+    """Upstream's rule: the whole file at once on every 40 new characters, then at the end."""
+    head = len(CodeBuffer().frame_bytes.to_bytes(8)) * 0 + CodeBuffer().frame_bytes
+    content = json.loads("".join(pieces))["content"]
+    frames: list[tuple[float, int, int]] = []
+    sent = -1
+    for now, length in arrivals:
+        if length > 0 and (sent < 0 or length - sent >= UPSTREAM_STEP):
+            frames.append((now, length, 0))
+            sent = length
+    if sent != len(content):
+        frames.append((arrivals[-1][0], len(content), 0))
+    # Frame sizes from prefix sums of each character's JSON-escaped size.
+    sizes = [head + _json_bytes(content[:length]) for _, length, _ in frames[:0]]
+    prefix = _escaped_prefix(content)
+    sizes = [head + prefix[length] for _, length, _ in frames]
+    sized = [(t, n, b) for (t, n, _), b in zip(frames, sizes, strict=True)]
+    return _summarise(sized, arrivals)
+
+
+def _json_bytes(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
+
+
+def _escaped_prefix(content: str) -> list[int]:
+    sizes = [0]
+    total = 0
+    for ch in content:
+        total += _json_bytes(ch)
+        sizes.append(total)
+    return sizes
+
+
+def _summarise(
+    frames: Sequence[tuple[float, int, int]], arrivals: Sequence[tuple[float, int]]
+) -> Replay:
+    # Lag: from a delta's arrival to the first frame showing everything it decoded.
+    lag, j = 0.0, 0
+    for now, length in arrivals:
+        while frames[j][1] < length or frames[j][0] < now:
+            j += 1
+        lag = max(lag, frames[j][0] - now)
+    # Worst one-second window (t - 1, t] of frame bytes.
+    worst, total, i = 0, 0, 0
+    for t, _, nbytes in frames:
+        total += nbytes
+        while frames[i][0] <= t - 1.0:
+            total -= frames[i][2]
+            i += 1
+        worst = max(worst, total)
+    return Replay(len(frames), sum(f[2] for f in frames), lag, worst)

@@ -1,0 +1,242 @@
+"""proto ⇄ domain for the agent service, with request validation."""
+
+from __future__ import annotations
+
+import re
+
+from google.protobuf import timestamp_pb2
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.common.v1 import common_pb2
+
+from services.agent import events as ev
+from services.agent.domain import (
+    FileState,
+    GenerationRequest,
+    GenerationType,
+    HistoryMessage,
+    InputMode,
+    Prompt,
+)
+from services.agent.generation import Generation
+from services.agent.models import MAX_VARIANTS, ModelSelectionError, resolve
+from services.agent.pricing import Usage
+from services.common.credentials import credentials_from_proto
+from services.common.errors import FieldViolation, InvalidRequest
+from services.common.structs import to_struct
+
+_GENERATION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_IMAGE_DATA_URL = re.compile(r"data:image/(png|jpeg|jpg|gif|webp|heic|heif);base64,", re.I)
+_VIDEO_DATA_URL = re.compile(r"data:video/[a-z0-9.+-]+;base64,", re.I)
+MAX_IMAGES = 20
+MAX_HISTORY = 200
+
+_TYPES: dict[int, GenerationType] = {
+    pb.GENERATION_TYPE_UNSPECIFIED: "create",
+    pb.GENERATION_TYPE_CREATE: "create",
+    pb.GENERATION_TYPE_UPDATE: "update",
+}
+_MODES: dict[int, InputMode] = {
+    pb.INPUT_MODE_UNSPECIFIED: "image",
+    pb.INPUT_MODE_IMAGE: "image",
+    pb.INPUT_MODE_VIDEO: "video",
+    pb.INPUT_MODE_TEXT: "text",
+}
+STACK_NAMES: dict[int, str] = {
+    pb.STACK_UNSPECIFIED: "html_tailwind",
+    pb.STACK_HTML_TAILWIND: "html_tailwind",
+    pb.STACK_HTML_CSS: "html_css",
+    pb.STACK_REACT_TAILWIND: "react_tailwind",
+    pb.STACK_BOOTSTRAP: "bootstrap",
+    pb.STACK_VUE_TAILWIND: "vue_tailwind",
+    pb.STACK_IONIC_TAILWIND: "ionic_tailwind",
+}
+_STATUS: dict[ev.RunStatus, int] = {
+    "running": pb.RUN_STATUS_RUNNING,
+    "completed": pb.RUN_STATUS_COMPLETED,
+    "failed": pb.RUN_STATUS_FAILED,
+    "cancelled": pb.RUN_STATUS_CANCELLED,
+    "interrupted": pb.RUN_STATUS_INTERRUPTED,
+}
+
+
+def _check_media(
+    urls: list[str], field: str, pattern: re.Pattern[str], kind: str
+) -> list[FieldViolation]:
+    out = []
+    if len(urls) > MAX_IMAGES:
+        out.append(FieldViolation(field, f"at most {MAX_IMAGES} items, got {len(urls)}"))
+    for i, url in enumerate(urls):
+        if not (pattern.match(url) or url.startswith("https://")):
+            out.append(
+                FieldViolation(f"{field}[{i}]", f"must be a base64 {kind} data URL or an https URL")
+            )
+    return out
+
+
+def request_from_proto(request: pb.GenerateCodeRequest) -> GenerationRequest:
+    """Validates and converts; raises InvalidRequest listing every violation."""
+    violations: list[FieldViolation] = []
+    if request.generation_id and not _GENERATION_ID.fullmatch(request.generation_id):
+        violations.append(
+            FieldViolation("generation_id", "letters, digits, '-' and '_' only; at most 64")
+        )
+    for field, value, table in (
+        ("generation_type", request.generation_type, _TYPES),
+        ("input_mode", request.input_mode, _MODES),
+        ("stack", request.stack, STACK_NAMES),
+    ):
+        if value not in table:
+            violations.append(FieldViolation(field, f"unknown value {value}"))
+    prompt = request.prompt
+    violations += _check_media(list(prompt.images), "prompt.images", _IMAGE_DATA_URL, "image")
+    violations += _check_media(list(prompt.videos), "prompt.videos", _VIDEO_DATA_URL, "video")
+    if len(request.history) > MAX_HISTORY:
+        violations.append(FieldViolation("history", f"at most {MAX_HISTORY} messages"))
+    history: list[HistoryMessage] = []
+    for i, message in enumerate(request.history):
+        if message.role not in (pb.ROLE_USER, pb.ROLE_ASSISTANT):
+            violations.append(FieldViolation(f"history[{i}].role", "must be USER or ASSISTANT"))
+            continue
+        violations += _check_media(
+            list(message.images), f"history[{i}].images", _IMAGE_DATA_URL, "image"
+        )
+        violations += _check_media(
+            list(message.videos), f"history[{i}].videos", _VIDEO_DATA_URL, "video"
+        )
+        history.append(
+            HistoryMessage(
+                "user" if message.role == pb.ROLE_USER else "assistant",
+                message.text,
+                tuple(message.images),
+                tuple(message.videos),
+            )
+        )
+    if not 0 <= request.variant_count <= MAX_VARIANTS:
+        violations.append(FieldViolation("variant_count", f"must be 0..{MAX_VARIANTS}"))
+    for i, model in enumerate(request.models):
+        try:
+            resolve(model)
+        except ModelSelectionError as exc:
+            violations.append(FieldViolation(f"models[{i}]", str(exc)))
+    if violations:
+        raise InvalidRequest(violations)
+    file_state = None
+    if request.HasField("file_state") and request.file_state.content.strip():
+        file_state = FileState(request.file_state.path or "index.html", request.file_state.content)
+    return GenerationRequest(
+        generation_id=request.generation_id,
+        generation_type=_TYPES[request.generation_type],
+        input_mode=_MODES[request.input_mode],
+        stack=STACK_NAMES[request.stack],
+        prompt=Prompt(
+            prompt.text,
+            prompt.full_text if prompt.full_text.strip() else "",
+            tuple(prompt.images),
+            tuple(prompt.videos),
+        ),
+        history=tuple(history),
+        file_state=file_state,
+        option_codes=tuple(request.option_codes),
+        asset_extraction_enabled=(
+            request.asset_extraction_enabled
+            if request.HasField("asset_extraction_enabled")
+            else True
+        ),
+        image_generation_enabled=(
+            request.image_generation_enabled
+            if request.HasField("image_generation_enabled")
+            else True
+        ),
+        design_system=request.design_system.strip(),
+        credentials=credentials_from_proto(request.credentials),
+        models=tuple(request.models),
+        variant_count=request.variant_count,
+        asset_base_url=request.asset_base_url.rstrip("/"),
+    )
+
+
+def usage_to_proto(usage: Usage, cost_usd: float) -> common_pb2.Usage:
+    return common_pb2.Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        total_tokens=usage.total_tokens,
+        cost_usd=cost_usd,
+    )
+
+
+def event_to_proto(event: ev.Event) -> pb.GenerationEvent:
+    out = pb.GenerationEvent(
+        generation_id=event.generation_id,
+        sequence=event.sequence,
+        variant_index=event.variant_index,
+        event_id=event.event_id,
+    )
+    p = event.payload
+    if isinstance(p, ev.CodeDelta):
+        out.code_delta.offset, out.code_delta.text = p.offset, p.text
+    elif isinstance(p, ev.AssistantText):
+        out.assistant_delta.text = p.text
+    elif isinstance(p, ev.ThinkingText):
+        out.thinking_delta.text = p.text
+    elif isinstance(p, ev.ToolStarted):
+        out.tool_start.name = p.name
+        out.tool_start.input.CopyFrom(to_struct(p.input))
+    elif isinstance(p, ev.ToolFinished):
+        out.tool_result.name, out.tool_result.ok = p.name, p.ok
+        out.tool_result.output.CopyFrom(to_struct(p.output))
+    elif isinstance(p, ev.CodeSnapshot):
+        out.code_snapshot.path, out.code_snapshot.content = p.path, p.content
+    elif isinstance(p, ev.TurnUsage):
+        out.usage.CopyFrom(usage_to_proto(p.usage, p.cost_usd))
+    elif isinstance(p, ev.Status):
+        out.status.text = p.text
+    elif isinstance(p, ev.VariantCount):
+        out.variant_count.count = p.count
+        out.variant_count.models.extend(p.models)
+    elif isinstance(p, ev.VariantComplete):
+        out.variant_complete.usage.CopyFrom(usage_to_proto(p.usage, p.cost_usd))
+    elif isinstance(p, ev.VariantFailed):
+        out.variant_error.message = p.message
+    elif isinstance(p, ev.GenerationFailed):
+        out.generation_error.message = p.message
+    elif isinstance(p, ev.GenerationComplete):
+        out.generation_complete.status = _STATUS[p.status]  # type: ignore[assignment]
+    else:  # pragma: no cover - exhaustive
+        raise TypeError(f"unknown payload {type(p).__name__}")
+    return out
+
+
+def _timestamp(seconds: float | None) -> timestamp_pb2.Timestamp | None:
+    if seconds is None:
+        return None
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromNanoseconds(int(seconds * 1e9))
+    return stamp
+
+
+def generation_to_proto(generation: Generation) -> pb.Generation:
+    record = pb.Generation(
+        generation_id=generation.id,
+        status=_STATUS[generation.status],  # type: ignore[arg-type]
+        started_at=_timestamp(generation.started_at),
+        finished_at=_timestamp(generation.finished_at),
+        error=generation.error,
+    )
+    for variant in generation.variants:
+        record.variants.append(
+            pb.VariantRecord(
+                variant_index=variant.index,
+                model=variant.model,
+                status=_STATUS[variant.status],  # type: ignore[arg-type]
+                error=variant.error,
+                code=variant.code,
+                usage=usage_to_proto(variant.usage, variant.cost_usd),
+                tool_calls=[
+                    pb.ToolCallRecord(id=t.id, name=t.name, ok=t.ok, duration_ms=t.duration_ms)
+                    for t in variant.tool_calls
+                ],
+            )
+        )
+    return record

@@ -1,0 +1,136 @@
+"""The demo model: a scripted session that builds a page through the real tool path.
+
+It plays what a good model does on a new app: think, create `index.html` in one
+`create_file` call whose arguments stream in pieces (so the live preview fills
+in), check it with `screenshot_preview` when that tool is offered, refine it with
+one `edit_file`, and close with a one-line summary. A failed tool call ends the
+script with a summary that says so, instead of carrying on as if it had worked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+
+from services.agent.demo_pages import (
+    CTA_NEW,
+    CTA_OLD,
+    STACK_LABELS,
+    demo_page,
+    demo_title,
+    normalize_stack,
+    theme_name,
+)
+from services.agent.providers.base import ExecutedTool
+from services.agent.providers.scripted import (
+    Say,
+    ScriptedTurn,
+    Think,
+    TurnSource,
+    call_tool,
+    chunk_text,
+)
+
+# Prose streams in smaller pieces than the file so it reads like typing.
+_TEXT_CHUNK = 12
+_ERROR_CHARS = 160
+
+
+def demo_script(
+    prompt_text: str,
+    stack: str,
+    variant_index: int,
+    tools_offered: Collection[str],
+    chunk_size: int = 48,
+) -> TurnSource:
+    """The demo model's turns for one variant, as a `ScriptedSession` script."""
+    stack = normalize_stack(stack)
+    page = demo_page(prompt_text, stack, variant_index)
+    title = demo_title(prompt_text)
+    label = STACK_LABELS[stack]
+    theme = theme_name(variant_index)
+    call_id = f"demo-{variant_index}"
+    wanted = f"\u201c{title}\u201d" if prompt_text.strip() else "the screenshot recreated"
+    checked = "screenshot_preview" in tools_offered
+
+    turns = [
+        ScriptedTurn(
+            (
+                _think(
+                    f"The user wants {wanted}. I'll build it as a single index.html "
+                    f"with {label}: a hero, three feature cards, a call to action and a footer, "
+                    f"in a {theme} colour theme."
+                ),
+                _say("I'll create the page now."),
+                call_tool(
+                    f"{call_id}-create",
+                    "create_file",
+                    {"path": "index.html", "content": page},
+                    chunk_size,
+                ),
+            )
+        )
+    ]
+    if checked:
+        turns.append(
+            ScriptedTurn(
+                (
+                    _say("Let me check how it renders on desktop and mobile."),
+                    call_tool(f"{call_id}-screenshot", "screenshot_preview", {}, chunk_size),
+                )
+            )
+        )
+    edit = {"path": "index.html", "old_text": CTA_OLD, "new_text": CTA_NEW, "count": 1}
+    turns.append(
+        ScriptedTurn(
+            (
+                _think(
+                    (
+                        "Both screenshots look balanced. "
+                        if checked
+                        else "The structure is in place. "
+                    )
+                    + "The final call to action is generic; a concrete offer tells visitors "
+                    "exactly what they get."
+                ),
+                _say("Making the call to action more specific."),
+                call_tool(f"{call_id}-edit", "edit_file", edit, chunk_size),
+            )
+        )
+    )
+    summary = (
+        f"Built \u201c{title}\u201d as a single index.html ({label}, {theme} theme) with a "
+        "hero, three feature cards, a sharper call to action and a footer."
+    )
+    turns.append(ScriptedTurn((_say(summary),)))
+    plan = tuple(turns)
+
+    def next_turn(turn: int, results: Sequence[Sequence[ExecutedTool]]) -> ScriptedTurn | None:
+        for index, executed in enumerate(results):
+            failed = next((e for e in executed if not e.ok), None)
+            if failed is not None:
+                # Report once, right after the failing turn, then fall silent.
+                return _failure_turn(failed) if turn == index + 1 else None
+        return plan[turn] if 0 <= turn < len(plan) else None
+
+    return next_turn
+
+
+def _failure_turn(failed: ExecutedTool) -> ScriptedTurn:
+    error = failed.result.get("error", failed.result)
+    message = error if isinstance(error, str) else json.dumps(error, default=str)
+    if len(message) > _ERROR_CHARS:
+        message = message[: _ERROR_CHARS - 3] + "..."
+    text = (
+        f"I stopped here because {failed.call.name} failed: {message}. "
+        "Whatever was built so far is in index.html."
+    )
+    return ScriptedTurn((_say(text),))
+
+
+def _think(text: str) -> Think:
+    return Think(chunk_text(text, _TEXT_CHUNK))
+
+
+def _say(text: str) -> Say:
+    return Say(chunk_text(text, _TEXT_CHUNK))

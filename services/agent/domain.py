@@ -1,0 +1,61 @@
+"""What a generation request is, independent of gRPC."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from services.common.credentials import Credentials
+
+GenerationType = Literal["create", "update"]
+InputMode = Literal["image", "video", "text"]
+
+STACKS: tuple[str, ...] = (
+    "html_tailwind",
+    "html_css",
+    "react_tailwind",
+    "bootstrap",
+    "vue_tailwind",
+    "ionic_tailwind",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    text: str = ""
+    full_text: str = ""  # select-and-edit instruction; empty when not used
+    images: tuple[str, ...] = ()  # data URLs
+    videos: tuple[str, ...] = ()  # data URLs
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryMessage:
+    role: Literal["user", "assistant"]
+    text: str
+    images: tuple[str, ...] = ()
+    videos: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    path: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    generation_id: str
+    generation_type: GenerationType = "create"
+    input_mode: InputMode = "image"
+    stack: str = "html_tailwind"
+    prompt: Prompt = field(default_factory=Prompt)
+    history: tuple[HistoryMessage, ...] = ()
+    file_state: FileState | None = None  # only when its content is not blank
+    option_codes: tuple[str, ...] = ()
+    asset_extraction_enabled: bool = True
+    image_generation_enabled: bool = True
+    design_system: str = ""  # stripped; empty for none
+    credentials: Credentials = field(default_factory=Credentials)
+    models: tuple[str, ...] = ()  # pinned model ids; empty: chosen by available keys
+    variant_count: int = 0  # 0: by request kind
+    asset_base_url: str = ""

@@ -1,0 +1,201 @@
+"""The agent loop of one variant: model turn → tool calls → next turn.
+
+Transport-neutral: it reads a ProviderSession, calls a ToolExecutor and emits
+domain events through a callback. Everything it emits for the live preview is
+incremental: the streamed `create_file` content is decoded once, byte by byte,
+and leaves as append-only `CodeDelta`s.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from services.agent.argscan import ArgumentScanner
+from services.agent.domain import FileState
+from services.agent.events import (
+    AssistantText,
+    CodeDelta,
+    CodeSnapshot,
+    Payload,
+    ThinkingText,
+    ToolFinished,
+    ToolStarted,
+    TurnUsage,
+)
+from services.agent.pricing import Usage
+from services.agent.providers.base import (
+    AssistantDelta,
+    ExecutedTool,
+    ProviderSession,
+    StreamEvent,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallDelta,
+)
+from services.agent.tooling import ToolCallContext, ToolExecutor
+from services.common.html import extract_html_content
+from services.common.tool_summaries import summarize_text, summarize_tool_input
+
+DEFAULT_PATH = "index.html"
+
+# (event_id, payload); the variant index is bound by whoever owns the callback.
+Emit = Callable[[str, Payload], None]
+
+
+class EngineError(Exception):
+    """A variant failure with a message for the user."""
+
+
+class CostBudget:
+    """The generation-wide cost guardrail, shared by every variant's engine."""
+
+    def __init__(self, limit_usd: float | None) -> None:
+        self.limit_usd = limit_usd
+        self._sessions: list[ProviderSession] = []
+
+    def track(self, session: ProviderSession) -> None:
+        self._sessions.append(session)
+
+    def spent_usd(self) -> float:
+        return sum(s.total_cost_usd() for s in self._sessions)
+
+    def check(self) -> None:
+        if self.limit_usd is None:
+            return
+        spent = self.spent_usd()
+        if spent > self.limit_usd:
+            raise EngineError(
+                f"Stopped: this generation has cost ${spent:.4f}, over the budget of "
+                f"${self.limit_usd:.4f} (GENERATION_MAX_COST_USD)."
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRecord:
+    id: str
+    name: str
+    ok: bool
+    duration_ms: int
+
+
+@dataclass
+class VariantEngine:
+    index: int
+    session: ProviderSession
+    tools: ToolExecutor
+    context: ToolCallContext
+    emit: Emit
+    budget: CostBudget
+    file: FileState | None = None
+    max_turns: int = 30
+    usage: Usage = field(default_factory=Usage)
+    tool_records: list[ToolRecord] = field(default_factory=list)
+
+    async def run(self) -> str:
+        """Runs the loop to its end and returns the variant's final code."""
+        try:
+            for _ in range(self.max_turns):
+                stream = _TurnStream(self)
+                turn = await self.session.stream_turn(stream.on_event)
+                self.usage = self.usage + turn.usage
+                self.emit("", TurnUsage(turn.usage, self.session.total_cost_usd()))
+                if not turn.tool_calls:
+                    return self._finalize(turn.assistant_text)
+                executed = [await self._run_tool(call, stream) for call in turn.tool_calls]
+                self.session.append_tool_results(turn, executed)
+            raise EngineError(f"Agent exceeded max tool turns ({self.max_turns}).")
+        finally:
+            await self.session.close()
+
+    async def _run_tool(self, call: ToolCall, stream: _TurnStream) -> ExecutedTool:
+        self.budget.check()
+        if call.id not in stream.started_calls:
+            path = self.file.path if self.file else None
+            summary = summarize_tool_input(call.name, call.arguments, path)
+            self.emit(call.id, ToolStarted(call.name, summary))
+        started = time.monotonic()
+        outcome = await self.tools.execute(call, self.file, self.context)
+        self.tool_records.append(
+            ToolRecord(call.id, call.name, outcome.ok, int((time.monotonic() - started) * 1000))
+        )
+        if outcome.updated_file is not None:
+            self.file = outcome.updated_file
+            self.emit(call.id, CodeSnapshot(self.file.path, self.file.content))
+        self.emit(call.id, ToolFinished(call.name, outcome.summary, outcome.ok))
+        return ExecutedTool(call, outcome.ok, outcome.result, outcome.media)
+
+    def _finalize(self, assistant_text: str) -> str:
+        if self.file is not None:
+            completion = self.file.content
+            path = self.file.path
+        else:
+            completion = extract_html_content(assistant_text)
+            path = DEFAULT_PATH
+            if completion.strip():
+                self.file = FileState(path, completion)
+        if completion:
+            self.emit("", CodeSnapshot(path, completion))
+        return completion
+
+
+def _event_id(kind: str, index: int) -> str:
+    return f"{kind}-{index}-{secrets.token_hex(4)}"
+
+
+class _TurnStream:
+    """Per-turn streaming state: fresh message ids and the live create_file previews."""
+
+    def __init__(self, engine: VariantEngine) -> None:
+        self._engine = engine
+        self._assistant_id = _event_id("assistant", engine.index)
+        self._thinking_id = _event_id("thinking", engine.index)
+        self._previews: dict[str, _Preview] = {}
+        self.started_calls: set[str] = set()
+
+    async def on_event(self, event: StreamEvent) -> None:
+        emit = self._engine.emit
+        if isinstance(event, AssistantDelta):
+            if event.text:
+                emit(self._assistant_id, AssistantText(event.text))
+        elif isinstance(event, ThinkingDelta):
+            if event.text:
+                emit(self._thinking_id, ThinkingText(event.text))
+        elif event.name == "create_file":
+            preview = self._previews.get(event.call_id)
+            if preview is None:
+                preview = self._previews[event.call_id] = _Preview(event.call_id, self._engine)
+            if preview.feed(event):
+                self.started_calls.add(event.call_id)
+
+
+class _Preview:
+    """Decodes one streamed create_file's content once and emits it as CodeDeltas."""
+
+    def __init__(self, call_id: str, engine: VariantEngine) -> None:
+        self._call_id = call_id
+        self._engine = engine
+        self._scanner = ArgumentScanner(("path", "content"))
+        self.started = False
+
+    def feed(self, event: ToolCallDelta) -> bool:
+        """Returns True once the tool's start has been announced."""
+        emit = self._engine.emit
+        for fragment in self._scanner.feed(event.arguments_delta):
+            text = fragment.text
+            if fragment.key != "content" or not text:
+                continue
+            if not self.started:
+                self.started = True
+                file = self._engine.file
+                path = self._scanner.value("path") or (file.path if file else DEFAULT_PATH)
+                summary = {
+                    "path": path,
+                    "contentLength": len(text),
+                    "preview": summarize_text(text, 200),
+                }
+                emit(self._call_id, ToolStarted("create_file", summary))
+            emit(self._call_id, CodeDelta(fragment.offset, text))
+        return self.started

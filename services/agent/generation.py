@@ -1,0 +1,323 @@
+"""Generations: run every variant of a request concurrently and keep their events.
+
+A `Generation` owns an append-only event log (sequence numbers are 1-based and
+gapless) that any number of watchers read at their own pace, so a client that
+reconnects re-reads from where it stopped. The `GenerationManager` starts,
+finds, cancels and retires generations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from services.agent.domain import GenerationRequest
+from services.agent.engine import CostBudget, EngineError, ToolRecord, VariantEngine
+from services.agent.events import (
+    Event,
+    GenerationComplete,
+    GenerationFailed,
+    Payload,
+    RunStatus,
+    Status,
+    VariantComplete,
+    VariantCount,
+    VariantFailed,
+)
+from services.agent.models import ModelSelectionError, ModelSpec, select_models, variant_count
+from services.agent.pricing import Usage
+from services.agent.prompts import PromptError, build_prompt_messages
+from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
+from services.agent.settings import AgentSettings
+from services.agent.tool_client import ToolServiceError
+from services.agent.tooling import ToolCallContext, ToolExecutor
+
+log = logging.getLogger(__name__)
+
+GENERATING = "Generating code..."
+DEMO_STATUS = (
+    "Generating code with the built-in demo model: no model API key is configured. "
+    "Set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY (or add a key in the settings "
+    "dialog) to use a real model."
+)
+ALL_FAILED = "Error generating code. Please contact support."
+DEMO_VARIANTS = 2
+
+
+class SessionFactory(Protocol):
+    def __call__(
+        self,
+        spec: ModelSpec,
+        *,
+        variant_index: int,
+        messages: Sequence[PromptMessage],
+        tools: Sequence[ToolSpec],
+        request: GenerationRequest,
+    ) -> ProviderSession: ...
+
+
+@dataclass
+class VariantState:
+    index: int
+    model: str
+    status: RunStatus = "running"
+    error: str = ""
+    code: str = ""
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    tool_calls: list[ToolRecord] = field(default_factory=list)
+
+
+class Generation:
+    def __init__(self, generation_id: str, request: GenerationRequest) -> None:
+        self.id = generation_id
+        self.request = request
+        self.status: RunStatus = "running"
+        self.error = ""
+        self.started_at = time.time()
+        self.finished_at: float | None = None
+        self.variants: list[VariantState] = []
+        self.task: asyncio.Task[None] | None = None
+        self._events: list[Event] = []
+        self._wake = asyncio.Event()
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+    @property
+    def last_sequence(self) -> int:
+        return len(self._events)
+
+    def publish(self, variant_index: int, event_id: str, payload: Payload) -> None:
+        if self.finished:
+            return
+        self._events.append(Event(self.id, len(self._events) + 1, variant_index, event_id, payload))
+        if isinstance(payload, GenerationComplete):
+            self.finished_at = time.time()
+        # Wake every watcher, then arm a fresh event for the next publish.
+        self._wake.set()
+        self._wake = asyncio.Event()
+
+    async def watch(self, after_sequence: int = 0) -> AsyncIterator[Event]:
+        """Events with sequence > after_sequence, live until the generation ends."""
+        position = max(0, after_sequence)
+        while True:
+            wake = self._wake
+            if position < len(self._events):
+                batch = self._events[position:]
+                position += len(batch)
+                for event in batch:
+                    yield event
+                continue
+            if self.finished:
+                return
+            await wake.wait()
+
+    def cancel(self) -> bool:
+        if self.task is None or self.task.done():
+            return False
+        return self.task.cancel()
+
+
+class GenerationManager:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        tools: ToolExecutor,
+        sessions: SessionFactory,
+    ) -> None:
+        self._settings = settings
+        self._tools = tools
+        self._sessions = sessions
+        self._generations: OrderedDict[str, Generation] = OrderedDict()
+
+    def get(self, generation_id: str) -> Generation | None:
+        return self._generations.get(generation_id)
+
+    def start(self, request: GenerationRequest) -> Generation:
+        """Starts a generation. Raises ValueError if its id is already in use."""
+        generation_id = request.generation_id or uuid.uuid4().hex
+        if generation_id in self._generations:
+            raise ValueError(f"generation_id {generation_id!r} is already in use")
+        generation = Generation(generation_id, request)
+        self._generations[generation_id] = generation
+        self._retire_old()
+        generation.task = asyncio.create_task(self._run(generation), name=f"gen-{generation_id}")
+        return generation
+
+    async def shutdown(self, grace_s: float) -> None:
+        """Lets running generations finish for `grace_s`, then cancels the rest."""
+        running = [g.task for g in self._generations.values() if g.task and not g.task.done()]
+        if not running:
+            return
+        _, pending = await asyncio.wait(running, timeout=grace_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+
+    def _retire_old(self) -> None:
+        while len(self._generations) > self._settings.retained_generations:
+            oldest_id, oldest = next(iter(self._generations.items()))
+            if not oldest.finished:
+                break
+            del self._generations[oldest_id]
+
+    async def _run(self, generation: Generation) -> None:
+        try:
+            status = await self._run_variants(generation)
+            generation.status = status
+        except asyncio.CancelledError:
+            generation.status = "cancelled"
+            for variant in generation.variants:
+                if variant.status == "running":
+                    variant.status = "cancelled"
+            raise
+        except Exception as exc:  # a bug must still close the generation and tell the client
+            log.exception("generation failed", extra={"generation_id": generation.id})
+            generation.status = "failed"
+            generation.error = f"An unexpected error occurred: {exc}"
+            generation.publish(0, "", GenerationFailed(generation.error))
+        finally:
+            generation.publish(0, "", GenerationComplete(generation.status))
+
+    def _fail(self, generation: Generation, message: str) -> RunStatus:
+        generation.error = message
+        generation.publish(0, "", GenerationFailed(message))
+        return "failed"
+
+    async def _run_variants(self, generation: Generation) -> RunStatus:
+        request = generation.request
+        settings = self._settings
+        count = variant_count(request.generation_type, request.input_mode, request.variant_count)
+        credentials = request.credentials.merged_over(settings.credentials)
+        keys = frozenset(
+            name
+            for name, key in (
+                ("openai", credentials.openai_api_key),
+                ("anthropic", credentials.anthropic_api_key),
+                ("gemini", credentials.gemini_api_key),
+            )
+            if key
+        )
+        pinned = request.models or settings.pinned_models
+        if not (keys or pinned or settings.local_models or request.variant_count):
+            count = DEMO_VARIANTS
+        try:
+            specs = select_models(
+                generation_type=request.generation_type,
+                input_mode=request.input_mode,
+                count=count,
+                providers_with_keys=keys,
+                pinned=pinned,
+                local_models=settings.local_models,
+            )
+        except ModelSelectionError as exc:
+            return self._fail(generation, str(exc))
+        generation.variants = [VariantState(i, spec.id) for i, spec in enumerate(specs)]
+        generation.publish(0, "", VariantCount(count, tuple(s.id for s in specs)))
+        for i, spec in enumerate(specs):
+            generation.publish(
+                i, "", Status(DEMO_STATUS if spec.provider == "demo" else GENERATING)
+            )
+
+        context = ToolCallContext(
+            input_images=_input_images(request),
+            option_codes=request.option_codes,
+            image_generation_enabled=request.image_generation_enabled,
+            asset_extraction_enabled=request.asset_extraction_enabled,
+            credentials=request.credentials,
+            asset_base_url=request.asset_base_url,
+        )
+        try:
+            tools = await self._tools.list_tools(context)
+        except ToolServiceError as exc:
+            return self._fail(generation, str(exc))
+        try:
+            messages = build_prompt_messages(
+                request, screenshot_available=any(t.name == "screenshot_preview" for t in tools)
+            )
+        except PromptError as exc:
+            return self._fail(generation, f"Error assembling prompt: {exc}")
+
+        budget = CostBudget(settings.max_cost_usd)
+        await asyncio.gather(
+            *(
+                self._run_variant(generation, i, spec, messages, tools, context, budget)
+                for i, spec in enumerate(specs)
+            )
+        )
+        if all(v.status == "failed" for v in generation.variants):
+            return self._fail(generation, ALL_FAILED)
+        return "completed"
+
+    async def _run_variant(
+        self,
+        generation: Generation,
+        index: int,
+        spec: ModelSpec,
+        messages: Sequence[PromptMessage],
+        tools: Sequence[ToolSpec],
+        context: ToolCallContext,
+        budget: CostBudget,
+    ) -> None:
+        state = generation.variants[index]
+        request = generation.request
+
+        def emit(event_id: str, payload: Payload) -> None:
+            generation.publish(index, event_id, payload)
+
+        engine: VariantEngine | None = None
+        try:
+            session = self._sessions(
+                spec, variant_index=index, messages=messages, tools=tools, request=request
+            )
+            budget.track(session)
+            file = request.file_state
+            engine = VariantEngine(
+                index=index,
+                session=session,
+                tools=self._tools,
+                context=context,
+                emit=emit,
+                budget=budget,
+                file=file,
+                max_turns=self._settings.max_turns,
+            )
+            state.code = await engine.run()
+            state.status = "completed"
+            state.usage = engine.usage
+            state.cost_usd = session.total_cost_usd()
+            emit("", VariantComplete(engine.usage, state.cost_usd))
+        except (EngineError, ProviderError) as exc:
+            state.status, state.error = "failed", str(exc)
+            emit("", VariantFailed(state.error))
+        except asyncio.CancelledError:
+            state.status = "cancelled"
+            raise
+        except Exception as exc:
+            # Anything unexpected fails this variant only; the others go on.
+            log.exception("variant failed", extra={"generation_id": generation.id})
+            state.status, state.error = "failed", str(exc) or type(exc).__name__
+            emit("", VariantFailed(state.error))
+        finally:
+            if engine is not None:
+                state.tool_calls = list(engine.tool_records)
+                state.usage = engine.usage
+
+
+def _input_images(request: GenerationRequest) -> tuple[str, ...]:
+    """Still images the tools may use: the prompt's and every user history message's."""
+    images = list(request.prompt.images)
+    for message in request.history:
+        if message.role == "user":
+            images.extend(message.images)
+    seen: dict[str, None] = dict.fromkeys(i for i in images if i.startswith("data:image/"))
+    return tuple(seen)

@@ -1,0 +1,151 @@
+"""Turns a generation request into the messages every variant starts from.
+
+Three strategies, chosen by `select_strategy`:
+- create_from_input: a fresh app from screenshots, a text description or a video;
+- update_from_history: replays the variant's conversation, whose last user
+  message already carries the new instruction;
+- update_from_file_snapshot: imported code (or any update without history),
+  sent as the current file plus the change request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from services.agent.domain import GenerationRequest, HistoryMessage
+from services.agent.prompts import templates
+from services.agent.prompts.system import build_system_prompt
+from services.agent.providers.base import PromptMessage
+
+Strategy = Literal["create_from_input", "update_from_history", "update_from_file_snapshot"]
+
+
+class PromptError(ValueError):
+    """The request cannot be turned into a prompt; the message is safe to show the user."""
+
+
+def select_strategy(request: GenerationRequest) -> Strategy:
+    if request.generation_type == "create":
+        return "create_from_input"
+    if request.history:
+        return "update_from_history"
+    if request.file_state is not None and request.file_state.content.strip():
+        return "update_from_file_snapshot"
+    raise PromptError("Update requests require history or fileState.content")
+
+
+def build_prompt_messages(
+    request: GenerationRequest,
+    *,
+    screenshot_available: bool = True,
+    uploaded_asset_ids: Mapping[str, str] | None = None,
+) -> list[PromptMessage]:
+    """The system message followed by the user (and replayed assistant) messages.
+
+    `uploaded_asset_ids` maps an uploaded image's data URL to the temporary asset
+    id it was staged under; each message with such images gets the id block
+    appended to its text so the model can promote them with `save_assets`.
+    """
+    asset_ids: Mapping[str, str] = uploaded_asset_ids or {}
+    system = PromptMessage("system", build_system_prompt(screenshot_available=screenshot_available))
+    strategy = select_strategy(request)
+    if strategy == "create_from_input":
+        return [system, _create_from_input(request, asset_ids)]
+    if strategy == "update_from_history":
+        return [system, *_update_from_history(request, asset_ids)]
+    return [system, _update_from_file_snapshot(request, asset_ids)]
+
+
+def _with_asset_ids(text: str, images: Sequence[str], asset_ids: Mapping[str, str]) -> str:
+    block = templates.asset_id_block([asset_ids.get(image) for image in images])
+    return templates.append_block(text, block)
+
+
+def _create_from_input(request: GenerationRequest, asset_ids: Mapping[str, str]) -> PromptMessage:
+    prompt = request.prompt
+    text = _with_asset_ids(prompt.text, prompt.images, asset_ids)
+    image_generation = request.image_generation_enabled
+    mode: str = request.input_mode
+    if mode == "image":
+        body = templates.image_create_text(
+            stack=request.stack,
+            design_system=request.design_system,
+            image_generation=image_generation,
+            extra=text,
+        )
+        return PromptMessage("user", body, images=prompt.images)
+    if mode == "text":
+        body = templates.text_create_text(
+            description=text,
+            stack=request.stack,
+            design_system=request.design_system,
+            image_generation=image_generation,
+        )
+        return PromptMessage("user", body)
+    if mode == "video":
+        if not prompt.videos:
+            raise PromptError("Video mode requires a video to be provided")
+        body = templates.video_create_text(
+            stack=request.stack,
+            design_system=request.design_system,
+            image_generation=image_generation,
+            extra=text,
+        )
+        # Only the first recording is used: the UI sends at most one.
+        return PromptMessage("user", body, videos=prompt.videos[:1])
+    raise PromptError(f"Unsupported input mode: {mode}")
+
+
+def _update_prefix(request: GenerationRequest) -> str:
+    return templates.update_prefix(
+        stack=request.stack,
+        design_system=request.design_system,
+        image_generation=request.image_generation_enabled,
+    )
+
+
+def _update_from_history(
+    request: GenerationRequest, asset_ids: Mapping[str, str]
+) -> list[PromptMessage]:
+    # The prompt object is deliberately unused: the client already appended the new
+    # instruction as the last user message of the history.
+    if not any(message.role == "user" for message in request.history):
+        raise PromptError("Update history must include at least one user message")
+    messages: list[PromptMessage] = []
+    prefixed = False
+    for message in request.history:
+        if message.role == "assistant":
+            messages.append(PromptMessage("assistant", templates.wrap_file(message.text)))
+            continue
+        # Ids are content-addressed, so re-announcing them on every turn is stable.
+        text = _with_asset_ids(message.text, message.images, asset_ids)
+        if not prefixed:
+            text = templates.join_sections(_update_prefix(request), text)
+            prefixed = True
+        messages.append(_user_message(message, text))
+    return messages
+
+
+def _user_message(message: HistoryMessage, text: str) -> PromptMessage:
+    return PromptMessage("user", text, images=message.images, videos=message.videos)
+
+
+def _update_from_file_snapshot(
+    request: GenerationRequest, asset_ids: Mapping[str, str]
+) -> PromptMessage:
+    file_state = request.file_state
+    if file_state is None:  # select_strategy rules this out; the check narrows the type
+        raise PromptError("Update requests require history or fileState.content")
+    prompt = request.prompt
+    # The select-and-edit instruction (full_text) carries the selected element, so it
+    # wins over the display text; the asset block rides only on the display text.
+    text = _with_asset_ids(prompt.text, prompt.images, asset_ids)
+    change_request = prompt.full_text.strip() or text.strip() or templates.DEFAULT_CHANGE_REQUEST
+    body = templates.snapshot_update_text(
+        prefix=_update_prefix(request),
+        path=file_state.path or templates.DEFAULT_FILE_PATH,
+        content=file_state.content,
+        change_request=change_request,
+    )
+    return PromptMessage("user", body, images=prompt.images, videos=prompt.videos)

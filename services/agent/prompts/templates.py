@@ -1,0 +1,187 @@
+"""Text building blocks of the user messages.
+
+Several sentences here are matched verbatim by clients and tests (the image
+policy lines, the create openers, the stack line), so change them only together
+with `tests/agent/test_prompts.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+DEFAULT_FILE_PATH = "index.html"
+
+IMAGE_GENERATION_ON = (
+    "Image generation is enabled for this request. "
+    "Use generate_images for missing assets when needed."
+)
+IMAGE_GENERATION_OFF = (
+    "Image generation is disabled for this request. Do not call generate_images. "
+    "Use provided media, CSS effects, or placeholder URLs (https://placehold.co)."
+)
+
+IMAGE_CREATE_OPENER = (
+    "Generate code for a web page that looks exactly like the provided screenshot(s)."
+)
+VIDEO_CREATE_OPENER = "Analyze this video and generate the code."
+DEFAULT_CHANGE_REQUEST = "Apply the requested update."
+
+
+def image_policy(enabled: bool) -> str:
+    return IMAGE_GENERATION_ON if enabled else IMAGE_GENERATION_OFF
+
+
+def stack_line(stack: str) -> str:
+    return f"Selected stack: {stack}."
+
+
+def design_system_block(content: str) -> str:
+    """The design-system section, or "" when there is none."""
+    body = content.strip()
+    if not body:
+        return ""
+    return (
+        "## Design system\n\n"
+        "If the design system conflicts with any other instruction here, the design "
+        "system wins.\n\n"
+        f"<design_system>\n{body}\n</design_system>"
+    )
+
+
+def asset_id_block(ids: Sequence[str | None]) -> str:
+    """Lists uploaded images by asset id and tells the model how to use them.
+
+    `ids[k]` belongs to image k+1 of the message; None marks an image that could
+    not be staged, so numbering keeps matching the order the model sees them in.
+    Returns "" when no image has an id.
+    """
+    lines = [f"- Image {k}: asset_id `{asset_id}`" for k, asset_id in enumerate(ids, 1) if asset_id]
+    if not lines:
+        return ""
+    return "\n".join(
+        [
+            "## Uploaded image asset IDs",
+            *lines,
+            "",
+            "Decide for each uploaded image whether it is only a reference screenshot or a "
+            "real asset meant to appear on the page (a logo, product photo, icon, background "
+            "or illustration).",
+            "- To use one as an asset, call `save_assets` with its id in the asset_ids list "
+            "before writing the code that needs it, then reference the permanent "
+            "`public_url` that save_assets returns.",
+            "- Never write an asset id, a temporary file path or a temporary URL into the code.",
+            "- Do not place a screenshot on the page as an image unless the user clearly "
+            "wants that.",
+            "- If you used any uploaded asset, say so in a few words in your final message.",
+        ]
+    )
+
+
+def append_block(text: str, block: str) -> str:
+    """Appends a block after a blank line; a blank `text` yields just the block."""
+    if not block:
+        return text
+    return f"{text}\n\n{block}".strip()
+
+
+def join_sections(*sections: str) -> str:
+    """Joins the non-blank sections with blank lines."""
+    return "\n\n".join(section for section in sections if section.strip())
+
+
+def wrap_file(code: str, path: str = DEFAULT_FILE_PATH) -> str:
+    """Wraps earlier generated code so the model reads it as file content, not chat."""
+    body = code.strip()
+    if body.startswith("<file") and body.endswith("</file>"):
+        return body
+    return f'<file path="{path}">\n{body}\n</file>'
+
+
+def image_create_text(*, stack: str, design_system: str, image_generation: bool, extra: str) -> str:
+    # With generation off, the generate_images bullet would contradict the policy line.
+    generate_hint = (
+        "- Create whatever cannot be extracted with `generate_images`.\n"
+        if image_generation
+        else ""
+    )
+    instructions = join_sections(
+        IMAGE_CREATE_OPENER,
+        stack_line(stack),
+        design_system_block(design_system),
+        "## Replication instructions\n"
+        "- Match the screenshot exactly, and use exactly the text it shows.\n"
+        "- Reuse the real assets from the screenshot wherever they can be extracted, "
+        "and generate only the ones that cannot.\n"
+        "- Call `extract_assets` for those assets, then look closely at every crop "
+        "it returns.\n"
+        "- If a crop is low-resolution or pixelated, or contains something that does "
+        "not belong to the asset, clean it up with `edit_image`.\n"
+        f"{generate_hint}"
+        f"- {image_policy(image_generation)}",
+        "## Multiple screenshots\n"
+        "- Screenshots of different pages become separate pages linked to each other.\n"
+        "- Screenshots of tabs or views of one screen become views with navigation "
+        "between them.\n"
+        "- Screenshots that have nothing to do with each other go into a simple scaffold "
+        "with one section per screenshot, labelled Screenshot 1, Screenshot 2, and so on.\n"
+        "- Render mobile screenshots as the app itself, without a device frame or "
+        "browser chrome.",
+    )
+    extra = extra.strip()
+    if extra:
+        instructions += f"\n\nAdditional instructions: {extra}"
+    return instructions
+
+
+def text_create_text(
+    *, description: str, stack: str, design_system: str, image_generation: bool
+) -> str:
+    description = description.strip()
+    ending = "" if description.endswith((".", "!", "?")) else "."
+    return join_sections(
+        f"Generate UI for {description}{ending}",
+        stack_line(stack),
+        design_system_block(design_system),
+        "# Instructions\n"
+        "- Make it look modern, polished and sleek.\n"
+        "- Choose professional fonts and a coherent colour palette.\n"
+        "- Follow established UX practice for layout, spacing and interaction.\n"
+        f"- {image_policy(image_generation)}",
+    )
+
+
+def video_create_text(*, stack: str, design_system: str, image_generation: bool, extra: str) -> str:
+    instructions = join_sections(
+        "The video is a screen recording of an app in use. Rebuild that app so the same "
+        "interactions lead to the same results.\n"
+        "- Watch the entire recording before writing any code.\n"
+        "- Match colours, sizes and fonts exactly.\n"
+        f"- {image_policy(image_generation)}\n"
+        "- Fake any backend calls with in-page data.\n"
+        "- The app has to work, not just look right: implement its behaviour in JavaScript.\n"
+        "- Use SVG or 3D elements where the recording calls for them.",
+        VIDEO_CREATE_OPENER,
+        stack_line(stack),
+        design_system_block(design_system),
+    )
+    extra = extra.strip()
+    if extra:
+        instructions += f"\n\nAdditional instructions: {extra}"
+    return instructions
+
+
+def update_prefix(*, stack: str, design_system: str, image_generation: bool) -> str:
+    """What the first user message of an update is prefixed with."""
+    return join_sections(
+        stack_line(stack), image_policy(image_generation), design_system_block(design_system)
+    )
+
+
+def snapshot_update_text(*, prefix: str, path: str, content: str, change_request: str) -> str:
+    return (
+        f"{prefix}\n\n"
+        "The page already exists; its current source is below. Apply the change request "
+        "to it with `edit_file`.\n\n"
+        f'<current_file path="{path}">\n{content}\n</current_file>\n\n'
+        f"<change_request>\n{change_request}\n</change_request>"
+    )

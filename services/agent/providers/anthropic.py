@@ -1,0 +1,422 @@
+"""Anthropic Messages API session (streaming, tools, adaptive thinking).
+
+Unlike upstream, the continuation replays the assistant content exactly as it
+came back — thinking blocks with their signatures included — because the API
+requires those blocks to accompany tool results while thinking is on.
+
+Images are kept as original bytes in the conversation and encoded when a
+request is built: how far they must shrink depends on how many images the
+whole request holds (see `anthropic_images`), which grows with every turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import anthropic
+import httpx2
+from anthropic.lib.streaming import AsyncMessageStreamManager, ParsedMessageStreamEvent
+from anthropic.types import MessageParam, OutputConfigParam, ToolParam
+
+from services.agent.pricing import Usage, cost_usd
+from services.agent.providers import errors
+from services.agent.providers.anthropic_images import (
+    EncodedImage,
+    ImageDecodeError,
+    fit_image,
+    max_dimension_for,
+    parse_data_url,
+)
+from services.agent.providers.base import (
+    AssistantDelta,
+    ExecutedTool,
+    OnEvent,
+    PromptMessage,
+    ProviderError,
+    ProviderTurn,
+    SessionConfig,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallDelta,
+)
+
+logger = logging.getLogger(__name__)
+
+PROVIDER = "Anthropic"
+_UNDECODABLE_IMAGE = "(An image was omitted here: it could not be decoded.)"
+
+Block = dict[str, Any]
+
+
+@dataclass(slots=True)
+class _LocalImage:
+    """Image bytes held in the conversation; encoded per request size limit, then cached."""
+
+    data: bytes
+    media_type: str
+    _encoded: dict[int, EncodedImage | None] = field(default_factory=dict)
+
+    def block(self, max_dimension: int) -> Block:
+        if max_dimension not in self._encoded:
+            try:
+                self._encoded[max_dimension] = fit_image(
+                    self.data, self.media_type, max_dimension=max_dimension
+                )
+            except ImageDecodeError:
+                self._encoded[max_dimension] = None
+        encoded = self._encoded[max_dimension]
+        if encoded is None:
+            return {"type": "text", "text": _UNDECODABLE_IMAGE}
+        source = {"type": "base64", "media_type": encoded.media_type, "data": encoded.data}
+        return {"type": "image", "source": source}
+
+
+# A conversation item: a JSON-ready block, or an image still to be encoded.
+Item = Block | _LocalImage
+
+
+@dataclass(slots=True)
+class _Progress:
+    streamed: bool = False
+
+
+@dataclass(slots=True)
+class _ToolInput:
+    id: str
+    name: str
+    chunks: list[str] = field(default_factory=list)
+
+
+class AnthropicSession:
+    """One variant's conversation with a Claude model."""
+
+    def __init__(
+        self, config: SessionConfig, *, client: anthropic.AsyncAnthropic | None = None
+    ) -> None:
+        self._config = config
+        self._owns_client = client is None
+        self._client = client or anthropic.AsyncAnthropic(
+            api_key=config.api_key,
+            base_url=config.base_url,
+            max_retries=config.max_retries,
+            timeout=config.request_timeout_s,
+        )
+        self._system = ""
+        self._messages: list[dict[str, Any]] = []
+        self._usage = Usage()
+        self._closed = False
+        prompt = list(config.messages)
+        if prompt and prompt[0].role == "system":
+            self._system = prompt.pop(0).text
+        for message in prompt:
+            converted = _convert_prompt_message(message)
+            if converted is not None:
+                self._messages.append(converted)
+        self._tools = [
+            _tool_param(spec.name, spec.description, spec.input_schema) for spec in config.tools
+        ]
+
+    async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
+        # Encoding large images is CPU work; keep it off the event loop.
+        messages = await asyncio.to_thread(self._render_messages)
+        progress = _Progress()
+        text: list[str] = []
+        tool_inputs: dict[int, _ToolInput] = {}
+        async with AsyncExitStack() as stack:
+            with self._mapped_errors(progress):
+                stream = await stack.enter_async_context(self._open_stream(messages))
+            while True:
+                with self._mapped_errors(progress):
+                    event = await anext(stream, None)
+                if event is None:
+                    break
+                for out in _stream_events(event, tool_inputs, text):
+                    progress.streamed = True
+                    await on_event(out)
+            with self._mapped_errors(progress):
+                final = await stream.get_final_message()
+
+        usage = _usage_of(final.usage)
+        self._usage = self._usage + usage
+        calls: list[ToolCall] = []
+        replay: list[Any] = []
+        for index, block in enumerate(final.content):
+            if block.type == "tool_use":
+                calls.append(_tool_call(block.id, block.name, block.input, tool_inputs.get(index)))
+            replay_block = _replay_block(block)
+            if replay_block is not None:
+                replay.append(replay_block)
+        return ProviderTurn("".join(text), calls, usage, native=replay)
+
+    def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
+        if not isinstance(turn.native, list) or not executed:
+            raise ValueError("append_tool_results needs a tool-calling turn from this session")
+        self._messages.append({"role": "assistant", "content": list(turn.native)})
+        self._messages.append({"role": "user", "content": [_tool_result(t) for t in executed]})
+
+    def total_cost_usd(self) -> float:
+        return cost_usd(self._config.api_name, self._usage)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            await self._client.close()
+
+    def _open_stream(self, messages: list[MessageParam]) -> AsyncMessageStreamManager[Any]:
+        config = self._config
+        extra_body: dict[str, Any] | None = None
+        thinking: anthropic.types.ThinkingConfigParam | anthropic.Omit = anthropic.omit
+        output_config: OutputConfigParam | anthropic.Omit = anthropic.omit
+        if config.effort:
+            thinking = {"type": "adaptive"}
+            output_config = cast(OutputConfigParam, {"effort": config.effort})
+        else:
+            # This SDK version no longer types `temperature`; the API still takes it.
+            extra_body = {"temperature": 0.0}
+        return self._client.messages.stream(
+            model=config.api_name,
+            max_tokens=config.max_output_tokens,
+            system=self._system or anthropic.omit,
+            messages=messages,
+            tools=self._tools or anthropic.omit,
+            # Top-level automatic caching: the growing conversation prefix is reused.
+            cache_control={"type": "ephemeral"},
+            thinking=thinking,
+            output_config=output_config,
+            extra_body=extra_body,
+        )
+
+    def _render_messages(self) -> list[MessageParam]:
+        max_dimension = max_dimension_for(_count_images(self._messages))
+        rendered = [
+            {"role": m["role"], "content": _render(m["content"], max_dimension)}
+            if isinstance(m["content"], list)
+            else m
+            for m in self._messages
+        ]
+        return cast(list[MessageParam], rendered)
+
+    @contextmanager
+    def _mapped_errors(self, progress: _Progress) -> Iterator[None]:
+        try:
+            yield
+        except anthropic.AnthropicError as exc:
+            raise _provider_error(exc, self._config, progress.streamed) from exc
+        # Once the body streams, transport failures surface from the SDK's HTTP
+        # library unwrapped.
+        except httpx2.TimeoutException as exc:
+            raise errors.timed_out(PROVIDER, streamed=progress.streamed) from exc
+        except httpx2.TransportError as exc:
+            if progress.streamed:
+                raise errors.stream_failed(PROVIDER, "the connection was lost") from exc
+            raise errors.unreachable(PROVIDER, self._config.base_url) from exc
+        except ValueError as exc:
+            # The SDK parses streamed tool arguments as they arrive and gives up on
+            # malformed JSON by raising ValueError; the stream cannot continue after it.
+            raise errors.stream_failed(PROVIDER, "the model sent malformed tool arguments") from exc
+
+
+def _provider_error(
+    exc: anthropic.AnthropicError, config: SessionConfig, streamed: bool
+) -> ProviderError:
+    """The one place where SDK exceptions become user-facing errors.
+
+    Order matters: a timeout is a connection error, and every HTTP error is a status error.
+    """
+    if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
+        return errors.bad_key(PROVIDER)
+    if isinstance(exc, anthropic.NotFoundError):
+        return errors.unknown_model(PROVIDER, config.api_name)
+    if isinstance(exc, anthropic.RateLimitError):
+        return errors.rate_limited(PROVIDER, streamed=streamed)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return errors.timed_out(PROVIDER, streamed=streamed)
+    if isinstance(exc, anthropic.APIConnectionError):
+        if streamed:
+            return errors.stream_failed(PROVIDER, "the connection was lost")
+        return errors.unreachable(PROVIDER, config.base_url)
+    if isinstance(exc, anthropic.APIStatusError):
+        if exc.status_code == 200:
+            # An `event: error` record inside an already accepted stream.
+            return errors.stream_failed(PROVIDER, _redact(_status_detail(exc), config.api_key))
+        if exc.status_code >= 500:
+            return errors.upstream_failed(PROVIDER, exc.status_code, streamed=streamed)
+        detail = _redact(_status_detail(exc), config.api_key)
+        return errors.bad_request(PROVIDER, f"{detail} ({exc.status_code})")
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return errors.stream_failed(PROVIDER, "the server sent data in an unexpected shape")
+    return errors.stream_failed(PROVIDER, type(exc).__name__)
+
+
+def _status_detail(exc: anthropic.APIStatusError) -> str:
+    if exc.api_message:
+        return f"{exc.type}: {exc.api_message}" if exc.type else exc.api_message
+    return f"HTTP {exc.status_code}"
+
+
+def _redact(text: str, secret: str) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+def _stream_events(
+    event: ParsedMessageStreamEvent[Any], tool_inputs: dict[int, _ToolInput], text: list[str]
+) -> Iterator[AssistantDelta | ThinkingDelta | ToolCallDelta]:
+    """Our stream events for one SDK event. The helper events the SDK adds
+    (`text`, `thinking`, `input_json`, …) repeat raw deltas and are ignored."""
+    if event.type == "content_block_start":
+        block = event.content_block
+        if block.type == "tool_use":
+            tool_input = _ToolInput(block.id, block.name)
+            tool_inputs[event.index] = tool_input
+            if block.input:
+                # Arguments that arrive whole, without deltas.
+                whole = json.dumps(block.input)
+                tool_input.chunks.append(whole)
+                yield ToolCallDelta(block.id, block.name, whole)
+    elif event.type == "content_block_delta":
+        delta = event.delta
+        if delta.type == "text_delta" and delta.text:
+            text.append(delta.text)
+            yield AssistantDelta(delta.text)
+        elif delta.type == "thinking_delta" and delta.thinking:
+            yield ThinkingDelta(delta.thinking)
+        elif delta.type == "input_json_delta" and delta.partial_json:
+            pending = tool_inputs.get(event.index)
+            if pending is not None:
+                pending.chunks.append(delta.partial_json)
+                yield ToolCallDelta(pending.id, pending.name, delta.partial_json)
+
+
+def _tool_call(call_id: str, name: str, parsed: object, tool_input: _ToolInput | None) -> ToolCall:
+    """The call's arguments, judged on the raw text: the SDK's own parse is lenient
+    about truncated JSON, which would pass a cut-off file as complete."""
+    if tool_input is None or not tool_input.chunks:
+        if isinstance(parsed, dict):
+            return ToolCall(call_id, name, parsed)
+        return ToolCall(call_id, name, {}, invalid_json=json.dumps(parsed))
+    raw = "".join(tool_input.chunks)
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError:
+        return ToolCall(call_id, name, {}, invalid_json=raw)
+    if not isinstance(arguments, dict):
+        return ToolCall(call_id, name, {}, invalid_json=raw)
+    return ToolCall(call_id, name, arguments)
+
+
+def _replay_block(block: Any) -> Any:
+    """An assistant content block as the next request must carry it back."""
+    if block.type == "thinking":
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if block.type == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data}
+    if block.type == "text":
+        # The API rejects empty text blocks; they carry nothing anyway.
+        return {"type": "text", "text": block.text} if block.text else None
+    if block.type == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    # Anything else (server tool blocks) goes back as the SDK object; the SDK serialises it.
+    return block
+
+
+def _usage_of(usage: anthropic.types.Usage) -> Usage:
+    input_tokens = usage.input_tokens or 0
+    output_tokens = usage.output_tokens or 0
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_write = usage.cache_creation_input_tokens or 0
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        total_tokens=input_tokens + output_tokens + cache_read + cache_write,
+    )
+
+
+def _tool_param(name: str, description: str, schema: dict[str, Any]) -> ToolParam:
+    # Eager streaming sends arguments as they are generated, so the create_file
+    # preview starts at once instead of after the whole file.
+    return ToolParam(
+        name=name, description=description, input_schema=schema, eager_input_streaming=True
+    )
+
+
+def _convert_prompt_message(message: PromptMessage) -> dict[str, Any] | None:
+    role = "assistant" if message.role == "assistant" else "user"
+    if role == "assistant" or not message.images:
+        return {"role": role, "content": message.text} if message.text else None
+    content: list[Item] = []
+    for url in message.images:
+        image = _image_item(url)
+        if image is not None:
+            content.append(image)
+    if message.videos:
+        logger.info("Anthropic takes no video input; %d video(s) left out", len(message.videos))
+    if message.text:
+        content.append({"type": "text", "text": message.text})
+    return {"role": role, "content": content} if content else None
+
+
+def _image_item(url: str) -> Item | None:
+    if url.startswith("data:"):
+        try:
+            media_type, data = parse_data_url(url)
+        except ValueError:
+            logger.warning("skipping an input image whose data URL does not decode")
+            return None
+        return _LocalImage(data, media_type)
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _tool_result(executed: ExecutedTool) -> Block:
+    result_json = json.dumps(executed.result)
+    block: Block = {"type": "tool_result", "tool_use_id": executed.call.id}
+    if not executed.ok or not executed.media:
+        # The API refuses images in a result flagged as an error, so errors stay text.
+        block["content"] = result_json
+        block["is_error"] = not executed.ok
+        return block
+    content: list[Item] = [{"type": "text", "text": result_json}]
+    for part in executed.media:
+        content.append({"type": "text", "text": part.display_name})
+        if part.url is not None:
+            content.append({"type": "image", "source": {"type": "url", "url": part.url}})
+        elif part.data is not None:
+            content.append(_LocalImage(part.data, part.mime_type))
+    block["content"] = content
+    block["is_error"] = False
+    return block
+
+
+def _count_images(items: Sequence[Any]) -> int:
+    count = 0
+    for item in items:
+        if isinstance(item, _LocalImage):
+            count += 1
+        elif isinstance(item, dict):
+            if item.get("type") == "image":
+                count += 1
+            nested = item.get("content")
+            if isinstance(nested, list):
+                count += _count_images(nested)
+    return count
+
+
+def _render(items: Sequence[Any], max_dimension: int) -> list[Any]:
+    rendered: list[Any] = []
+    for item in items:
+        if isinstance(item, _LocalImage):
+            rendered.append(item.block(max_dimension))
+        elif isinstance(item, dict) and isinstance(item.get("content"), list):
+            rendered.append({**item, "content": _render(item["content"], max_dimension)})
+        else:
+            rendered.append(item)
+    return rendered

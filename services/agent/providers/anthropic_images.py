@@ -1,0 +1,142 @@
+"""Fitting images into the Anthropic Messages API limits.
+
+The API rejects an image whose base64 text exceeds 5 MiB or whose longest side
+exceeds 8000 px, and lowers the side limit to 2000 px once a request carries
+more than 20 images. Images within the limits go out untouched (re-encoding
+would cost quality and break prompt caching); the others are scaled down and
+re-encoded as JPEG until they fit.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import math
+from dataclasses import dataclass
+from urllib.parse import unquote_to_bytes
+
+from PIL import Image, UnidentifiedImageError
+
+MAX_BASE64_BYTES = 5 * 1024 * 1024
+# A margin under the API's 8000 px so rounding on its side can never tip us over.
+MAX_DIMENSION = 7990
+MANY_IMAGES_MAX_DIMENSION = 2000
+MANY_IMAGES_THRESHOLD = 20
+
+SUPPORTED_MEDIA_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+_FIRST_JPEG_QUALITY = 95
+_MIN_JPEG_QUALITY = 10
+_QUALITY_STEP = 5
+# Applied when even the lowest quality is too large: only absurd inputs get here.
+_SHRINK_FACTOR = 0.75
+
+
+class ImageDecodeError(ValueError):
+    """The bytes are not an image Pillow can read."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedImage:
+    media_type: str
+    data: str  # base64
+
+
+def max_dimension_for(image_count: int) -> int:
+    """The longest side allowed for every image of a request holding `image_count` images."""
+    return MANY_IMAGES_MAX_DIMENSION if image_count > MANY_IMAGES_THRESHOLD else MAX_DIMENSION
+
+
+def base64_length(byte_count: int) -> int:
+    return 4 * math.ceil(byte_count / 3)
+
+
+def parse_data_url(url: str) -> tuple[str, bytes]:
+    """Returns (media type, bytes) of a `data:` URL; raises ValueError for anything else."""
+    if not url.startswith("data:") or "," not in url:
+        raise ValueError("not a data URL")
+    header, payload = url[5:].split(",", 1)
+    fields = header.split(";")
+    media_type = (fields[0] or "text/plain").strip().lower()
+    if "base64" in (field.strip().lower() for field in fields[1:]):
+        try:
+            return media_type, base64.b64decode(payload, validate=False)
+        except binascii.Error as exc:
+            raise ValueError("invalid base64 in data URL") from exc
+    return media_type, unquote_to_bytes(payload)
+
+
+def fit_image(
+    data: bytes,
+    media_type: str,
+    *,
+    max_dimension: int = MAX_DIMENSION,
+    max_base64_bytes: int = MAX_BASE64_BYTES,
+) -> EncodedImage:
+    """Encodes `data` for an image block, shrinking and re-encoding only when a limit demands.
+
+    Raises ImageDecodeError when the image has to be re-encoded but cannot be read.
+    """
+    media_type = media_type.lower()
+    within_bytes = base64_length(len(data)) <= max_base64_bytes
+    if within_bytes and media_type in SUPPORTED_MEDIA_TYPES:
+        size = _size_or_none(data)
+        if size is not None and max(size) <= max_dimension:
+            return EncodedImage(media_type, base64.b64encode(data).decode("ascii"))
+    return _reencode(data, max_dimension, max_base64_bytes)
+
+
+def _size_or_none(data: bytes) -> tuple[int, int] | None:
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.size
+    except (UnidentifiedImageError, OSError):
+        return None
+
+
+def _reencode(data: bytes, max_dimension: int, max_base64_bytes: int) -> EncodedImage:
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            image = _flatten(opened)
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ImageDecodeError("the image could not be decoded") from exc
+
+    image = _scaled_to(image, max_dimension)
+    quality = _FIRST_JPEG_QUALITY
+    while True:
+        encoded = _jpeg(image, quality)
+        if base64_length(len(encoded)) <= max_base64_bytes:
+            return EncodedImage("image/jpeg", base64.b64encode(encoded).decode("ascii"))
+        if quality > _MIN_JPEG_QUALITY:
+            quality -= _QUALITY_STEP
+        else:
+            longest = max(image.size)
+            image = _scaled_to(image, max(1, int(longest * _SHRINK_FACTOR)))
+
+
+def _flatten(image: Image.Image) -> Image.Image:
+    """RGB for JPEG; transparency goes onto white, as a page background usually is."""
+    image.load()
+    if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        background = Image.new("RGB", rgba.size, (255, 255, 255))
+        background.paste(rgba, mask=rgba.getchannel("A"))
+        return background
+    return image.convert("RGB")
+
+
+def _scaled_to(image: Image.Image, max_dimension: int) -> Image.Image:
+    width, height = image.size
+    longest = max(width, height)
+    if longest <= max_dimension:
+        return image
+    scale = max_dimension / longest
+    size = (max(1, int(width * scale)), max(1, int(height * scale)))
+    return image.resize(size, Image.Resampling.LANCZOS)
+
+
+def _jpeg(image: Image.Image, quality: int) -> bytes:
+    out = io.BytesIO()
+    image.save(out, format="JPEG", quality=quality)
+    return out.getvalue()

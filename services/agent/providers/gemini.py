@@ -1,0 +1,388 @@
+"""Google Gemini session (google-genai, Developer API, streaming).
+
+The continuation sends back the model's content exactly as streamed: every
+part, with its thought signature bytes untouched, which Gemini requires to
+keep reasoning across tool calls. Tool results go back as one user content of
+`function_response` parts, with tool images attached natively.
+
+Tool images given by URL must be downloaded first, which needs the event
+loop, so `append_tool_results` only queues the results and the next
+`stream_turn` builds them into the conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import mimetypes
+import secrets
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from contextlib import aclosing, contextmanager
+from dataclasses import dataclass, field
+from typing import cast
+
+import aiohttp
+import pydantic
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from services.agent.pricing import Usage, cost_usd
+from services.agent.providers import errors
+from services.agent.providers.anthropic_images import parse_data_url
+from services.agent.providers.base import (
+    AssistantDelta,
+    ExecutedTool,
+    MediaPart,
+    OnEvent,
+    PromptMessage,
+    ProviderError,
+    ProviderTurn,
+    SessionConfig,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallDelta,
+)
+
+logger = logging.getLogger(__name__)
+
+PROVIDER = "Gemini"
+DOWNLOAD_TIMEOUT_S = 30.0
+MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
+_VIDEO_FPS = 10.0
+
+# Magic numbers of the media a browser may upload as application/octet-stream.
+_SIGNATURES: tuple[tuple[bytes, int, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
+    (b"\xff\xd8\xff", 0, "image/jpeg"),
+    (b"GIF87a", 0, "image/gif"),
+    (b"GIF89a", 0, "image/gif"),
+    (b"ftyp", 4, "video/mp4"),
+    (b"\x1a\x45\xdf\xa3", 0, "video/webm"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelTurn:
+    """The native side of a ProviderTurn: the model content to send back."""
+
+    content: types.Content
+    generated_ids: frozenset[str]  # call ids we made up because the API sent none
+
+
+@dataclass(slots=True)
+class _Progress:
+    streamed: bool = False
+
+
+@dataclass(slots=True)
+class _TurnState:
+    parts: list[types.Part] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    generated_ids: set[str] = field(default_factory=set)
+    usage: types.GenerateContentResponseUsageMetadata | None = None
+
+
+class GeminiSession:
+    """One variant's conversation with a Gemini model."""
+
+    def __init__(self, config: SessionConfig, *, client: genai.Client | None = None) -> None:
+        self._config = config
+        self._owns_client = client is None
+        self._client = client or genai.Client(
+            vertexai=False, api_key=config.api_key, http_options=_http_options(config)
+        )
+        prompt = list(config.messages)
+        system = prompt.pop(0).text if prompt and prompt[0].role == "system" else ""
+        self._contents = [c for c in (_content_of(m) for m in prompt) if c is not None]
+        self._pending: list[tuple[_ModelTurn, list[ExecutedTool]]] = []
+        self._generation = _generation_config(config, system)
+        self._usage = Usage()
+        self._closed = False
+
+    async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
+        await self._add_pending_results()
+        progress = _Progress()
+        state = _TurnState()
+        with self._mapped_errors(progress):
+            stream = await self._client.aio.models.generate_content_stream(
+                model=self._config.api_name, contents=list(self._contents), config=self._generation
+            )
+        async with aclosing(
+            cast(AsyncGenerator[types.GenerateContentResponse, None], stream)
+        ) as chunks:
+            while True:
+                with self._mapped_errors(progress):
+                    # The SDK puts no limit on a streamed body; a silent server must not
+                    # hold the turn forever.
+                    async with asyncio.timeout(self._config.request_timeout_s):
+                        chunk = await anext(chunks, None)
+                if chunk is None:
+                    break
+                for event in _chunk_events(chunk, state):
+                    progress.streamed = True
+                    await on_event(event)
+
+        usage = _usage_of(state.usage)
+        self._usage = self._usage + usage
+        native = _ModelTurn(
+            types.Content(role="model", parts=state.parts), frozenset(state.generated_ids)
+        )
+        return ProviderTurn("".join(state.text), state.calls, usage, native=native)
+
+    def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
+        if not isinstance(turn.native, _ModelTurn) or not turn.native.content.parts:
+            raise ValueError("Gemini turn is missing the model content to send back")
+        self._pending.append((turn.native, list(executed)))
+
+    def total_cost_usd(self) -> float:
+        return cost_usd(self._config.api_name, self._usage)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            await self._client.aio.aclose()
+
+    async def _add_pending_results(self) -> None:
+        pending, self._pending = self._pending, []
+        for model_turn, executed in pending:
+            parts = [await _function_response(t, model_turn.generated_ids) for t in executed]
+            self._contents.append(model_turn.content)
+            self._contents.append(types.Content(role="user", parts=parts))
+
+    @contextmanager
+    def _mapped_errors(self, progress: _Progress) -> Iterator[None]:
+        try:
+            yield
+        except genai_errors.APIError as exc:
+            raise _api_error(exc, self._config, progress.streamed) from exc
+        except TimeoutError as exc:
+            raise errors.timed_out(PROVIDER, streamed=progress.streamed) from exc
+        except aiohttp.ClientError as exc:
+            # The SDK turns HTTP statuses into APIError; what is left is the transport.
+            if progress.streamed:
+                raise errors.stream_failed(PROVIDER, "the connection was lost") from exc
+            raise errors.unreachable(PROVIDER, self._config.base_url) from exc
+        except (genai_errors.UnknownApiResponseError, pydantic.ValidationError) as exc:
+            raise errors.stream_failed(PROVIDER, "the server sent an unreadable response") from exc
+
+
+def _api_error(exc: genai_errors.APIError, config: SessionConfig, streamed: bool) -> ProviderError:
+    """The one place where Gemini HTTP errors become user-facing errors."""
+    code = int(exc.code or 0)
+    if code in (401, 403) or _is_invalid_key(exc):
+        return errors.bad_key(PROVIDER)
+    if code == 404:
+        return errors.unknown_model(PROVIDER, config.api_name)
+    if code == 429:
+        return errors.rate_limited(PROVIDER, streamed=streamed)
+    if code >= 500:
+        return errors.upstream_failed(PROVIDER, code, streamed=streamed)
+    detail = str(exc.message or exc.status or "request failed")
+    if config.api_key:
+        detail = detail.replace(config.api_key, "***")
+    return errors.bad_request(PROVIDER, f"{detail} ({code})")
+
+
+def _is_invalid_key(exc: genai_errors.APIError) -> bool:
+    # Gemini answers a wrong key with 400 INVALID_ARGUMENT, not 401.
+    text = f"{exc.message} {exc.details}"
+    return exc.code == 400 and ("API_KEY_INVALID" in text or "API key not valid" in text)
+
+
+def _chunk_events(
+    chunk: types.GenerateContentResponse, state: _TurnState
+) -> Iterator[AssistantDelta | ThinkingDelta | ToolCallDelta]:
+    if chunk.usage_metadata is not None:
+        state.usage = chunk.usage_metadata
+    candidate = chunk.candidates[0] if chunk.candidates else None
+    if candidate is None or candidate.content is None or not candidate.content.parts:
+        return
+    for part in candidate.content.parts:
+        # Every part is kept, even empty ones: a signature may ride on any of them.
+        state.parts.append(part)
+        if part.function_call is not None:
+            call = part.function_call
+            call_id = call.id
+            if not call_id:
+                call_id = f"tool-{secrets.token_hex(6)}"
+                state.generated_ids.add(call_id)
+            name = call.name or "unknown_tool"
+            arguments = dict(call.args or {})
+            state.calls.append(ToolCall(call_id, name, arguments))
+            # Gemini sends arguments whole, so they arrive as one fragment.
+            yield ToolCallDelta(call_id, name, json.dumps(arguments))
+        elif part.text:
+            if part.thought:
+                yield ThinkingDelta(part.text)
+            else:
+                state.text.append(part.text)
+                yield AssistantDelta(part.text)
+
+
+def _usage_of(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
+    if meta is None:
+        return Usage()
+    cached = meta.cached_content_token_count or 0
+    return Usage(
+        input_tokens=(meta.prompt_token_count or 0) - cached,
+        output_tokens=(meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
+        cache_read_tokens=cached,
+        cache_write_tokens=0,
+        total_tokens=meta.total_token_count or 0,
+    )
+
+
+def _http_options(config: SessionConfig) -> types.HttpOptions:
+    # Retries are explicit: without them the SDK's aiohttp path silently sleeps
+    # 1–10 s and retries once on a refused connection.
+    options = types.HttpOptions(
+        retry_options=types.HttpRetryOptions(attempts=config.max_retries + 1)
+    )
+    if config.base_url:
+        options.base_url = config.base_url
+    return options
+
+
+def _generation_config(config: SessionConfig, system: str) -> types.GenerateContentConfig:
+    thinking = None
+    if config.effort:
+        thinking = types.ThinkingConfig(
+            thinking_level=types.ThinkingLevel(config.effort), include_thoughts=True
+        )
+    tools: list[types.ToolUnion] | None = None
+    if config.tools:
+        declarations = [
+            types.FunctionDeclaration(
+                name=t.name, description=t.description, parameters_json_schema=t.input_schema
+            )
+            for t in config.tools
+        ]
+        tools = [types.Tool(function_declarations=declarations)]
+    return types.GenerateContentConfig(
+        temperature=1.0,
+        max_output_tokens=config.max_output_tokens,
+        system_instruction=system or None,
+        thinking_config=thinking,
+        tools=tools,
+        # The engine runs the tools; the SDK must never try to.
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+
+
+def _content_of(message: PromptMessage) -> types.Content | None:
+    parts: list[types.Part] = []
+    if message.text:
+        parts.append(types.Part(text=message.text))
+    for url in (*message.images, *message.videos):
+        part = _media_part(url)
+        if part is not None:
+            parts.append(part)
+    if not parts:
+        return None
+    return types.Content(role="model" if message.role == "assistant" else "user", parts=parts)
+
+
+def _media_part(url: str) -> types.Part | None:
+    if not url.startswith("data:"):
+        mime_type, _ = mimetypes.guess_type(url)
+        return types.Part(file_data=types.FileData(file_uri=url, mime_type=mime_type))
+    try:
+        mime_type, data = parse_data_url(url)
+    except ValueError:
+        logger.warning("skipping an input whose data URL does not decode")
+        return None
+    if mime_type == "application/octet-stream":
+        sniffed = _sniff(data)
+        if sniffed is None:
+            logger.warning("skipping an input of unknown media type")
+            return None
+        mime_type = sniffed
+    if mime_type.startswith("video/"):
+        return types.Part(
+            inline_data=types.Blob(data=data, mime_type=mime_type),
+            video_metadata=types.VideoMetadata(fps=_VIDEO_FPS),
+            media_resolution=types.PartMediaResolution(
+                level=types.PartMediaResolutionLevel.MEDIA_RESOLUTION_HIGH
+            ),
+        )
+    return types.Part.from_bytes(
+        data=data,
+        mime_type=mime_type,
+        media_resolution=types.PartMediaResolutionLevel.MEDIA_RESOLUTION_ULTRA_HIGH,
+    )
+
+
+def _sniff(data: bytes) -> str | None:
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    for magic, offset, mime_type in _SIGNATURES:
+        if data[offset : offset + len(magic)] == magic:
+            return mime_type
+    return None
+
+
+async def _function_response(executed: ExecutedTool, generated_ids: frozenset[str]) -> types.Part:
+    call = executed.call
+    media = await _media_blobs(executed.media)
+    return types.Part(
+        function_response=types.FunctionResponse(
+            # An id the API never sent would match no call; send none instead.
+            id=None if call.id in generated_ids else call.id,
+            name=call.name,
+            response=executed.result,
+            parts=media or None,
+        )
+    )
+
+
+async def _media_blobs(media: Sequence[MediaPart]) -> list[types.FunctionResponsePart]:
+    if not media:
+        return []
+    downloads: dict[int, tuple[bytes, str] | None] = {}
+    urls = [(i, p.url) for i, p in enumerate(media) if p.data is None and p.url is not None]
+    if urls:
+        timeout = aiohttp.ClientTimeout(total=DOWNLOAD_TIMEOUT_S)
+        async with aiohttp.ClientSession(timeout=timeout, trust_env=True) as session:
+            results = await asyncio.gather(*(_download(session, url) for _, url in urls))
+        downloads = {i: result for (i, _), result in zip(urls, results, strict=True)}
+    blobs: list[types.FunctionResponsePart] = []
+    for index, part in enumerate(media):
+        if part.data is not None:
+            data, mime_type = part.data, part.mime_type
+        else:
+            downloaded = downloads.get(index)
+            if downloaded is None:
+                continue
+            data, mime_type = downloaded
+            if not mime_type.startswith("image/"):
+                mime_type = part.mime_type
+        blobs.append(
+            types.FunctionResponsePart.from_bytes(
+                data=data, mime_type=mime_type, display_name=part.display_name
+            )
+        )
+    return blobs
+
+
+async def _download(session: aiohttp.ClientSession, url: str) -> tuple[bytes, str] | None:
+    """The image at `url` and its content type, or None: a lost image must not fail the turn."""
+    try:
+        async with session.get(url) as response:
+            if response.status != 200:
+                logger.warning("tool image download failed with HTTP %d", response.status)
+                return None
+            body = bytearray()
+            async for chunk in response.content.iter_chunked(64 * 1024):
+                body += chunk
+                if len(body) > MAX_DOWNLOAD_BYTES:
+                    logger.warning("tool image larger than %d bytes skipped", MAX_DOWNLOAD_BYTES)
+                    return None
+            return bytes(body), response.content_type
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        logger.warning("tool image download failed: %s", type(exc).__name__)
+        return None

@@ -1,0 +1,62 @@
+"""Bootstrap of the agent service process."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import grpc
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
+
+from services.agent.generation import GenerationManager
+from services.agent.providers.factory import SessionFactory
+from services.agent.servicer import AgentServicer
+from services.agent.settings import AgentSettings
+from services.agent.tool_client import GrpcToolExecutor
+from services.common.grpc_server import RunningServer, serve_until_signalled, start_server
+
+log = logging.getLogger(__name__)
+
+
+class AgentServer:
+    """The agent service: its gRPC server, generation manager and tool client."""
+
+    def __init__(self, settings: AgentSettings) -> None:
+        self.settings = settings
+        self.tools = GrpcToolExecutor(settings.tools_addr)
+        self.manager = GenerationManager(settings, self.tools, SessionFactory(settings))
+        self.running: RunningServer | None = None
+
+    @property
+    def port(self) -> int:
+        assert self.running is not None
+        return self.running.port
+
+    async def start(self) -> None:
+        servicer = AgentServicer(self.manager, self.settings)
+
+        def register(server: grpc.aio.Server) -> Sequence[str]:
+            pb_grpc.add_AgentServiceServicer_to_server(servicer, server)
+            return [pb.DESCRIPTOR.services_by_name["AgentService"].full_name]
+
+        self.running = await start_server(self.settings.listen, register)
+        log.info("agent listening", extra={"port": self.running.port})
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        grace = self.settings.shutdown_grace_s if grace_s is None else grace_s
+        if self.running is not None:
+            await self.running.health.enter_graceful_shutdown()
+        await self.manager.shutdown(grace)
+        if self.running is not None:
+            await self.running.server.stop(1.0)
+        await self.tools.close()
+
+    async def serve(self) -> None:
+        await self.start()
+        assert self.running is not None
+        await serve_until_signalled(self.running, self.settings.shutdown_grace_s, self._drain)
+
+    async def _drain(self) -> None:
+        await self.manager.shutdown(self.settings.shutdown_grace_s)
+        await self.tools.close()

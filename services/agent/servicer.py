@@ -1,0 +1,99 @@
+"""AgentService over gRPC: converts proto ⇄ domain and delegates to the manager."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
+
+from services.agent.convert import event_to_proto, generation_to_proto, request_from_proto
+from services.agent.generation import Generation, GenerationManager
+from services.agent.models import CATALOGUE
+from services.agent.settings import AgentSettings
+from services.common.credentials import credentials_from_proto
+from services.common.errors import InvalidRequest, abort_invalid
+
+Context = grpc.aio.ServicerContext[object, object]
+
+
+class AgentServicer(pb_grpc.AgentServiceServicer):
+    def __init__(self, manager: GenerationManager, settings: AgentSettings) -> None:
+        self._manager = manager
+        self._settings = settings
+
+    async def GenerateCode(
+        self, request: pb.GenerateCodeRequest, context: Context
+    ) -> AsyncIterator[pb.GenerationEvent]:
+        try:
+            domain = request_from_proto(request)
+        except InvalidRequest as exc:
+            await abort_invalid(context, exc)
+        try:
+            generation = self._manager.start(domain)
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
+        try:
+            async for event in generation.watch(0):
+                yield event_to_proto(event)
+        finally:
+            # The caller went away (cancel, deadline, disconnect): stop the work too.
+            generation.cancel()
+
+    async def WatchGeneration(
+        self, request: pb.WatchGenerationRequest, context: Context
+    ) -> AsyncIterator[pb.GenerationEvent]:
+        generation = await self._find(request.generation_id, context)
+        async for event in generation.watch(request.after_sequence):
+            yield event_to_proto(event)
+
+    async def CancelGeneration(
+        self, request: pb.CancelGenerationRequest, context: Context
+    ) -> pb.CancelGenerationResponse:
+        generation = await self._find(request.generation_id, context)
+        return pb.CancelGenerationResponse(cancelled=generation.cancel())
+
+    async def GetGeneration(
+        self, request: pb.GetGenerationRequest, context: Context
+    ) -> pb.GetGenerationResponse:
+        generation = await self._find(request.generation_id, context)
+        return pb.GetGenerationResponse(generation=generation_to_proto(generation))
+
+    async def ListModels(
+        self, request: pb.ListModelsRequest, context: Context
+    ) -> pb.ListModelsResponse:
+        credentials = credentials_from_proto(request.credentials).merged_over(
+            self._settings.credentials
+        )
+        keys = {
+            "openai": bool(credentials.openai_api_key),
+            "anthropic": bool(credentials.anthropic_api_key),
+            "gemini": bool(credentials.gemini_api_key),
+            "demo": True,
+        }
+        models = [
+            pb.Model(
+                id=spec.id,
+                provider=spec.provider,
+                api_name=spec.api_name,
+                available=keys[spec.provider],
+            )
+            for spec in CATALOGUE.values()
+        ]
+        models += [
+            pb.Model(
+                id=f"local:{name}", provider="openai-compatible", api_name=name, available=True
+            )
+            for name in self._settings.local_models
+        ]
+        return pb.ListModelsResponse(models=models)
+
+    async def _find(self, generation_id: str, context: Context) -> Generation:
+        generation = self._manager.get(generation_id)
+        if generation is None:
+            await context.abort(
+                grpc.StatusCode.NOT_FOUND, f"no generation {generation_id!r} on this agent"
+            )
+        assert generation is not None
+        return generation

@@ -1,0 +1,69 @@
+"""The agent service's settings: read once from the environment, then passed down."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from services.common.credentials import Credentials
+
+
+def _csv(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def _float_or_none(value: str, name: str) -> float | None:
+    if not value.strip():
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of US dollars, got {value!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    listen: str = "127.0.0.1:50051"
+    tools_addr: str = "127.0.0.1:50052"
+    data_dir: Path = Path(".s2c-data")
+    credentials: Credentials = field(default_factory=Credentials)
+    max_cost_usd: float | None = None
+    demo_pace_s: float = 0.06
+    max_turns: int = 30
+    pinned_models: tuple[str, ...] = ()
+    local_models: tuple[str, ...] = ()
+    local_base_url: str = ""
+    retained_generations: int = 256
+    shutdown_grace_s: float = 30.0
+    provider_max_retries: int = 2
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> AgentSettings:
+        env = os.environ if env is None else env
+        credentials = Credentials(
+            openai_api_key=env.get("OPENAI_API_KEY", ""),
+            openai_base_url=env.get("OPENAI_BASE_URL", ""),
+            anthropic_api_key=env.get("ANTHROPIC_API_KEY", ""),
+            anthropic_base_url=env.get("ANTHROPIC_BASE_URL", ""),
+            gemini_api_key=env.get("GEMINI_API_KEY", ""),
+            gemini_base_url=env.get("GEMINI_BASE_URL", ""),
+            replicate_api_token=env.get("REPLICATE_API_TOKEN", "")
+            or env.get("REPLICATE_API_KEY", ""),
+            replicate_base_url=env.get("REPLICATE_BASE_URL", ""),
+        )
+        values: dict[str, object] = {
+            "tools_addr": env.get("S2C_TOOLS_ADDR", "127.0.0.1:50052"),
+            "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
+            "credentials": credentials,
+            "max_cost_usd": _float_or_none(
+                env.get("GENERATION_MAX_COST_USD", ""), "GENERATION_MAX_COST_USD"
+            ),
+            "demo_pace_s": int(env.get("S2C_DEMO_PACE_MS", "60")) / 1000,
+            "pinned_models": _csv(env.get("S2C_MODELS", "")),
+            "local_models": _csv(env.get("S2C_LOCAL_MODELS", "")),
+            "local_base_url": env.get("S2C_LOCAL_BASE_URL", ""),
+        }
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]

@@ -1,0 +1,138 @@
+"""The agent's client of the tool service (gRPC), behind the ToolExecutor protocol.
+
+One channel for all calls, balanced round-robin over every address the target
+resolves to; UNAVAILABLE is retried, which is safe because ExecuteTool is
+idempotent by tool-call id.
+"""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+from s2c.common.v1 import common_pb2
+from s2c.tools.v1 import tool_service_pb2 as pb
+from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
+
+from services.agent.domain import FileState
+from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
+from services.agent.tooling import ToolCallContext, ToolOutcome
+from services.common.credentials import credentials_to_proto
+from services.common.grpc_server import CHANNEL_OPTIONS
+from services.common.structs import from_struct, to_struct
+
+_SERVICE_CONFIG = json.dumps(
+    {
+        "loadBalancingConfig": [{"round_robin": {}}],
+        "methodConfig": [
+            {
+                "name": [{"service": "s2c.tools.v1.ToolService"}],
+                "retryPolicy": {
+                    "maxAttempts": 4,
+                    "initialBackoff": "0.1s",
+                    "maxBackoff": "1s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            }
+        ],
+    }
+)
+
+DEFAULT_CALL_TIMEOUT_S = 120.0
+
+
+class ToolServiceError(Exception):
+    """The tool service could not be reached or answered with an RPC error."""
+
+
+def channel_target(addr: str) -> str:
+    """`host:port`, `dns:///host:port`, or a comma list (→ an `ipv4:` / `ipv6:` target)."""
+    addr = addr.strip()
+    if "," not in addr or ":///" in addr:
+        return addr
+    parts = [p.strip() for p in addr.split(",") if p.strip()]
+    if parts[0].startswith(("ipv4:", "ipv6:")):
+        return addr
+    return "ipv4:" + ",".join(parts)
+
+
+class GrpcToolExecutor:
+    def __init__(self, target: str, *, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> None:
+        options = [*CHANNEL_OPTIONS, ("grpc.service_config", _SERVICE_CONFIG)]
+        self._target = target
+        self._channel = grpc.aio.insecure_channel(channel_target(target), options=options)
+        self._stub = pb_grpc.ToolServiceStub(self._channel)
+        self._call_timeout_s = call_timeout_s
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def list_tools(self, context: ToolCallContext) -> list[ToolSpec]:
+        request = pb.ListToolsRequest(
+            flags=_flags(context), credentials=credentials_to_proto(context.credentials)
+        )
+        try:
+            response = await self._stub.ListTools(request, timeout=10.0, wait_for_ready=True)
+        except grpc.aio.AioRpcError as exc:
+            raise self._error(exc) from None
+        return [
+            ToolSpec(t.name, t.description, from_struct(t.input_schema)) for t in response.tools
+        ]
+
+    async def execute(
+        self, call: ToolCall, file: FileState | None, context: ToolCallContext
+    ) -> ToolOutcome:
+        proto_call = pb.ToolCall(id=call.id, name=call.name, arguments=to_struct(call.arguments))
+        if call.invalid_json is not None:
+            proto_call.invalid_json = call.invalid_json
+        request = pb.ExecuteToolRequest(
+            call=proto_call,
+            context=pb.ToolContext(
+                input_images=context.input_images,
+                option_codes=context.option_codes,
+                flags=_flags(context),
+                credentials=credentials_to_proto(context.credentials),
+                asset_base_url=context.asset_base_url,
+            ),
+        )
+        if file is not None:
+            request.file.CopyFrom(common_pb2.FileState(path=file.path, content=file.content))
+        timeout = self._call_timeout_s
+        if context.time_left_s is not None:
+            timeout = max(0.1, min(timeout, context.time_left_s))
+        try:
+            response = await self._stub.ExecuteTool(request, timeout=timeout, wait_for_ready=True)
+        except grpc.aio.AioRpcError as exc:
+            raise self._error(exc) from None
+        updated = (
+            FileState(response.updated_file.path, response.updated_file.content)
+            if response.HasField("updated_file")
+            else None
+        )
+        return ToolOutcome(
+            ok=response.ok,
+            result=from_struct(response.result),
+            summary=from_struct(response.summary),
+            updated_file=updated,
+            media=tuple(_media(part) for part in response.media),
+        )
+
+    def _error(self, exc: grpc.aio.AioRpcError) -> ToolServiceError:
+        return ToolServiceError(
+            f"Tool service at {self._target} failed: {exc.code().name}: {exc.details()}"
+        )
+
+
+def _flags(context: ToolCallContext) -> pb.ToolFlags:
+    return pb.ToolFlags(
+        image_generation_enabled=context.image_generation_enabled,
+        asset_extraction_enabled=context.asset_extraction_enabled,
+        has_input_images=bool(context.input_images),
+    )
+
+
+def _media(part: common_pb2.MediaPart) -> MediaPart:
+    if part.WhichOneof("source") == "data":
+        return MediaPart(part.display_name, part.mime_type, data=part.data)
+    return MediaPart(part.display_name, part.mime_type, url=part.url)

@@ -1,0 +1,46 @@
+"""How the engine sees the tool service: one protocol, transport hidden."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from services.agent.domain import FileState
+from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
+from services.common.credentials import Credentials
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallContext:
+    """What every tool call of a variant carries besides its arguments."""
+
+    input_images: tuple[str, ...] = ()
+    option_codes: tuple[str, ...] = ()
+    image_generation_enabled: bool = True
+    asset_extraction_enabled: bool = True
+    credentials: Credentials = field(default_factory=Credentials)
+    asset_base_url: str = ""
+    # Seconds left for the generation; the call's deadline is derived from it.
+    time_left_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    ok: bool
+    result: dict[str, Any]
+    summary: dict[str, Any]
+    updated_file: FileState | None = None
+    media: tuple[MediaPart, ...] = ()
+
+
+class ToolExecutor(Protocol):
+    async def list_tools(self, context: ToolCallContext) -> list[ToolSpec]:
+        """The tools to offer the model for a request with this context."""
+        ...
+
+    async def execute(
+        self, call: ToolCall, file: FileState | None, context: ToolCallContext
+    ) -> ToolOutcome:
+        """Runs one tool call. Failures of the tool come back as ok=False outcomes;
+        an exception means the tool service itself could not be reached."""
+        ...

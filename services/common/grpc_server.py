@@ -1,0 +1,101 @@
+"""Bootstrap shared by the gRPC servers: options, health, reflection, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+log = logging.getLogger(__name__)
+
+# Screenshots travel as PNG bytes and requests carry screenshots and videos as
+# data URLs, so the 4 MiB gRPC default is far too small.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    # Generations stream for minutes; keepalive notices dead peers behind NATs
+    # and load balancers that would otherwise hold the stream open forever.
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+    ("grpc.http2.max_pings_without_data", 0),
+)
+
+CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+)
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    port: int
+    health: health.aio.HealthServicer
+    service_names: Sequence[str]
+
+    async def stop(self, grace_s: float) -> None:
+        """Stops taking new calls, lets running ones finish for `grace_s`, then cancels them."""
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace_s)
+
+
+async def start_server(
+    address: str,
+    register: Callable[[grpc.aio.Server], Sequence[str]],
+) -> RunningServer:
+    """Starts an aio server on `address` (port 0 picks a free one).
+
+    `register` adds the servicers and returns their full service names, which
+    health and reflection then announce.
+    """
+    server = grpc.aio.server(options=list(SERVER_OPTIONS))
+    names = list(register(server))
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+    reflection.enable_server_reflection([*names, health_name, reflection.SERVICE_NAME], server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"could not bind {address}")
+    await server.start()
+    for name in ["", *names]:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return RunningServer(server, port, health_servicer, names)
+
+
+async def serve_until_signalled(
+    running: RunningServer, grace_s: float, on_stop: Callable[[], object] | None = None
+) -> None:
+    """Serves until SIGTERM or SIGINT, then shuts down gracefully."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    server_done = asyncio.ensure_future(running.server.wait_for_termination())
+    stop_wait = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({server_done, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+    log.info("shutting down", extra={"grace_s": grace_s})
+    # Health goes NOT_SERVING first so balancers stop sending new work while
+    # the in-flight work drains.
+    await running.health.enter_graceful_shutdown()
+    if on_stop is not None:
+        result = on_stop()
+        if asyncio.iscoroutine(result):
+            await result
+    await running.server.stop(grace_s)
+    stop_wait.cancel()
+    server_done.cancel()

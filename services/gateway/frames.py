@@ -1,0 +1,220 @@
+"""GenerationEvents → the upstream browser frames, with the live-preview policy.
+
+Per variant it keeps the current code, applies `code_delta`s, and sends whole
+`setCode` frames (what the upstream UI expects) only as often as the policy
+allows; the latest state is always flushed before tool frames, completion and
+close. Consecutive thinking/assistant deltas of one message are coalesced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format, struct_pb2
+from s2c.agent.v1 import agent_service_pb2 as pb
+
+from services.gateway.preview_policy import PreviewPolicyConfig, SetCodePolicy
+
+Frame = dict[str, Any]
+
+
+def frame(kind: str, variant_index: int | None, **fields: Any) -> Frame:
+    out: Frame = {"type": kind}
+    if variant_index is not None:
+        out["variantIndex"] = variant_index
+    out.update({k: v for k, v in fields.items() if v is not None})
+    return out
+
+
+def _json(struct: struct_pb2.Struct) -> Any:
+    return _ints(json_format.MessageToDict(struct))
+
+
+def _ints(value: Any) -> Any:
+    # Struct numbers are doubles; the UI (and upstream) speak in integer counts.
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
+@dataclass
+class _VariantCode:
+    policy: SetCodePolicy
+    parts: list[str] = field(default_factory=list)
+    length: int = 0
+    dirty: bool = False
+
+    def apply(self, offset: int, text: str) -> None:
+        if offset < self.length:
+            code = "".join(self.parts)[:offset]
+            self.parts, self.length = [code], len(code)
+        self.parts.append(text)
+        self.length += len(text)
+        self.dirty = True
+
+    def replace(self, content: str) -> None:
+        self.parts, self.length, self.dirty = [content], len(content), True
+
+    def text(self) -> str:
+        if len(self.parts) > 1:
+            self.parts = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+
+@dataclass
+class _PendingDelta:
+    kind: str
+    variant_index: int
+    event_id: str
+    parts: list[str]
+    since: float
+
+
+class FrameBuilder:
+    """Turns events into frames. Pure apart from the injected clock; the caller
+    sends what `on_event` and `on_timer` return and calls `on_timer` at `next_due()`."""
+
+    def __init__(
+        self, config: PreviewPolicyConfig, coalesce_s: float, clock: Callable[[], float]
+    ) -> None:
+        self._config = config
+        self._coalesce_s = coalesce_s
+        self._clock = clock
+        self._code: dict[int, _VariantCode] = {}
+        self._pending: _PendingDelta | None = None
+        # Upstream sends variantModels after the status frames; hold it until then.
+        self._models: Frame | None = None
+        self.error: str | None = None
+
+    def _variant(self, index: int) -> _VariantCode:
+        code = self._code.get(index)
+        if code is None:
+            code = self._code[index] = _VariantCode(SetCodePolicy(self._config))
+        return code
+
+    def next_due(self) -> float | None:
+        now = self._clock()
+        due = [c.policy.next_due(now) for c in self._code.values() if c.dirty]
+        if self._pending is not None:
+            due.append(self._pending.since + self._coalesce_s)
+        times = [d for d in due if d is not None]
+        return min(times) if times else None
+
+    def on_timer(self) -> list[Frame]:
+        now = self._clock()
+        out: list[Frame] = []
+        if self._pending is not None and now >= self._pending.since + self._coalesce_s:
+            out.append(self._take_pending())
+        for index, code in self._code.items():
+            due = code.policy.next_due(now) if code.dirty else None
+            if due is not None and due <= now:
+                out.extend(self._set_code(index, code, now))
+        return out
+
+    def flush_all(self) -> list[Frame]:
+        out = [self._take_pending()] if self._pending is not None else []
+        for index in list(self._code):
+            out.extend(self._flush_code(index))
+        return out
+
+    def on_event(self, event: pb.GenerationEvent) -> list[Frame]:
+        kind = event.WhichOneof("payload")
+        v = event.variant_index
+        if kind in ("assistant_delta", "thinking_delta"):
+            return self._delta("assistant" if kind == "assistant_delta" else "thinking", event)
+        out = [self._take_pending()] if self._pending is not None else []
+        if self._models is not None and kind not in ("status", "variant_count"):
+            out.append(self._models)
+            self._models = None
+        if kind == "code_delta":
+            code = self._variant(v)
+            code.apply(event.code_delta.offset, event.code_delta.text)
+            now = self._clock()
+            if code.policy.on_change(now, code.length):
+                out.extend(self._set_code(v, code, now))
+        elif kind == "code_snapshot":
+            code = self._variant(v)
+            code.replace(event.code_snapshot.content)
+            out.extend(self._set_code(v, code, self._clock()))
+        elif kind == "tool_start":
+            out.extend(self._flush_code(v))
+            data = {"name": event.tool_start.name, "input": _json(event.tool_start.input)}
+            out.append(frame("toolStart", v, data=data, eventId=event.event_id or None))
+        elif kind == "tool_result":
+            out.extend(self._flush_code(v))
+            result = event.tool_result
+            data = {"name": result.name, "output": _json(result.output), "ok": result.ok}
+            out.append(frame("toolResult", v, data=data, eventId=event.event_id or None))
+        elif kind == "variant_count":
+            count = event.variant_count
+            out.append(frame("variantCount", 0, value=str(count.count)))
+            self._models = frame("variantModels", 0, data={"models": list(count.models)})
+        elif kind == "status":
+            out.append(frame("status", v, value=event.status.text))
+        elif kind == "variant_complete":
+            out.extend(self._flush_code(v))
+            out.append(frame("variantComplete", v, value="Variant generation complete"))
+        elif kind == "variant_error":
+            out.extend(self._flush_code(v))
+            out.append(frame("variantError", v, value=event.variant_error.message))
+        elif kind == "generation_error":
+            out.extend(self.flush_all())
+            self.error = event.generation_error.message
+        elif kind == "generation_complete":
+            out.extend(self.flush_all())
+        # `usage` is not a browser frame: upstream never shows cost to the browser.
+        return out
+
+    def _delta(self, kind: str, event: pb.GenerationEvent) -> list[Frame]:
+        text = event.assistant_delta.text if kind == "assistant" else event.thinking_delta.text
+        pending = self._pending
+        models = [self._models] if self._models is not None else []
+        self._models = None
+        if (
+            pending is not None
+            and pending.kind == kind
+            and pending.variant_index == event.variant_index
+            and pending.event_id == event.event_id
+        ):
+            pending.parts.append(text)
+            return models
+        out = [self._take_pending()] if pending is not None else []
+        out = models + out
+        self._pending = _PendingDelta(
+            kind, event.variant_index, event.event_id, [text], self._clock()
+        )
+        return out
+
+    def _take_pending(self) -> Frame:
+        pending = self._pending
+        assert pending is not None
+        self._pending = None
+        return frame(
+            pending.kind,
+            pending.variant_index,
+            value="".join(pending.parts),
+            eventId=pending.event_id or None,
+        )
+
+    def _flush_code(self, index: int) -> list[Frame]:
+        code = self._code.get(index)
+        if code is None or not code.dirty:
+            return []
+        return self._set_code(index, code, self._clock())
+
+    def _set_code(self, index: int, code: _VariantCode, now: float) -> list[Frame]:
+        text = code.text()
+        code.dirty = False
+        code.policy.mark_sent(now, len(text.encode()))
+        return [frame("setCode", index, value=text)]
+
+
+def encode(out: Frame) -> str:
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))

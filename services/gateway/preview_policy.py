@@ -1,0 +1,212 @@
+"""When the gateway sends a variant's `setCode` frame during a streamed preview.
+
+The upstream browser protocol only knows `setCode` with the whole file, so every frame
+costs the full file size. Upstream sends one for every 40 new characters: bytes on the wire
+grow with the square of the file. `SetCodePolicy` keeps the preview live with far fewer
+frames: the first one at once, then a new one only when the code grew by `min_chars`
+**and** `min_interval_s` passed since the last **and** the variant's setCode traffic stays
+within `max_bytes_per_s` over any one-second window. A change that cannot go out yet is
+pending, never dropped: `next_due` says when it may, so the gateway arms a timer.
+
+The policy is pure (no I/O, no asyncio); time comes in as `now`, seconds on a monotonic
+clock, non-decreasing across calls.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Final
+
+_WINDOW_S: Final = 1.0  # the bandwidth cap holds over every window this long
+# Frames shorter than this say little about the bytes per character of the big ones.
+_MIN_LEN_FOR_RATIO: Final = 256
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewPolicyConfig:
+    """Tuning of `SetCodePolicy`. The first three are upstream-compatible knobs."""
+
+    min_chars: int = 40  # growth that justifies a new frame (upstream's rule)
+    min_interval_s: float = 0.2  # least time between two frames of a variant
+    max_bytes_per_s: int = 1_000_000  # setCode bytes per variant in any 1 s window
+    # A change smaller than min_chars still goes out once the stream has been quiet this
+    # long, so a paused stream never leaves the preview behind.
+    idle_s: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.min_chars < 0 or self.min_interval_s < 0 or self.idle_s < 0:
+            raise ValueError("preview policy limits must not be negative")
+        if self.max_bytes_per_s <= 0:
+            raise ValueError("max_bytes_per_s must be positive")
+
+
+class SetCodePolicy:
+    """Decides, for one variant, when the current code goes to the browser.
+
+    The gateway calls `on_change` whenever the code changes and sends a frame when it says
+    so; after every frame it sends (asked for or not: flushes, snapshots) it calls
+    `mark_sent`. While `next_due` is not None it keeps a timer armed for that time and sends
+    then if `ready`. Before `toolStart`, `toolResult`, `variantComplete` and close it sends
+    the latest code if `flush_needed`; `flush_at` tells when that fits within the cap, for
+    a gateway that prefers to wait a little over exceeding it.
+    """
+
+    def __init__(self, config: PreviewPolicyConfig | None = None) -> None:
+        self.config = config or PreviewPolicyConfig()
+        self._first = True  # no frame since the start or the last restart
+        self._sent_len = 0
+        self._interval_ready = -math.inf
+        self._idle_ready = -math.inf
+        self._len = 0
+        self._frame_bytes: int | None = None
+        self._dirty = False
+        self._bytes_per_char = 1.0
+        self._window: deque[tuple[float, int]] = deque()  # (leaves the window at, bytes)
+        self._window_bytes = 0
+
+    def on_change(
+        self,
+        now: float,
+        code_len: int,
+        *,
+        frame_bytes: int | None = None,
+        restart: bool = False,
+    ) -> bool:
+        """Records that the code is now `code_len` code points long; True: send it now.
+
+        `frame_bytes` is the size the frame would have; without it the policy estimates
+        from earlier frames (pass it when known: only then is the cap exact). `restart`
+        means the code was replaced from the start (a new file): its first frame goes out
+        as promptly as the very first one.
+        """
+        self._len = code_len
+        self._frame_bytes = frame_bytes
+        self._dirty = True
+        self._idle_ready = now + self.config.idle_s
+        if restart:
+            self._first = True
+        return self.ready(now)
+
+    def mark_sent(self, now: float, nbytes: int) -> None:
+        """A frame with the current code, `nbytes` long, went to the browser at `now`."""
+        self._prune(now)
+        self._window.append((now + _WINDOW_S, nbytes))
+        self._window_bytes += nbytes
+        if self._len >= _MIN_LEN_FOR_RATIO:
+            self._bytes_per_char = max(self._bytes_per_char, nbytes / self._len)
+        self._first = False
+        self._sent_len = self._len
+        self._interval_ready = now + self.config.min_interval_s
+        self._dirty = False
+
+    def next_due(self, now: float) -> float | None:
+        """When the pending change may go out (at least `now`); None when nothing waits."""
+        if not self._dirty:
+            return None
+        cap_ready = self._cap_ready(now)
+        if self._first:
+            return cap_ready
+        if abs(self._len - self._sent_len) >= self.config.min_chars:
+            allowed = self._interval_ready
+        else:
+            allowed = max(self._interval_ready, self._idle_ready)
+        return max(allowed, cap_ready)
+
+    def ready(self, now: float) -> bool:
+        """A pending change may go out now."""
+        due = self.next_due(now)
+        return due is not None and due <= now
+
+    def flush_needed(self) -> bool:
+        """The browser has not seen the latest code."""
+        return self._dirty
+
+    def flush_at(self, now: float) -> float | None:
+        """The earliest time a flush of the latest code fits within the cap; None if none."""
+        return self._cap_ready(now) if self._dirty else None
+
+    def window_bytes(self, now: float) -> int:
+        """setCode bytes sent in the last second."""
+        self._prune(now)
+        return self._window_bytes
+
+    def _estimate(self) -> int:
+        if self._frame_bytes is not None:
+            return self._frame_bytes
+        return math.ceil(self._len * self._bytes_per_char)
+
+    def _prune(self, now: float) -> None:
+        window = self._window
+        while window and window[0][0] <= now:
+            self._window_bytes -= window.popleft()[1]
+
+    def _cap_ready(self, now: float) -> float:
+        """The earliest time, from `now`, at which the pending frame fits within the cap."""
+        self._prune(now)
+        cap, size = self.config.max_bytes_per_s, self._estimate()
+        remaining = self._window_bytes
+        if remaining + size <= cap or not self._window:
+            return now  # a frame larger than the cap itself goes out alone
+        for leaves, nbytes in self._window:
+            remaining -= nbytes
+            if remaining + size <= cap:
+                return leaves
+        return self._window[-1][0]
+
+
+class CodeBuffer:
+    """A variant's code as the browser will get it, and the exact size of its setCode frame.
+
+    Applying a delta costs time in its own length only (a replacement in the middle costs
+    the kept prefix), so the frame size is known for every change without serialising the
+    frame, which is what `SetCodePolicy.on_change(frame_bytes=...)` needs for an exact cap.
+    Frames are serialised as upstream's server does: compact separators, UTF-8 text.
+    """
+
+    def __init__(self, variant_index: int = 0) -> None:
+        self._head = f'{{"type":"setCode","variantIndex":{variant_index},"value":'
+        self._parts: list[str] = []
+        self._len = 0
+        self._value_bytes = 0  # of the JSON string literal of the code, quotes excluded
+
+    def __len__(self) -> int:
+        return self._len
+
+    @property
+    def code(self) -> str:
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    @property
+    def frame_bytes(self) -> int:
+        """Bytes of `frame()` encoded as UTF-8."""
+        return len(self._head) + self._value_bytes + 3  # two quotes and the closing brace
+
+    def apply(self, offset: int, text: str) -> bool:
+        """The code becomes `code[:offset] + text`; True when earlier text was replaced."""
+        if not 0 <= offset <= self._len:
+            raise ValueError(f"delta offset {offset} outside code of length {self._len}")
+        replaced = offset < self._len
+        if replaced:
+            kept = self.code[:offset]
+            self._parts, self._len, self._value_bytes = [kept], offset, _json_bytes(kept)
+        if text:
+            self._parts.append(text)
+            self._len += len(text)
+            self._value_bytes += _json_bytes(text)
+        return replaced
+
+    def frame(self) -> str:
+        """The `setCode` frame carrying the whole code."""
+        return f"{self._head}{json.dumps(self.code, ensure_ascii=False)}}}"
+
+
+def _json_bytes(text: str) -> int:
+    # JSON escapes one code point at a time, so lengths of pieces add up exactly. Lone
+    # surrogates are counted as their 3-byte encoding.
+    literal = json.dumps(text, ensure_ascii=False)
+    return len(literal.encode("utf-8", "surrogatepass")) - 2

@@ -1,0 +1,130 @@
+"""One browser WebSocket ⇄ one GenerateCode stream."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+import grpc
+from aiohttp import WSMsgType, web
+from s2c.agent.v1 import agent_service_pb2 as pb
+
+from services.common.errors import bad_request_violations
+from services.gateway.frames import Frame, FrameBuilder, encode, frame
+
+log = logging.getLogger(__name__)
+
+APP_ERROR = 4332  # upstream: an `error` frame precedes it
+USER_CANCEL = 4333  # sent by the upstream UI to cancel
+
+_END = object()
+
+
+def rpc_error_text(exc: grpc.aio.AioRpcError, agent_addr: str) -> str:
+    code = exc.code()
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        violations = bad_request_violations(exc)
+        if violations:
+            return "Invalid request: " + "; ".join(
+                f"{v.field}: {v.description}" for v in violations
+            )
+        return f"Invalid request: {exc.details()}"
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return f"The agent service at {agent_addr} is unavailable. Is it running?"
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return "The generation took too long and was stopped."
+    return f"An unexpected error occurred: {code.name}: {exc.details()}"
+
+
+class Relay:
+    def __init__(
+        self,
+        ws: web.WebSocketResponse,
+        events: grpc.aio.UnaryStreamCall[Any, pb.GenerationEvent],
+        builder: FrameBuilder,
+        agent_addr: str,
+    ) -> None:
+        self._ws = ws
+        self._events = events
+        self._builder = builder
+        self._agent_addr = agent_addr
+        self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=256)
+        self.client_gone = asyncio.Event()
+
+    async def run(self) -> None:
+        reader = asyncio.create_task(self._read())
+        watcher = asyncio.create_task(self._watch_client())
+        try:
+            await self._pump()
+        finally:
+            for task in (reader, watcher):
+                task.cancel()
+            for task in (reader, watcher):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _read(self) -> None:
+        try:
+            async for event in self._events:
+                await self._queue.put(event)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                await self._queue.put(exc)
+        await self._queue.put(_END)
+
+    async def _watch_client(self) -> None:
+        # The upstream UI sends nothing after the params: any message is ignored,
+        # and a close (4333 = cancel, or a dropped connection) ends the generation.
+        async for message in self._ws:
+            if message.type in (WSMsgType.CLOSE, WSMsgType.ERROR):
+                break
+        self.client_gone.set()
+        if not self._queue.full():  # wake the pump if it is waiting for events
+            self._queue.put_nowait(_END)
+
+    async def _pump(self) -> None:
+        builder = self._builder
+        while not self.client_gone.is_set():
+            due = builder.next_due()
+            try:
+                if due is None:
+                    item = await self._queue.get()
+                else:
+                    timeout = max(0.0, due - time.monotonic())
+                    item = await asyncio.wait_for(self._queue.get(), timeout)
+            except TimeoutError:
+                await self._send(builder.on_timer())
+                continue
+            if item is _END:
+                break
+            if isinstance(item, grpc.aio.AioRpcError):
+                await self._send(builder.flush_all())
+                await self.fail(rpc_error_text(item, self._agent_addr))
+                return
+            assert isinstance(item, pb.GenerationEvent)
+            await self._send(builder.on_event(item))
+        if self.client_gone.is_set():
+            return
+        await self._send(builder.flush_all())
+        if builder.error is not None:
+            await self.fail(builder.error)
+        else:
+            await self._ws.close(code=1000)
+
+    async def _send(self, frames: list[Frame]) -> None:
+        for out in frames:
+            if self._ws.closed:
+                return
+            try:
+                await self._ws.send_str(encode(out))
+            except (ConnectionResetError, RuntimeError):
+                self.client_gone.set()
+                return
+
+    async def fail(self, message: str) -> None:
+        await self._send([frame("error", None, value=message)])
+        if not self._ws.closed:
+            await self._ws.close(code=APP_ERROR)

@@ -1,0 +1,359 @@
+"""The `screenshot_preview` tool: full-page desktop and mobile PNGs of the current file.
+
+One Chromium per worker, launched on first use and relaunched if it dies. Each capture
+renders both viewports at once, each in its own fresh browser context, so nothing (cookies,
+storage, cache, service workers) leaks from one model's page into another's.
+
+The page is untrusted model output. Its network access goes through two layers from
+`netguard`: request routing refuses non-public targets before Chromium sends anything, and
+the browser's only way out is an `EgressProxy` that vets every connection, including the
+requests Chromium sends around routing (beacons, pings, prefetches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from playwright.async_api import Browser, Page, Playwright, Route, WebSocketRoute, async_playwright
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+from services.tools.babel_cdn import normalize_babel_cdn
+from services.tools.netguard import (
+    AddressGuard,
+    EgressProxy,
+    Resolver,
+    UpstreamOpener,
+    is_page_internal_url,
+)
+from services.tools.types import (
+    FileState,
+    MediaPart,
+    ToolContext,
+    ToolHandler,
+    ToolOutcome,
+    failure,
+)
+
+log = logging.getLogger(__name__)
+
+RESULT_CONTENT = "Full-page desktop and mobile screenshots of the current preview are attached."
+
+_CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",  # tool workers run as root in containers, where the sandbox cannot start
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    # WebRTC would otherwise send UDP straight to any address the page names, past the proxy.
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+)
+_CLOSE_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class ScreenshotSettings:
+    chromium_path: str = "/usr/bin/chromium"
+    page_load_timeout_s: float = 15.0
+    capture_timeout_s: float = 30.0
+    settle_ms: int = 250
+
+
+@dataclass(frozen=True, slots=True)
+class Viewport:
+    name: str
+    width: int
+    height: int
+
+    @property
+    def display_name(self) -> str:
+        return f"preview_{self.name}.png"
+
+
+DESKTOP = Viewport("desktop", 1280, 832)
+MOBILE = Viewport("mobile", 342, 684)
+VIEWPORTS = (DESKTOP, MOBILE)
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    viewport: Viewport
+    png: bytes
+    full_page: bool = True
+
+
+class ScreenshotError(Exception):
+    pass
+
+
+class Screenshotter:
+    """Owns the worker's Playwright driver, its Chromium and the egress proxy in front of it.
+
+    It keeps one spare, unused page per viewport (each in its own fresh context) so a capture
+    does not wait for Chromium to start a renderer process; a spare is replaced the moment it
+    is taken, while the taken page sits in its network-idle wait, and is used exactly once.
+
+    `resolver` and `upstream_opener` are the network seams of the guard (see `netguard`);
+    production leaves them at the system defaults.
+    """
+
+    def __init__(
+        self,
+        settings: ScreenshotSettings | None = None,
+        *,
+        resolver: Resolver | None = None,
+        upstream_opener: UpstreamOpener | None = None,
+    ) -> None:
+        self.settings = settings or ScreenshotSettings()
+        self._guard = AddressGuard(resolver=resolver)
+        self._proxy = EgressProxy(self._guard, opener=upstream_opener)
+        self._lock = asyncio.Lock()
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+        self._probe_result: bool | None = None
+        self._spares: dict[Viewport, tuple[Browser, asyncio.Task[Page]]] = {}
+        self._discarded: set[asyncio.Task[None]] = set()
+
+    async def probe(self) -> bool:
+        """Whether Chromium can be launched here; answered once, then cached."""
+        if self._probe_result is None:
+            try:
+                await self._ready_browser()
+                self._probe_result = True
+            except Exception:
+                log.warning(
+                    "screenshot_preview unavailable: Chromium did not launch", exc_info=True
+                )
+                self._probe_result = False
+        return self._probe_result
+
+    async def capture(self, html: str) -> list[Capture]:
+        """Desktop then mobile captures of `html`, rendered concurrently."""
+        html = normalize_babel_cdn(html)
+        timeout_s = self.settings.capture_timeout_s
+        try:
+            async with asyncio.timeout(timeout_s):
+                browser = await self._ready_browser()
+                async with asyncio.TaskGroup() as group:
+                    shots = [group.create_task(self._shoot(browser, html, vp)) for vp in VIEWPORTS]
+        except TimeoutError as exc:
+            raise ScreenshotError(f"capture timed out after {timeout_s:g}s") from exc
+        except ExceptionGroup as group_error:
+            # Callers want the cause, not the concurrency wrapper around it.
+            raise group_error.exceptions[0] from None
+        return [shot.result() for shot in shots]
+
+    async def evaluate_frames(self, html: str, expression: str) -> list[Any]:
+        """Render `html` as a desktop capture would, then evaluate `expression` in every frame.
+
+        A diagnostic (and test) hook: it shows what a page could read and write, e.g. whether
+        a blocked resource's content ever reached the DOM. Frames that never loaded or refuse
+        evaluation are reported as such instead.
+        """
+        html = normalize_babel_cdn(html)
+        async with asyncio.timeout(self.settings.capture_timeout_s):
+            browser = await self._ready_browser()
+            async with self._rendered(browser, html, DESKTOP) as page:
+                results: list[Any] = []
+                for frame in page.frames:
+                    # A frame whose load was refused never commits a document (empty URL),
+                    # and evaluating in it waits forever for a context that never comes.
+                    if not frame.url:
+                        results.append({"unloaded_frame": frame.name})
+                        continue
+                    try:
+                        results.append(await frame.evaluate(expression))
+                    except PlaywrightError:
+                        results.append({"unevaluated_frame": frame.url})
+                return results
+
+    async def close(self) -> None:
+        async with self._lock:
+            for _, spare in self._spares.values():
+                self._discard(spare)
+            self._spares.clear()
+            await asyncio.gather(*self._discarded, return_exceptions=True)
+            browser, self._browser = self._browser, None
+            driver, self._playwright = self._playwright, None
+            if browser is not None:
+                await _quietly(browser.close())
+            if driver is not None:
+                await _quietly(driver.stop())
+            await self._proxy.close()
+
+    async def _ready_browser(self) -> Browser:
+        async with self._lock:
+            if self._browser is not None and self._browser.is_connected():
+                return self._browser
+            if self._browser is not None:
+                log.warning("Chromium disconnected; relaunching")
+                await _quietly(self._browser.close())
+                self._browser = None
+            proxy_url = await self._proxy.start()
+            if self._playwright is None:
+                self._playwright = await async_playwright().start()
+            browser = await self._playwright.chromium.launch(
+                executable_path=self.settings.chromium_path,
+                args=[
+                    *_CHROMIUM_ARGS,
+                    f"--proxy-server={proxy_url}",
+                    # Chromium never proxies loopback by default; "<-loopback>" undoes that
+                    # exemption so 127.0.0.1 reaches the guard like any other host.
+                    "--proxy-bypass-list=<-loopback>",
+                ],
+                timeout=self.settings.page_load_timeout_s * 1000,
+            )
+            self._browser = browser
+            for viewport in VIEWPORTS:
+                self._prepare_spare(browser, viewport)
+            return browser
+
+    async def _shoot(self, browser: Browser, html: str, viewport: Viewport) -> Capture:
+        async with self._rendered(browser, html, viewport) as page:
+            png = await page.screenshot(
+                full_page=True, type="png", timeout=self.settings.capture_timeout_s * 1000
+            )
+        return Capture(viewport, png)
+
+    @contextlib.asynccontextmanager
+    async def _rendered(
+        self, browser: Browser, html: str, viewport: Viewport
+    ) -> AsyncIterator[Page]:
+        page = await self._take_page(browser, viewport)
+        try:
+            load_timeout_s = self.settings.page_load_timeout_s
+            # A slow or never-idle page is still worth a screenshot of what did render.
+            with contextlib.suppress(PlaywrightTimeoutError):
+                await page.set_content(
+                    html, wait_until="networkidle", timeout=load_timeout_s * 1000
+                )
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(load_timeout_s):
+                    await page.evaluate("document.fonts.ready.then(() => true)")
+            if self.settings.settle_ms > 0:
+                await asyncio.sleep(self.settings.settle_ms / 1000)  # let late layout land
+            yield page
+        finally:
+            await _quietly(page.context.close())
+
+    async def _new_page(self, browser: Browser, viewport: Viewport) -> Page:
+        context = await browser.new_context(
+            viewport={"width": viewport.width, "height": viewport.height},
+            device_scale_factor=1,
+            service_workers="block",
+            accept_downloads=False,
+        )
+        try:
+            await context.route("**/*", self._route_request)
+            await context.route_web_socket(lambda _url: True, self._route_websocket)
+            return await context.new_page()
+        except BaseException:
+            await _quietly(context.close())
+            raise
+
+    def _prepare_spare(self, browser: Browser, viewport: Viewport) -> None:
+        if viewport not in self._spares:
+            task = asyncio.create_task(self._new_page(browser, viewport))
+            self._spares[viewport] = (browser, task)
+
+    async def _take_page(self, browser: Browser, viewport: Viewport) -> Page:
+        owner, spare = self._spares.pop(viewport, (None, None))
+        self._prepare_spare(browser, viewport)
+        if spare is None or owner is not browser:
+            if spare is not None:
+                self._discard(spare)  # built in a browser that has since died
+            return await self._new_page(browser, viewport)
+        try:
+            return await spare
+        except asyncio.CancelledError:
+            self._discard(spare)  # it may have finished just as we were cancelled
+            raise
+        except Exception:
+            return await self._new_page(browser, viewport)
+
+    def _discard(self, spare: asyncio.Task[Page]) -> None:
+        async def close_it() -> None:
+            spare.cancel()
+            await asyncio.wait({spare})
+            if not spare.cancelled() and spare.exception() is None:
+                await _quietly(spare.result().context.close())
+
+        task = asyncio.create_task(close_it())
+        self._discarded.add(task)
+        task.add_done_callback(self._discarded.discard)
+
+    async def _route_request(self, route: Route) -> None:
+        url = route.request.url
+        try:
+            if is_page_internal_url(url) or await self._guard.allows_url(url):
+                await route.continue_()
+            else:
+                await route.abort("blockedbyclient")
+        except PlaywrightError:
+            pass  # the context closed while we decided; nothing is left to release
+
+    async def _route_websocket(self, socket: WebSocketRoute) -> None:
+        if await self._guard.allows_url(socket.url):
+            socket.connect_to_server()
+        else:
+            await socket.close(code=1008, reason="blocked by the preview sandbox")
+
+
+async def _quietly(closing: Any) -> None:
+    # Teardown of a crashed or wedged browser must neither hang the caller nor mask its error.
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+            await closing
+
+
+def screenshot_preview_handler(shooter: Screenshotter) -> ToolHandler:
+    """The `screenshot_preview` tool; its arguments are ignored (the schema has none)."""
+
+    async def screenshot_preview(
+        arguments: dict[str, Any], file: FileState | None, context: ToolContext
+    ) -> ToolOutcome:
+        if file is None:
+            return failure("No file exists yet. Call create_file first.", "No file to screenshot")
+        try:
+            captures = await shooter.capture(file.content)
+        except Exception as exc:
+            log.warning("screenshot_preview failed", exc_info=True)
+            return failure(f"Screenshot failed: {exc}", "Screenshot failed")
+        return preview_outcome(captures)
+
+    return screenshot_preview
+
+
+def preview_outcome(captures: list[Capture]) -> ToolOutcome:
+    """Model result without URLs, UI summary with inline data URLs, one PNG part per capture."""
+    details: list[dict[str, Any]] = []
+    shown: list[dict[str, Any]] = []
+    media: list[MediaPart] = []
+    for index, shot in enumerate(captures):
+        entry: dict[str, Any] = {
+            "viewport": shot.viewport.name,
+            "full_page": shot.full_page,
+            "image_part_index": index,
+            "image_display_name": shot.viewport.display_name,
+            "image_bytes": len(shot.png),
+        }
+        details.append(entry)
+        data_url = "data:image/png;base64," + base64.b64encode(shot.png).decode("ascii")
+        shown.append({**entry, "image_url": data_url, "status": "ok"})
+        media.append(MediaPart(shot.viewport.display_name, "image/png", data=shot.png))
+    return ToolOutcome(
+        ok=True,
+        result={"content": RESULT_CONTENT, "details": {"screenshots": details}},
+        summary={"screenshots": shown, "status": "ok"},
+        media=tuple(media),
+    )

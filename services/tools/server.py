@@ -1,0 +1,50 @@
+"""Bootstrap of a tool worker process."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import grpc
+from s2c.tools.v1 import tool_service_pb2 as pb
+from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
+
+from services.common.grpc_server import RunningServer, serve_until_signalled, start_server
+from services.tools.servicer import ToolServicer
+from services.tools.settings import ToolsSettings
+from services.tools.worker import ToolWorker
+
+log = logging.getLogger(__name__)
+
+
+class ToolsServer:
+    def __init__(self, settings: ToolsSettings) -> None:
+        self.settings = settings
+        self.worker = ToolWorker(settings)
+        self.running: RunningServer | None = None
+
+    @property
+    def port(self) -> int:
+        assert self.running is not None
+        return self.running.port
+
+    async def start(self) -> None:
+        servicer = ToolServicer(self.worker)
+
+        def register(server: grpc.aio.Server) -> Sequence[str]:
+            pb_grpc.add_ToolServiceServicer_to_server(servicer, server)
+            return [pb.DESCRIPTOR.services_by_name["ToolService"].full_name]
+
+        self.running = await start_server(self.settings.listen, register)
+        log.info("tools listening", extra={"port": self.running.port})
+
+    async def stop(self, grace_s: float = 1.0) -> None:
+        if self.running is not None:
+            await self.running.stop(grace_s)
+        await self.worker.close()
+
+    async def serve(self) -> None:
+        await self.start()
+        assert self.running is not None
+        await serve_until_signalled(self.running, self.settings.shutdown_grace_s)
+        await self.worker.close()

@@ -1,0 +1,104 @@
+"""ToolService over gRPC: converts proto ⇄ domain and delegates to the worker."""
+
+from __future__ import annotations
+
+import grpc
+from s2c.common.v1 import common_pb2
+from s2c.tools.v1 import tool_service_pb2 as pb
+from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
+
+from services.common.credentials import credentials_from_proto
+from services.common.errors import FieldViolation, InvalidRequest, abort_invalid
+from services.common.structs import from_struct, to_struct
+from services.tools.types import FileState, MediaPart, ToolCall, ToolContext, ToolFlags
+from services.tools.worker import ToolWorker
+
+Context = grpc.aio.ServicerContext[object, object]
+MAX_ID_LENGTH = 256
+
+
+class ToolServicer(pb_grpc.ToolServiceServicer):
+    def __init__(self, worker: ToolWorker) -> None:
+        self._worker = worker
+
+    async def ListTools(
+        self, request: pb.ListToolsRequest, context: Context
+    ) -> pb.ListToolsResponse:
+        definitions = await self._worker.definitions(
+            _flags(request.flags), credentials_from_proto(request.credentials)
+        )
+        return pb.ListToolsResponse(
+            tools=[
+                pb.ToolDefinition(
+                    name=d.name, description=d.description, input_schema=to_struct(d.input_schema)
+                )
+                for d in definitions
+            ]
+        )
+
+    async def ExecuteTool(
+        self, request: pb.ExecuteToolRequest, context: Context
+    ) -> pb.ExecuteToolResponse:
+        violations = []
+        if not request.call.name:
+            violations.append(FieldViolation("call.name", "required"))
+        if len(request.call.id) > MAX_ID_LENGTH:
+            violations.append(FieldViolation("call.id", f"at most {MAX_ID_LENGTH} characters"))
+        if violations:
+            await abort_invalid(context, InvalidRequest(violations))
+        call = ToolCall(
+            id=request.call.id,
+            name=request.call.name,
+            arguments=from_struct(request.call.arguments),
+            invalid_json=(
+                request.call.invalid_json if request.call.HasField("invalid_json") else None
+            ),
+        )
+        file = (
+            FileState(request.file.path or "index.html", request.file.content)
+            if request.HasField("file")
+            else None
+        )
+        ctx = request.context
+        outcome = await self._worker.execute(
+            call,
+            file,
+            ToolContext(
+                input_images=tuple(ctx.input_images),
+                option_codes=tuple(ctx.option_codes),
+                flags=_flags(ctx.flags),
+                credentials=credentials_from_proto(ctx.credentials),
+                asset_base_url=ctx.asset_base_url,
+            ),
+        )
+        response = pb.ExecuteToolResponse(
+            ok=outcome.ok,
+            result=to_struct(outcome.result),
+            summary=to_struct(outcome.summary),
+            media=[_media(part) for part in outcome.media],
+        )
+        if outcome.updated_file is not None:
+            response.updated_file.CopyFrom(
+                common_pb2.FileState(
+                    path=outcome.updated_file.path, content=outcome.updated_file.content
+                )
+            )
+        return response
+
+
+def _flags(flags: pb.ToolFlags) -> ToolFlags:
+    return ToolFlags(
+        image_generation_enabled=flags.image_generation_enabled,
+        asset_extraction_enabled=flags.asset_extraction_enabled,
+        has_input_images=flags.has_input_images,
+    )
+
+
+def _media(part: MediaPart) -> common_pb2.MediaPart:
+    if part.data is not None:
+        return common_pb2.MediaPart(
+            display_name=part.display_name, mime_type=part.mime_type, data=part.data
+        )
+    return common_pb2.MediaPart(
+        display_name=part.display_name, mime_type=part.mime_type, url=part.url or ""
+    )

@@ -1,0 +1,39 @@
+"""The tool service's settings: read once from the environment, then passed down."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from services.common.credentials import Credentials
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsSettings:
+    listen: str = "127.0.0.1:50052"
+    data_dir: Path = Path(".s2c-data")
+    chromium_path: str = "/usr/bin/chromium"
+    screenshots_enabled: bool = True
+    # Only the image-tool keys matter here; model keys never reach the workers' env.
+    credentials: Credentials = field(default_factory=Credentials)
+    shutdown_grace_s: float = 30.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> ToolsSettings:
+        env = os.environ if env is None else env
+        values: dict[str, object] = {
+            "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
+            "chromium_path": env.get("S2C_CHROMIUM_PATH", "/usr/bin/chromium"),
+            "screenshots_enabled": env.get("S2C_SCREENSHOTS", "1") not in ("0", "false", "no"),
+            "credentials": Credentials(
+                gemini_api_key=env.get("GEMINI_API_KEY", ""),
+                gemini_base_url=env.get("GEMINI_BASE_URL", ""),
+                replicate_api_token=env.get("REPLICATE_API_TOKEN", "")
+                or env.get("REPLICATE_API_KEY", ""),
+                replicate_base_url=env.get("REPLICATE_BASE_URL", ""),
+            ),
+        }
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]

@@ -1,0 +1,65 @@
+"""The transport-neutral core of a tool worker: which tools it can run, and running them."""
+
+from __future__ import annotations
+
+from services.common.credentials import Credentials
+from services.tools.definitions import ToolDefinition
+from services.tools.file_tools import file_tool_handlers
+from services.tools.runtime import ToolRuntime
+from services.tools.screenshot import ScreenshotSettings, Screenshotter, screenshot_preview_handler
+from services.tools.settings import ToolsSettings
+from services.tools.types import (
+    FileState,
+    ToolCall,
+    ToolContext,
+    ToolFlags,
+    ToolHandler,
+    ToolOutcome,
+)
+
+_ALWAYS = frozenset({"create_file", "edit_file", "retrieve_option", "save_assets"})
+_REPLICATE = frozenset({"generate_images", "remove_background", "edit_image"})
+
+
+class ToolWorker:
+    def __init__(self, settings: ToolsSettings) -> None:
+        self.settings = settings
+        handlers: dict[str, ToolHandler] = dict(file_tool_handlers())
+        self.screenshotter: Screenshotter | None = None
+        if settings.screenshots_enabled:
+            self.screenshotter = Screenshotter(
+                ScreenshotSettings(chromium_path=settings.chromium_path)
+            )
+            handlers["screenshot_preview"] = screenshot_preview_handler(self.screenshotter)
+        self.runtime = ToolRuntime(handlers)
+
+    async def close(self) -> None:
+        if self.screenshotter is not None:
+            await self.screenshotter.close()
+
+    async def available(self, credentials: Credentials) -> set[str]:
+        """Tool names this worker can really run for a request with these credentials."""
+        creds = credentials.merged_over(self.settings.credentials)
+        names = set(_ALWAYS)
+        if creds.replicate_api_token:
+            names |= _REPLICATE
+        if creds.gemini_api_key:
+            names.add("extract_assets")
+        if self.screenshotter is not None and await self.screenshotter.probe():
+            names.add("screenshot_preview")
+        return names
+
+    async def definitions(self, flags: ToolFlags, credentials: Credentials) -> list[ToolDefinition]:
+        return self.runtime.definitions(flags, await self.available(credentials))
+
+    async def execute(
+        self, call: ToolCall, file: FileState | None, ctx: ToolContext
+    ) -> ToolOutcome:
+        merged = ToolContext(
+            input_images=ctx.input_images,
+            option_codes=ctx.option_codes,
+            flags=ctx.flags,
+            credentials=ctx.credentials.merged_over(self.settings.credentials),
+            asset_base_url=ctx.asset_base_url,
+        )
+        return await self.runtime.execute(call, file, merged)

@@ -1,0 +1,164 @@
+"""Anthropic image limits: what passes untouched, what shrinks, and to what."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import random
+
+import pytest
+from PIL import Image
+
+from services.agent.providers.anthropic_images import (
+    MANY_IMAGES_MAX_DIMENSION,
+    MAX_BASE64_BYTES,
+    MAX_DIMENSION,
+    EncodedImage,
+    ImageDecodeError,
+    base64_length,
+    fit_image,
+    max_dimension_for,
+    parse_data_url,
+)
+
+
+def _encode(image: Image.Image, fmt: str = "PNG") -> bytes:
+    out = io.BytesIO()
+    image.save(out, format=fmt)
+    return out.getvalue()
+
+
+def _png(width: int, height: int, color: tuple[int, ...] = (10, 120, 200)) -> bytes:
+    mode = "RGBA" if len(color) == 4 else "RGB"
+    return _encode(Image.new(mode, (width, height), color))
+
+
+def _noise_png(side: int) -> bytes:
+    # Random pixels do not compress, so the size in bytes is predictable.
+    pixels = random.Random(side).randbytes(side * side * 3)
+    return _encode(Image.frombytes("RGB", (side, side), pixels))
+
+
+def _decoded(encoded: EncodedImage) -> Image.Image:
+    return Image.open(io.BytesIO(base64.b64decode(encoded.data)))
+
+
+def test_an_image_within_limits_goes_out_byte_identical() -> None:
+    data = _png(640, 480)
+
+    encoded = fit_image(data, "image/png")
+
+    assert encoded == EncodedImage("image/png", base64.b64encode(data).decode())
+
+
+def test_media_type_is_compared_case_insensitively() -> None:
+    data = _png(10, 10)
+
+    assert fit_image(data, "IMAGE/PNG").media_type == "image/png"
+
+
+def test_a_side_over_the_api_limit_is_scaled_to_7990_keeping_the_aspect() -> None:
+    data = _png(8000, 400)
+
+    encoded = fit_image(data, "image/png")
+
+    assert encoded.media_type == "image/jpeg"
+    # 400 * 7990 / 8000 = 399.5, truncated.
+    assert _decoded(encoded).size == (MAX_DIMENSION, 399)
+
+
+def test_the_many_image_limit_scales_the_longest_side_to_2000() -> None:
+    data = _png(30, 2100)
+
+    encoded = fit_image(data, "image/png", max_dimension=MANY_IMAGES_MAX_DIMENSION)
+
+    assert _decoded(encoded).size == (28, 2000)  # 30 * 2000 / 2100 = 28.57
+
+
+def test_a_thin_image_never_scales_below_one_pixel() -> None:
+    encoded = fit_image(_png(4000, 1), "image/png", max_dimension=100)
+
+    assert _decoded(encoded).size == (100, 1)
+
+
+@pytest.mark.parametrize(
+    ("image_count", "expected"),
+    [(0, MAX_DIMENSION), (20, MAX_DIMENSION), (21, MANY_IMAGES_MAX_DIMENSION)],
+)
+def test_the_side_limit_drops_once_a_request_holds_more_than_20_images(
+    image_count: int, expected: int
+) -> None:
+    assert max_dimension_for(image_count) == expected
+
+
+def test_an_image_over_5_mib_of_base64_is_reencoded_at_the_same_size() -> None:
+    data = _noise_png(1400)
+    assert base64_length(len(data)) > MAX_BASE64_BYTES
+
+    encoded = fit_image(data, "image/png")
+
+    assert encoded.media_type == "image/jpeg"
+    assert len(encoded.data) <= MAX_BASE64_BYTES
+    assert _decoded(encoded).size == (1400, 1400)
+
+
+def test_jpeg_quality_drops_until_the_image_fits() -> None:
+    data = _noise_png(300)
+    first_try = len(base64.b64encode(_encode(Image.open(io.BytesIO(data)), "JPEG")))
+    limit = 60_000
+    assert first_try > limit  # quality 75 (Pillow's default) is already too big
+
+    encoded = fit_image(data, "image/png", max_base64_bytes=limit)
+
+    assert len(encoded.data) <= limit
+    assert _decoded(encoded).size == (300, 300)
+
+
+def test_an_image_too_big_even_at_the_lowest_quality_is_scaled_down() -> None:
+    data = _noise_png(300)
+
+    encoded = fit_image(data, "image/png", max_base64_bytes=4_000)
+
+    assert len(encoded.data) <= 4_000
+    width, height = _decoded(encoded).size
+    assert width == height
+    assert width < 300
+
+
+def test_transparency_is_flattened_onto_white() -> None:
+    data = _png(3000, 10, (0, 0, 0, 0))
+
+    encoded = fit_image(data, "image/png", max_dimension=MANY_IMAGES_MAX_DIMENSION)
+
+    pixel = _decoded(encoded).convert("RGB").getpixel((5, 2))
+    assert isinstance(pixel, tuple)
+    assert min(pixel) >= 250
+
+
+def test_a_type_the_api_does_not_take_is_converted_to_jpeg() -> None:
+    data = _encode(Image.new("RGB", (20, 10), (200, 0, 0)), "BMP")
+
+    encoded = fit_image(data, "image/bmp")
+
+    assert encoded.media_type == "image/jpeg"
+    assert _decoded(encoded).size == (20, 10)
+
+
+def test_bytes_that_are_no_image_and_must_be_converted_raise() -> None:
+    with pytest.raises(ImageDecodeError):
+        fit_image(b"<svg xmlns='http://www.w3.org/2000/svg'/>", "image/svg+xml")
+
+
+def test_parse_data_url_decodes_base64_and_percent_encoding() -> None:
+    payload = os.urandom(32)
+    url = "data:image/PNG;base64," + base64.b64encode(payload).decode()
+
+    assert parse_data_url(url) == ("image/png", payload)
+    assert parse_data_url("data:text/plain,a%20b") == ("text/plain", b"a b")
+
+
+@pytest.mark.parametrize("url", ["https://example.com/a.png", "data:image/png;base64"])
+def test_parse_data_url_rejects_what_is_not_a_data_url(url: str) -> None:
+    with pytest.raises(ValueError, match="not a data URL"):
+        parse_data_url(url)

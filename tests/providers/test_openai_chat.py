@@ -1,0 +1,398 @@
+"""OpenAIChatSession (local OpenAI-compatible servers) against the fake, via the real SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import socket
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI
+
+from services.agent.pricing import Usage, cost_usd
+from services.agent.providers import errors
+from services.agent.providers.base import (
+    AssistantDelta,
+    ExecutedTool,
+    MediaPart,
+    PromptMessage,
+    ProviderError,
+    SessionConfig,
+    StreamEvent,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolSpec,
+)
+from services.agent.providers.openai_chat import OpenAIChatSession
+from tests.fakes.openai_server import (
+    FakeOpenAI,
+    FunctionCall,
+    Pause,
+    Reasoning,
+    Text,
+    TokenUsage,
+    chat_turn,
+    http_error,
+)
+
+KEY = "sk-local-DO-NOT-LEAK-51c0de"
+PROVIDER = "OpenAI-compatible server"
+PNG = b"\x89PNG\r\n\x1a\nfake-png-bytes"
+SHOT_URL = "https://cdn.example.com/shot.png"
+USER_IMAGE = "data:image/jpeg;base64,aGVsbG8="
+
+CREATE_FILE = ToolSpec(
+    "create_file",
+    "Create a file",
+    {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    },
+)
+EDIT_FILE = ToolSpec(
+    "edit_file",
+    "Edit a file",
+    {
+        "type": "object",
+        "properties": {"old_text": {"type": "string"}, "new_text": {"type": "string"}},
+        "required": ["old_text", "new_text"],
+    },
+)
+SCREENSHOT = ToolSpec("screenshot_preview", "Screenshot the page", {"type": "object"})
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[StreamEvent] = []
+        self.first = asyncio.Event()
+
+    async def __call__(self, event: StreamEvent) -> None:
+        self.events.append(event)
+        self.first.set()
+
+    def drain(self) -> list[StreamEvent]:
+        out, self.events = self.events, []
+        return out
+
+
+@pytest.fixture(autouse=True)
+def _bypass_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+async def client(fake: FakeOpenAI) -> AsyncIterator[AsyncOpenAI]:
+    sdk = AsyncOpenAI(
+        api_key=KEY, base_url=fake.base_url, max_retries=0, _strict_response_validation=True
+    )
+    yield sdk
+    await sdk.close()
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port bound but not listening: connecting to it is refused, with no race."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    yield sock.getsockname()[1]
+    sock.close()
+
+
+def config(base_url: str, **changes: Any) -> SessionConfig:
+    base = SessionConfig(
+        model_id="qwen3-coder (local)",
+        api_name="qwen3-coder",
+        effort=None,
+        api_key=KEY,
+        base_url=base_url,
+        messages=(
+            PromptMessage("system", "You build web pages."),
+            PromptMessage("user", "Make this page", images=(USER_IMAGE,)),
+        ),
+        tools=(CREATE_FILE, EDIT_FILE, SCREENSHOT),
+        max_retries=0,
+    )
+    return replace(base, **changes)
+
+
+def args_of(events: list[StreamEvent], call_id: str) -> str:
+    return "".join(
+        e.arguments_delta for e in events if isinstance(e, ToolCallDelta) and e.call_id == call_id
+    )
+
+
+async def test_tool_loop_streams_events_and_continues(
+    fake: FakeOpenAI, client: AsyncOpenAI
+) -> None:
+    create_args = json.dumps({"path": "index.html", "content": "<html><body>Hi</body></html>"})
+    edit_args = json.dumps({"old_text": "Hi", "new_text": "Hello"})
+    fake.add_chat(
+        chat_turn(
+            [
+                Reasoning([["The user wants ", "a page."]]),
+                Text(["I'll create ", "index.html."]),
+                FunctionCall("call_1", "create_file", create_args, pieces=4),
+            ],
+            usage=TokenUsage(input=900, cached=100, output=250),
+        ),
+        chat_turn(
+            [
+                FunctionCall("call_2", "edit_file", edit_args, pieces=3),
+                FunctionCall("call_3", "screenshot_preview", "{}", pieces=1),
+            ]
+        ),
+        chat_turn([Text(["All ", "done."])], usage=TokenUsage(input=1500, output=5)),
+    )
+    session = OpenAIChatSession(config(fake.base_url), client=client)
+    seen = Recorder()
+
+    turn1 = await session.stream_turn(seen)
+    events = seen.drain()
+    assert events[:4] == [
+        ThinkingDelta("The user wants "),
+        ThinkingDelta("a page."),
+        AssistantDelta("I'll create "),
+        AssistantDelta("index.html."),
+    ]
+    assert len(events) == 8
+    assert {(e.call_id, e.name) for e in events[4:] if isinstance(e, ToolCallDelta)} == {
+        ("call_1", "create_file")
+    }
+    assert args_of(events, "call_1") == create_args
+    assert turn1.assistant_text == "I'll create index.html."
+    assert turn1.tool_calls == [ToolCall("call_1", "create_file", json.loads(create_args))]
+    assert turn1.usage == Usage(800, 250, 100, 0, 1150)
+    session.append_tool_results(turn1, [ExecutedTool(turn1.tool_calls[0], True, {"ok": True})])
+
+    turn2 = await session.stream_turn(seen)
+    events = seen.drain()
+    assert args_of(events, "call_2") == edit_args
+    assert args_of(events, "call_3") == "{}"
+    assert [c.id for c in turn2.tool_calls] == ["call_2", "call_3"]
+    assert turn2.tool_calls[0].arguments == {"old_text": "Hi", "new_text": "Hello"}
+    assert turn2.usage == Usage()  # the server sent no usage chunk
+    shot = (
+        MediaPart("shot.png", "image/png", data=PNG),
+        MediaPart("web.png", "image/png", url=SHOT_URL),
+    )
+    session.append_tool_results(
+        turn2,
+        [
+            ExecutedTool(turn2.tool_calls[0], True, {"ok": True, "replaced": 1}),
+            ExecutedTool(turn2.tool_calls[1], True, {"ok": True}, media=shot),
+        ],
+    )
+
+    turn3 = await session.stream_turn(seen)
+    assert seen.drain() == [AssistantDelta("All "), AssistantDelta("done.")]
+    assert turn3.tool_calls == []
+    assert session.total_cost_usd() == 0.0  # an unpriced local model
+
+    first, second, third = (r.json for r in fake.requests)
+    assert all(r.headers["Authorization"] == f"Bearer {KEY}" for r in fake.requests)
+    assert first["model"] == "qwen3-coder"
+    assert first["stream"] is True
+    assert first["stream_options"] == {"include_usage": True}
+    assert "max_tokens" not in first
+    assert "reasoning_effort" not in first
+    assert first["tools"][0] == {
+        "type": "function",
+        "function": {
+            "name": "create_file",
+            "description": "Create a file",
+            "parameters": CREATE_FILE.input_schema,
+        },
+    }
+    assert first["messages"] == [
+        {"role": "system", "content": "You build web pages."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": USER_IMAGE, "detail": "high"}},
+                {"type": "text", "text": "Make this page"},
+            ],
+        },
+    ]
+    assert second["messages"][2:] == [
+        {
+            "role": "assistant",
+            "content": "I'll create index.html.",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "create_file", "arguments": create_args},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": json.dumps({"ok": True})},
+    ]
+    assistant, *rest = third["messages"][4:]
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_2", "call_3"]
+    assert [c["function"]["arguments"] for c in assistant["tool_calls"]] == [edit_args, "{}"]
+    png_url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    assert rest == [
+        {
+            "role": "tool",
+            "tool_call_id": "call_2",
+            "content": json.dumps({"ok": True, "replaced": 1}),
+        },
+        {"role": "tool", "tool_call_id": "call_3", "content": json.dumps({"ok": True})},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Image shot.png from screenshot_preview (call call_3):"},
+                {"type": "image_url", "image_url": {"url": png_url, "detail": "high"}},
+                {"type": "text", "text": "Image web.png from screenshot_preview (call call_3):"},
+                {"type": "image_url", "image_url": {"url": SHOT_URL, "detail": "high"}},
+            ],
+        },
+    ]
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_reasoning_extensions_become_thinking(
+    fake: FakeOpenAI, client: AsyncOpenAI, field: str
+) -> None:
+    fake.add_chat(chat_turn([Reasoning([["Hmm, ", "a page."]], chat_field=field), Text(["Hi"])]))
+    session = OpenAIChatSession(config(fake.base_url), client=client)
+    seen = Recorder()
+    await session.stream_turn(seen)
+    assert seen.events == [ThinkingDelta("Hmm, "), ThinkingDelta("a page."), AssistantDelta("Hi")]
+
+
+async def test_effort_cost_and_keyless_server(fake: FakeOpenAI) -> None:
+    fake.add_chat(chat_turn([Text(["ok"])], usage=TokenUsage(input=1000, cached=400, output=100)))
+    # No key: a local server. The session makes its own client from the config.
+    cfg = config(fake.base_url, api_key="", api_name="gpt-5.4-mini", effort="low")
+    session = OpenAIChatSession(cfg)
+    turn = await session.stream_turn(Recorder())
+    await session.close()
+    await session.close()
+    request = fake.requests[0]
+    assert request.headers["Authorization"] == "Bearer not-needed"
+    assert request.json["reasoning_effort"] == "low"
+    assert turn.usage == Usage(600, 100, 400, 0, 1100)
+    assert session.total_cost_usd() == pytest.approx(cost_usd("gpt-5.4-mini", turn.usage))
+    assert session.total_cost_usd() > 0
+
+
+async def test_invalid_arguments_and_failed_tool_media(
+    fake: FakeOpenAI, client: AsyncOpenAI
+) -> None:
+    fake.add_chat(
+        chat_turn([FunctionCall("call_7", "create_file", '{"path": "a.ht')]),
+        chat_turn([Text(["ok"])]),
+    )
+    session = OpenAIChatSession(config(fake.base_url), client=client)
+    turn = await session.stream_turn(Recorder())
+    assert turn.tool_calls == [ToolCall("call_7", "create_file", {}, invalid_json='{"path": "a.ht')]
+    image = (MediaPart("x.png", "image/png", url=SHOT_URL),)
+    session.append_tool_results(
+        turn, [ExecutedTool(turn.tool_calls[0], False, {"error": "bad"}, image)]
+    )
+    await session.stream_turn(Recorder())
+    # A failed tool's images are not sent: the last message is the tool result.
+    assert fake.requests[1].json["messages"][-1] == {
+        "role": "tool", "tool_call_id": "call_7", "content": json.dumps({"error": "bad"}),
+    }  # fmt: skip
+
+
+ERROR_CASES = [
+    (http_error(401), errors.bad_key(PROVIDER)),
+    (http_error(404), errors.unknown_model(PROVIDER, "qwen3-coder")),
+    (http_error(429), errors.rate_limited(PROVIDER)),
+    (http_error(500), errors.upstream_failed(PROVIDER, 500)),
+    (
+        http_error(400, f"model does not support tools (key {KEY})"),
+        errors.bad_request(PROVIDER, "model does not support tools (key ***) (400)"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "expected"), ERROR_CASES)
+async def test_http_errors_become_provider_errors(
+    fake: FakeOpenAI, client: AsyncOpenAI, reply: Any, expected: ProviderError
+) -> None:
+    fake.add_chat(reply)
+    session = OpenAIChatSession(config(fake.base_url), client=client)
+    seen = Recorder()
+    with pytest.raises(ProviderError) as caught:
+        await session.stream_turn(seen)
+    assert caught.value.message == expected.message
+    assert caught.value.retryable == expected.retryable
+    assert caught.value.streamed is False
+    assert KEY not in str(caught.value)
+    assert seen.events == []
+
+
+@pytest.mark.parametrize(
+    ("end", "detail"),
+    [
+        ("error", f"Overloaded, key {KEY}"),
+        ("none", "the stream ended before the answer was complete"),
+    ],
+)
+async def test_stream_failures_after_output(
+    fake: FakeOpenAI, client: AsyncOpenAI, end: Any, detail: str
+) -> None:
+    fake.add_chat(chat_turn([Text(["Half a sent", "ence"])], end=end, error_message=detail))
+    session = OpenAIChatSession(config(fake.base_url), client=client)
+    seen = Recorder()
+    with pytest.raises(ProviderError) as caught:
+        await session.stream_turn(seen)
+    expected = errors.stream_failed(PROVIDER, detail.replace(KEY, "***"))
+    assert caught.value.message == expected.message
+    assert caught.value.streamed is True
+    assert KEY not in caught.value.message
+    assert seen.events == [AssistantDelta("Half a sent"), AssistantDelta("ence")]
+
+
+async def test_connection_refused(closed_port: int) -> None:
+    base_url = f"http://127.0.0.1:{closed_port}/v1"
+    session = OpenAIChatSession(config(base_url))
+    with pytest.raises(ProviderError) as caught:
+        await session.stream_turn(Recorder())
+    await session.close()
+    assert caught.value.message == errors.unreachable(PROVIDER, base_url).message
+    assert KEY not in caught.value.message
+
+
+async def test_cancelling_a_turn_closes_the_upstream_stream(
+    fake: FakeOpenAI, client: AsyncOpenAI
+) -> None:
+    fake.add_chat(chat_turn([Text(["Hel"]), Pause(), Text(["lo"])]))
+    session = OpenAIChatSession(config(fake.base_url), client=client)
+    seen = Recorder()
+    task = asyncio.create_task(session.stream_turn(seen))
+    await asyncio.wait_for(seen.first.wait(), 5)
+    await asyncio.wait_for(fake.stream_paused.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.wait_for(fake.client_disconnected.wait(), 5)
+    assert seen.events == [AssistantDelta("Hel")]
+
+
+async def test_released_pause_finishes_the_turn(fake: FakeOpenAI, client: AsyncOpenAI) -> None:
+    fake.add_chat(chat_turn([Text(["Hel"]), Pause(), Text(["lo"])]))
+    session = OpenAIChatSession(config(fake.base_url), client=client)
+    task = asyncio.create_task(session.stream_turn(Recorder()))
+    await asyncio.wait_for(fake.stream_paused.wait(), 5)
+    fake.release()
+    turn = await asyncio.wait_for(task, 5)
+    assert turn.assistant_text == "Hello"
+    assert fake.disconnects == 0

@@ -1,0 +1,140 @@
+"""Test harness: the three services in-process on port 0, and a browser-like WS client."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from PIL import Image
+
+from services.agent.server import AgentServer
+from services.agent.settings import AgentSettings
+from services.gateway.app import create_app
+from services.gateway.settings import GatewaySettings
+from services.tools.server import ToolsServer
+from services.tools.settings import ToolsSettings
+
+
+def png_data_url(width: int = 64, height: int = 48, color: str = "#3366cc") -> str:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def create_params(**overrides: Any) -> dict[str, Any]:
+    """The params frame the upstream frontend sends for a create-from-image request."""
+    params: dict[str, Any] = {
+        "generationType": "create",
+        "inputMode": "image",
+        "prompt": {"text": "", "images": [png_data_url()], "videos": []},
+        "generatedCodeConfig": "html_tailwind",
+        "codeGenerationModel": "claude-opus-4-8",
+        "isImageGenerationEnabled": True,
+        "isAssetExtractionEnabled": True,
+        "openAiApiKey": None,
+        "anthropicApiKey": None,
+        "geminiApiKey": None,
+        "replicateApiKey": None,
+        "openAiBaseURL": None,
+        "screenshotOneApiKey": None,
+        "editorTheme": "cobalt",
+        "isTermOfServiceAccepted": True,
+        "designSystem": None,
+    }
+    params.update(overrides)
+    return params
+
+
+@dataclass
+class WsResult:
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    close_code: int | None = None
+
+    def of(self, kind: str, variant: int | None = None) -> list[dict[str, Any]]:
+        return [
+            f
+            for f in self.frames
+            if f["type"] == kind and (variant is None or f.get("variantIndex") == variant)
+        ]
+
+    def variant_frames(self, variant: int) -> list[dict[str, Any]]:
+        return [f for f in self.frames if f.get("variantIndex") == variant]
+
+    def last_code(self, variant: int) -> str:
+        codes = self.of("setCode", variant)
+        return str(codes[-1]["value"]) if codes else ""
+
+
+async def run_ws(url: str, params: Any, *, raw: str | None = None) -> WsResult:
+    """Sends one params frame like the upstream UI and collects frames until the close."""
+    result = WsResult()
+    async with aiohttp.ClientSession() as session, session.ws_connect(url, max_msg_size=0) as ws:
+        await ws.send_str(raw if raw is not None else json.dumps(params))
+        async for message in ws:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                result.frames.append(json.loads(message.data))
+        result.close_code = ws.close_code
+    return result
+
+
+@dataclass
+class Suite:
+    tools: ToolsServer
+    agent: AgentServer
+    gateway_port: int
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.gateway_port}/generate-code"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.gateway_port}"
+
+
+@asynccontextmanager
+async def running_suite(
+    data_dir: Path,
+    *,
+    agent: AgentSettings | None = None,
+    tools: ToolsSettings | None = None,
+    gateway: GatewaySettings | None = None,
+) -> AsyncIterator[Suite]:
+    """Tools, agent and gateway on free ports, wired together; settings never read the env."""
+    tools_settings = replace(
+        tools or ToolsSettings(screenshots_enabled=False), listen="127.0.0.1:0", data_dir=data_dir
+    )
+    tools_server = ToolsServer(tools_settings)
+    await tools_server.start()
+    agent_settings = replace(
+        agent or AgentSettings(demo_pace_s=0.0),
+        listen="127.0.0.1:0",
+        tools_addr=f"127.0.0.1:{tools_server.port}",
+        data_dir=data_dir,
+    )
+    agent_server = AgentServer(agent_settings)
+    await agent_server.start()
+    gateway_settings = replace(
+        gateway or GatewaySettings(),
+        port=0,
+        agent_addr=f"127.0.0.1:{agent_server.port}",
+        data_dir=data_dir,
+    )
+    runner = web.AppRunner(create_app(gateway_settings))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield Suite(tools_server, agent_server, runner.addresses[0][1])
+    finally:
+        await runner.cleanup()
+        await agent_server.stop(grace_s=0.0)
+        await tools_server.stop()
