@@ -261,7 +261,7 @@ def replay_ours(
 
 def replay_upstream(pieces: Sequence[str], arrivals: Sequence[tuple[float, int]]) -> Replay:
     """Upstream's rule: the whole file at once on every 40 new characters, then at the end."""
-    head = len(CodeBuffer().frame_bytes.to_bytes(8)) * 0 + CodeBuffer().frame_bytes
+    head = CodeBuffer().frame_bytes  # an empty frame: everything but the code
     content = json.loads("".join(pieces))["content"]
     frames: list[tuple[float, int, int]] = []
     sent = -1
@@ -272,7 +272,6 @@ def replay_upstream(pieces: Sequence[str], arrivals: Sequence[tuple[float, int]]
     if sent != len(content):
         frames.append((arrivals[-1][0], len(content), 0))
     # Frame sizes from prefix sums of each character's JSON-escaped size.
-    sizes = [head + _json_bytes(content[:length]) for _, length, _ in frames[:0]]
     prefix = _escaped_prefix(content)
     sizes = [head + prefix[length] for _, length, _ in frames]
     sized = [(t, n, b) for (t, n, _), b in zip(frames, sizes, strict=True)]
@@ -296,8 +295,11 @@ def _summarise(
     frames: Sequence[tuple[float, int, int]], arrivals: Sequence[tuple[float, int]]
 ) -> Replay:
     # Lag: from a delta's arrival to the first frame showing everything it decoded.
-    lag, j = 0.0, 0
+    lag, j, seen = 0.0, 0, 0
     for now, length in arrivals:
+        if length <= seen:
+            continue  # this delta decoded nothing new
+        seen = length
         while frames[j][1] < length or frames[j][0] < now:
             j += 1
         lag = max(lag, frames[j][0] - now)
@@ -310,3 +312,113 @@ def _summarise(
             i += 1
         worst = max(worst, total)
     return Replay(len(frames), sum(f[2] for f in frames), lag, worst)
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print(f"\n{title}")
+    for row in [header, ["-" * w for w in widths], *rows]:
+        print("  " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
+    opts = parser.parse_args(argv)
+    if opts.quick:
+        ours_sizes, base_sizes, page_kb, big_kb, repeat = (10, 25, 100), (10, 25), 10, 100, 3
+    else:
+        ours_sizes, base_sizes, page_kb, big_kb, repeat = (25, 50, 100, 400), (25, 50, 100), 30, 400, 5
+    wall = time.perf_counter()
+
+    # 1. CPU
+    rows, ours = [], {}
+    for size_kb in ours_sizes:
+        pieces = deltas(arguments(make_page(size_kb * KB)))
+        ours[size_kb] = cpu(run_scanner, pieces, repeat)
+        base = cpu(run_rescan_baseline, pieces, 1) if size_kb in base_sizes else None
+        rows.append(
+            [
+                f"{size_kb} KB",
+                f"{len(pieces)}",
+                f"{ours[size_kb] * 1e3:.1f}",
+                "not run (quadratic)" if base is None else f"{base * 1e3:.0f}",
+                "" if base is None else f"{base / ours[size_kb]:.0f}x",
+            ]
+        )
+    table(
+        f"1. Scanner CPU, {DELTA}-character deltas (time.process_time, ours best of {repeat})",
+        ["content", "deltas", "ours ms", "re-scan baseline ms", "baseline/ours"],
+        rows,
+    )
+    small, large = ours_sizes[-2], ours_sizes[-1]
+    growth = ours[large] / ours[small]
+    print(f"  ours {small} KB -> {large} KB: {growth:.2f}x time for {large / small:.0f}x input")
+
+    # 2. gRPC
+    rows = []
+    for size_kb in ours_sizes:
+        content = make_page(size_kb * KB)
+        events, nbytes = grpc_bytes(deltas(arguments(content)))
+        utf8 = len(content.encode())
+        rows.append([f"{size_kb} KB", f"{utf8}", f"{events}", f"{nbytes}", f"{nbytes / utf8:.3f}x"])
+    table(
+        "2. gRPC code_delta bytes (protobuf size + 14 B transport framing per event), unpaced",
+        ["content", "content B", "events", "gRPC B", "gRPC/content"],
+        rows,
+    )
+
+    # 3. Browser
+    config = PreviewPolicyConfig()
+    streams = [
+        (f"{page_kb} KB @ 600 char/s", page_kb, 600.0),
+        (f"{big_kb} KB @ 20k char/s", big_kb, 20_000.0),
+        (f"{big_kb} KB unpaced", big_kb, 0.0),
+    ]
+    rows = []
+    for name, size_kb, rate in streams:
+        content = make_page(size_kb * KB)
+        pieces = deltas(arguments(content))
+        step = DELTA / rate if rate else 0.0
+        times = [i * step for i in range(1, len(pieces) + 1)]
+        ours_replay, arrivals = replay_ours(pieces, times, config)
+        up = replay_upstream(pieces, arrivals)
+        utf8 = len(content.encode())
+        rows.append(
+            [
+                name,
+                f"{ours_replay.frames}",
+                f"{ours_replay.bytes / 1e6:.2f}",
+                f"{up.frames}",
+                f"{up.bytes / 1e6:.1f}",
+                f"{up.bytes / utf8:.0f}x",
+                f"{up.bytes / ours_replay.bytes:.1f}x",
+                f"{ours_replay.max_lag_s * 1e3:.0f}",
+                f"{ours_replay.max_window_bytes / 1e3:.0f}",
+            ]
+        )
+    table(
+        "3. Browser setCode bytes, replayed on a simulated clock "
+        f"(policy: {config.min_chars} chars, {config.min_interval_s * 1e3:.0f} ms, "
+        f"{config.max_bytes_per_s / 1e6:g} MB/s)",
+        [
+            "stream",
+            "ours frames",
+            "ours MB",
+            "upstream frames",
+            "upstream MB",
+            "upstream/content",
+            "fewer",
+            "max lag ms",
+            "max kB in 1 s",
+        ],
+        rows,
+    )
+    print(f"\nwall time {time.perf_counter() - wall:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

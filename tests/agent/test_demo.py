@@ -89,12 +89,22 @@ class _Structure(HTMLParser):
         self.tags: list[tuple[str, tuple[str, ...]]] = []
         self.attributes: list[tuple[str, str | None]] = []
         self.description: str | None = None
+        self.open: list[str] = []  # elements not closed yet
+        self.misnested: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in ("meta", "link"):
+            self.open.append(tag)
         self.tags.append((tag, tuple(name for name, _ in attrs)))
         self.attributes.extend(attrs)
         if tag == "meta" and ("name", "description") in attrs:
             self.description = dict(attrs)["content"]
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.open and self.open[-1] == tag:
+            self.open.pop()
+        else:
+            self.misnested.append(tag)
 
 
 def _parse(page: str) -> _Structure:
@@ -120,6 +130,9 @@ def test_every_stack_is_a_full_document_with_its_pinned_cdns(stack: str) -> None
     assert page.startswith("<!DOCTYPE html>")
     assert page.rstrip().endswith("</html>")
     assert page.count("<body") == 1
+    structure = _parse(page)
+    assert structure.open == []
+    assert structure.misnested == []
     assert 'data-demo-variant="2"' in page
     for needle in PINNED[stack]:
         assert needle in page, needle
@@ -375,6 +388,13 @@ def test_a_failed_create_stops_at_once() -> None:
     names, turns = _play(demo_script("", "html_css", 0, set()), failing="create_file")
     assert names == [["create_file"], []]
     assert "create_file" in _said(turns[-1])
+
+
+def test_a_screenshot_without_text_is_described_as_a_recreation() -> None:
+    turn = demo_script("", "html_tailwind", 0, set())(0, [])
+    assert turn is not None
+    assert isinstance(turn.steps[0], Think)
+    assert "the screenshot recreated" in "".join(turn.steps[0].chunks)
 
 
 def test_the_script_ends() -> None:

@@ -212,7 +212,7 @@ def _turn_events(turn: Turn, model: str, number: int) -> list[tuple[str, dict[st
         "cache_creation_input_tokens": usage.cache_creation_input_tokens,
         "cache_read_input_tokens": usage.cache_read_input_tokens,
     }
-    message = {
+    message: dict[str, Any] = {
         "id": f"msg_fake{number:04d}",
         "type": "message",
         "role": "assistant",

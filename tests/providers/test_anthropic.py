@@ -48,7 +48,10 @@ TOOLS = (
     ToolSpec(
         "create_file",
         "Create the main HTML file.",
-        {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
+        {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        },
     ),
     ToolSpec(
         "edit_file",
@@ -86,7 +89,10 @@ def make_config(
         api_key=FAKE_KEY,
         base_url=base_url,
         messages=messages
-        or (PromptMessage("system", "You build web pages."), PromptMessage("user", "A landing page")),
+        or (
+            PromptMessage("system", "You build web pages."),
+            PromptMessage("user", "A landing page"),
+        ),
         tools=TOOLS,
         max_retries=0,
         request_timeout_s=timeout_s,
@@ -190,7 +196,9 @@ async def test_a_tool_loop_streams_deltas_and_replays_the_conversation(
         *(ThinkingDelta(c) for c in thinking_2.chunks),
         *(ToolCallDelta("toolu_02", "edit_file", c) for c in edit.json_chunks),
     ]
-    assert turn_3_events.events == [AssistantDelta(c) for c in Text.of("Done: the page is ready.").chunks]
+    assert turn_3_events.events == [
+        AssistantDelta(c) for c in Text.of("Done: the page is ready.").chunks
+    ]
 
     # Turns: calls, text and usage (cache reads and writes counted apart).
     assert turn_1.assistant_text == "I'll create index.html."
@@ -226,7 +234,11 @@ async def test_a_tool_loop_streams_deltas_and_replays_the_conversation(
     second = fake.requests[1].body["messages"]
     assert [m["role"] for m in second] == ["user", "assistant", "user"]
     assert second[1]["content"] == [
-        {"type": "thinking", "thinking": "The user wants a landing page.", "signature": SIGNATURE_1},
+        {
+            "type": "thinking",
+            "thinking": "The user wants a landing page.",
+            "signature": SIGNATURE_1,
+        },
         {"type": "text", "text": "I'll create index.html."},
         {"type": "tool_use", "id": "toolu_01", "name": "create_file", "input": create_args},
     ]
@@ -435,9 +447,10 @@ async def test_an_error_event_mid_stream_fails_the_turn_as_streamed(fake: FakeAn
         await session.stream_turn(events)
     await session.close()
 
-    assert caught.value.message == errors.stream_failed(
-        "Anthropic", "overloaded_error: Overloaded"
-    ).message
+    assert (
+        caught.value.message
+        == errors.stream_failed("Anthropic", "overloaded_error: Overloaded").message
+    )
     assert caught.value.streamed
     assert events.events == [AssistantDelta(c) for c in Text.of("Working on").chunks]
 
@@ -450,7 +463,9 @@ async def test_a_connection_cut_mid_stream_fails_the_turn_as_streamed(fake: Fake
         await session.stream_turn(Recorder())
     await session.close()
 
-    assert caught.value.message == errors.stream_failed("Anthropic", "the connection was lost").message
+    assert (
+        caught.value.message == errors.stream_failed("Anthropic", "the connection was lost").message
+    )
     assert caught.value.streamed
 
 
