@@ -6,7 +6,7 @@ a 250 ms settle. Ours renders both viewports at once in fresh contexts from a sp
 pool, behind the egress guard. Same Chromium binary, same HTML, same run, both warm (the
 browser is launched and one capture is thrown away before timing).
 
-Run alone: .venv/bin/python bench/screenshot.py [--runs N] [--concurrent N]
+Run alone: .venv/bin/python bench/screenshot.py [--runs N] [--burst N]
 """
 
 from __future__ import annotations

@@ -22,7 +22,12 @@ def _run_agent(args: argparse.Namespace) -> None:
 
     settings = AgentSettings.from_env(listen=args.listen)
     setup_logging("agent", settings.credentials.secrets(), args.log_level)
-    asyncio.run(AgentServer(settings).serve())
+
+    async def serve() -> None:
+        # gRPC channels belong to the loop they are created in: build inside it.
+        await AgentServer(settings).serve()
+
+    asyncio.run(serve())
 
 
 def _run_tools(args: argparse.Namespace) -> None:
@@ -31,7 +36,11 @@ def _run_tools(args: argparse.Namespace) -> None:
 
     settings = ToolsSettings.from_env(listen=args.listen)
     setup_logging("tools", settings.credentials.secrets(), args.log_level)
-    asyncio.run(ToolsServer(settings).serve())
+
+    async def serve() -> None:
+        await ToolsServer(settings).serve()
+
+    asyncio.run(serve())
 
 
 def _run_gateway(args: argparse.Namespace) -> None:

@@ -390,7 +390,7 @@ class DeltaBatcher:
     edit, and the first after a restart, go out at once: the preview should start promptly.
     """
 
-    def __init__(self, min_chars: int = 1024, max_delay_s: float = 0.04) -> None:
+    def __init__(self, min_chars: int = 1024, max_delay_s: float = 0.02) -> None:
         self._min_chars = min_chars
         self._max_delay_s = max_delay_s
         self._start: int | None = None  # offset of the pending text; None when none

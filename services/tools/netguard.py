@@ -324,7 +324,7 @@ class EgressProxy:
         host, port = destination
         addresses = await self._guard.vet(host, port)
         if not addresses:
-            log.info("egress blocked: %s:%d", host, port)
+            log.debug("egress refused: %s:%d", host, port)
             writer.write(_status(403, "Forbidden"))
             return None
         connection = await self._connect(addresses, port)

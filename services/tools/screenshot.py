@@ -137,17 +137,23 @@ class Screenshotter:
                 self._probe_result = False
         return self._probe_result
 
-    async def capture(self, html: str) -> list[Capture]:
-        """Desktop then mobile captures of `html`, rendered concurrently."""
+    async def capture(self, html: str, *, timeout_s: float | None = None) -> list[Capture]:
+        """Desktop then mobile captures of `html`, rendered concurrently.
+
+        `timeout_s` can only shorten the configured capture limit, e.g. to honour the
+        caller's remaining gRPC deadline.
+        """
         html = normalize_babel_cdn(html)
-        timeout_s = self.settings.capture_timeout_s
+        limit_s = self.settings.capture_timeout_s
+        if timeout_s is not None:
+            limit_s = min(limit_s, timeout_s)
         try:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(limit_s):
                 browser = await self._ready_browser()
                 async with asyncio.TaskGroup() as group:
                     shots = [group.create_task(self._shoot(browser, html, vp)) for vp in VIEWPORTS]
         except TimeoutError as exc:
-            raise ScreenshotError(f"capture timed out after {timeout_s:g}s") from exc
+            raise ScreenshotError(f"capture timed out after {limit_s:g}s") from exc
         except ExceptionGroup as group_error:
             # Callers want the cause, not the concurrency wrapper around it.
             raise group_error.exceptions[0] from None
@@ -214,6 +220,9 @@ class Screenshotter:
                 timeout=self.settings.page_load_timeout_s * 1000,
             )
             self._browser = browser
+            for _, stale in self._spares.values():
+                self._discard(stale)
+            self._spares.clear()
             for viewport in VIEWPORTS:
                 self._prepare_spare(browser, viewport)
             return browser

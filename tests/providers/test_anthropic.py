@@ -71,6 +71,15 @@ def data_url(data: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode()
 
 
+def base64_image(data: bytes) -> dict[str, Any]:
+    source = {"type": "base64", "media_type": "image/png", "data": base64.b64encode(data).decode()}
+    return {"type": "image", "source": source}
+
+
+def url_image(url: str) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
 def image_size(block: dict[str, Any]) -> tuple[int, int]:
     return Image.open(io.BytesIO(base64.b64decode(block["source"]["data"]))).size
 
@@ -250,19 +259,9 @@ async def test_a_tool_loop_streams_deltas_and_replays_the_conversation(
             "content": [
                 {"type": "text", "text": json.dumps({"content": "Created index.html"})},
                 {"type": "text", "text": "preview_desktop.png"},
-                {
-                    "type": "image",
-                    "source": {
-                        "type": "base64",
-                        "media_type": "image/png",
-                        "data": base64.b64encode(screenshot).decode(),
-                    },
-                },
+                base64_image(screenshot),
                 {"type": "text", "text": "hero.png"},
-                {
-                    "type": "image",
-                    "source": {"type": "url", "url": "https://cdn.example.com/hero.png"},
-                },
+                url_image("https://cdn.example.com/hero.png"),
             ],
         }
     ]
@@ -323,15 +322,8 @@ async def test_prompt_images_come_first_as_base64_or_url_and_videos_are_left_out
         {
             "role": "user",
             "content": [
-                {
-                    "type": "image",
-                    "source": {
-                        "type": "base64",
-                        "media_type": "image/png",
-                        "data": base64.b64encode(screenshot).decode(),
-                    },
-                },
-                {"type": "image", "source": {"type": "url", "url": "https://example.com/ref.jpg"}},
+                base64_image(screenshot),
+                url_image("https://example.com/ref.jpg"),
                 {"type": "text", "text": "Make this"},
             ],
         },

@@ -1,0 +1,289 @@
+"""The engine and the generation manager with a scripted model and in-memory tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from services.agent import events as ev
+from services.agent.domain import FileState, GenerationRequest, Prompt
+from services.agent.generation import ALL_FAILED, Generation, GenerationManager
+from services.agent.models import ModelSpec
+from services.agent.providers.base import (
+    PromptMessage,
+    ProviderError,
+    ProviderSession,
+    ToolCall,
+    ToolSpec,
+)
+from services.agent.providers.scripted import (
+    CallTool,
+    Say,
+    ScriptedSession,
+    ScriptedTurn,
+    Think,
+    call_tool,
+)
+from services.agent.settings import AgentSettings
+from services.agent.tooling import ToolCallContext, ToolOutcome
+from services.tools.file_tools import file_tool_handlers
+from services.tools.runtime import ToolRuntime
+from services.tools.types import FileState as ToolFile
+from services.tools.types import ToolCall as ToolsCall
+from services.tools.types import ToolContext, ToolFlags
+
+PAGE = "<!DOCTYPE html><html><body><h1>Hi \u00e9 \U0001f600</h1></body></html>"
+
+
+class InProcessTools:
+    """The real tool runtime, called directly instead of over gRPC."""
+
+    def __init__(self) -> None:
+        self.runtime = ToolRuntime(file_tool_handlers())
+        self.calls: list[str] = []
+        self.release: asyncio.Event | None = None
+        self.entered = asyncio.Event()
+
+    async def list_tools(self, context: ToolCallContext) -> list[ToolSpec]:
+        names = {"create_file", "edit_file", "retrieve_option"}
+        return [
+            ToolSpec(d.name, d.description, d.input_schema)
+            for d in self.runtime.definitions(ToolFlags(), names)
+        ]
+
+    async def execute(
+        self, call: ToolCall, file: FileState | None, context: ToolCallContext
+    ) -> ToolOutcome:
+        self.calls.append(call.name)
+        self.entered.set()
+        if self.release is not None:
+            await self.release.wait()
+        outcome = await self.runtime.execute(
+            ToolsCall(call.id, call.name, call.arguments, call.invalid_json),
+            ToolFile(file.path, file.content) if file else None,
+            ToolContext(option_codes=context.option_codes),
+        )
+        updated = outcome.updated_file
+        return ToolOutcome(
+            outcome.ok,
+            outcome.result,
+            outcome.summary,
+            FileState(updated.path, updated.content) if updated else None,
+        )
+
+
+def scripted(turns: Sequence[ScriptedTurn]) -> Any:
+    sessions: list[ScriptedSession] = []
+
+    def factory(
+        spec: ModelSpec,
+        *,
+        variant_index: int,
+        messages: Sequence[PromptMessage],
+        tools: Sequence[ToolSpec],
+        request: GenerationRequest,
+    ) -> ProviderSession:
+        session = ScriptedSession(list(turns))
+        sessions.append(session)
+        return session
+
+    factory.sessions = sessions  # type: ignore[attr-defined]
+    return factory
+
+
+CREATE_THEN_EDIT = [
+    ScriptedTurn(
+        (
+            Think(("Plan", "ning")),
+            Say(("Creating",)),
+            call_tool("c1", "create_file", {"path": "index.html", "content": PAGE}, chunk_size=5),
+        )
+    ),
+    ScriptedTurn(
+        (call_tool("e1", "edit_file", {"old_text": "Hi", "new_text": "Hello"}, chunk_size=7),)
+    ),
+    ScriptedTurn((Say(("Done.",)),)),
+]
+
+
+def request(**kw: Any) -> GenerationRequest:
+    base = GenerationRequest(
+        generation_id="", input_mode="text", prompt=Prompt(text="a page"), variant_count=2
+    )
+    return replace(base, **kw)
+
+
+async def run(manager: GenerationManager, req: GenerationRequest) -> list[ev.Event]:
+    generation = manager.start(req)
+    return [e async for e in generation.watch(0)]
+
+
+def settings() -> AgentSettings:
+    return AgentSettings(demo_pace_s=0.0)
+
+
+async def test_events_are_gapless_and_the_preview_rebuilds_the_file() -> None:
+    tools = InProcessTools()
+    manager = GenerationManager(settings(), tools, scripted(CREATE_THEN_EDIT))
+    events = await run(manager, request())
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    assert isinstance(events[-1].payload, ev.GenerationComplete)
+    assert events[-1].payload.status == "completed"
+    for variant in (0, 1):
+        mine = [
+            e
+            for e in events
+            if e.variant_index == variant and not isinstance(e.payload, ev.GenerationComplete)
+        ]
+        code = ""
+        for e in mine:
+            if isinstance(e.payload, ev.CodeDelta):
+                code = code[: e.payload.offset] + e.payload.text
+        assert code == PAGE  # the streamed preview equals the tool's content
+        starts = [(e.event_id, e.payload) for e in mine if isinstance(e.payload, ev.ToolStarted)]
+        assert [(event_id, p.name) for event_id, p in starts] == [
+            ("c1", "create_file"),
+            ("e1", "edit_file"),
+        ]
+        assert starts[0][1].input["path"] == "index.html"
+        snapshots = [e.payload for e in mine if isinstance(e.payload, ev.CodeSnapshot)]
+        assert snapshots[-1].content == PAGE.replace("Hi", "Hello")
+        assert isinstance(mine[-1].payload, ev.VariantComplete)
+        thinking_ids = {e.event_id for e in mine if isinstance(e.payload, ev.ThinkingText)}
+        assert len(thinking_ids) == 1
+        assert next(iter(thinking_ids)).startswith(f"thinking-{variant}-")
+    record = manager.get(events[0].generation_id)
+    assert record is not None
+    assert [v.status for v in record.variants] == ["completed"] * 2
+    assert [t.name for t in record.variants[0].tool_calls] == ["create_file", "edit_file"]
+
+
+async def test_finalizes_from_html_in_the_last_assistant_text() -> None:
+    turns = [ScriptedTurn((Say(("Here:\n```html\n", PAGE, "\n```")),))]
+    manager = GenerationManager(settings(), InProcessTools(), scripted(turns))
+    events = await run(manager, request(variant_count=1))
+    snapshots = [e.payload for e in events if isinstance(e.payload, ev.CodeSnapshot)]
+    assert [s.content for s in snapshots] == [PAGE]
+
+
+async def test_update_starts_from_the_file_state() -> None:
+    turns = [
+        ScriptedTurn((call_tool("e", "edit_file", {"old_text": "Hi", "new_text": "Yo"}),)),
+        ScriptedTurn((Say(("ok",)),)),
+    ]
+    manager = GenerationManager(settings(), InProcessTools(), scripted(turns))
+    events = await run(
+        manager,
+        request(
+            generation_type="update", file_state=FileState("index.html", PAGE), variant_count=1
+        ),
+    )
+    snapshots = [e.payload for e in events if isinstance(e.payload, ev.CodeSnapshot)]
+    assert snapshots[-1].content == PAGE.replace("Hi", "Yo")
+
+
+async def test_a_failing_variant_does_not_stop_the_others() -> None:
+    class Flaky(ScriptedSession):
+        async def stream_turn(self, on_event: Any) -> Any:
+            raise ProviderError("OpenAI rate limit or quota exceeded (429).")
+
+    calls = {"n": 0}
+
+    def factory(spec: ModelSpec, **kw: Any) -> ProviderSession:
+        calls["n"] += 1
+        return Flaky([]) if calls["n"] == 1 else ScriptedSession(list(CREATE_THEN_EDIT))
+
+    manager = GenerationManager(settings(), InProcessTools(), factory)
+    events = await run(manager, request())
+    errors = [
+        (e.variant_index, e.payload) for e in events if isinstance(e.payload, ev.VariantFailed)
+    ]
+    assert [(index, p.message) for index, p in errors] == [
+        (0, "OpenAI rate limit or quota exceeded (429).")
+    ]
+    assert any(isinstance(e.payload, ev.VariantComplete) and e.variant_index == 1 for e in events)
+    assert events[-1].payload == ev.GenerationComplete("completed")
+
+
+async def test_all_variants_failing_fails_the_generation() -> None:
+    turns = [ScriptedTurn((call_tool("x", "create_file", {"path": "a"}),))] * 40
+    manager = GenerationManager(settings(), InProcessTools(), scripted(turns))
+    events = await run(manager, request())
+    failures = [e.payload for e in events if isinstance(e.payload, ev.VariantFailed)]
+    assert [f.message for f in failures] == ["Agent exceeded max tool turns (30)."] * 2
+    assert events[-2].payload == ev.GenerationFailed(ALL_FAILED)
+    assert events[-1].payload == ev.GenerationComplete("failed")
+
+
+async def test_invalid_json_arguments_reach_the_tool_as_an_error_result() -> None:
+    turns = [
+        ScriptedTurn((CallTool("bad", "create_file", ('{"content": ',)),)),
+        ScriptedTurn((Say(("sorry",)),)),
+    ]
+    factory = scripted(turns)
+    manager = GenerationManager(settings(), InProcessTools(), factory)
+    events = await run(manager, request(variant_count=1))
+    finished = [e.payload for e in events if isinstance(e.payload, ev.ToolFinished)]
+    assert finished == [
+        ev.ToolFinished("create_file", {"error": "Invalid JSON tool arguments"}, False)
+    ]
+    appended = factory.sessions[0].tool_results[0][0]
+    assert appended.result["INVALID_JSON"] == '{"content": '
+
+
+async def test_budget_stops_before_the_next_tool_call() -> None:
+    class Costly(ScriptedSession):
+        def total_cost_usd(self) -> float:
+            return 0.5
+
+    manager = GenerationManager(
+        replace(settings(), max_cost_usd=0.1),
+        InProcessTools(),
+        lambda spec, **kw: Costly(list(CREATE_THEN_EDIT)),
+    )
+    events = await run(manager, request(variant_count=1))
+    failure = next(e.payload for e in events if isinstance(e.payload, ev.VariantFailed))
+    assert "GENERATION_MAX_COST_USD" in failure.message
+    assert not any(isinstance(e.payload, ev.ToolStarted) and e.event_id == "e1" for e in events)
+
+
+async def test_cancel_stops_a_running_tool_call_and_closes_sessions() -> None:
+    tools = InProcessTools()
+    tools.release = asyncio.Event()  # the tool call blocks until cancelled
+    factory = scripted(CREATE_THEN_EDIT)
+    manager = GenerationManager(settings(), tools, factory)
+    generation = manager.start(request())
+    await tools.entered.wait()
+    assert generation.cancel()
+    events = [e async for e in generation.watch(0)]
+    assert events[-1].payload == ev.GenerationComplete("cancelled")
+    assert generation.status == "cancelled"
+    assert all(s.closed for s in factory.sessions)
+    assert {v.status for v in generation.variants} == {"cancelled"}
+
+
+async def test_watch_resumes_after_a_sequence_without_loss() -> None:
+    manager = GenerationManager(settings(), InProcessTools(), scripted(CREATE_THEN_EDIT))
+    generation: Generation = manager.start(request())
+    everything = [e async for e in generation.watch(0)]
+    tail = [e async for e in generation.watch(7)]
+    assert tail == everything[7:]
+
+
+async def test_scripted_arguments_round_trip() -> None:
+    step = call_tool("id", "create_file", {"content": PAGE}, chunk_size=3)
+    assert json.loads("".join(step.argument_chunks)) == {"content": PAGE}
+
+
+@pytest.mark.parametrize("duplicate", ["same"])
+async def test_duplicate_generation_id_is_refused(duplicate: str) -> None:
+    manager = GenerationManager(settings(), InProcessTools(), scripted(CREATE_THEN_EDIT))
+    manager.start(request(generation_id=duplicate))
+    with pytest.raises(ValueError, match="already in use"):
+        manager.start(request(generation_id=duplicate))
+    await manager.shutdown(0.0)

@@ -1,0 +1,115 @@
+"""Start the real service processes (`s2c tools|agent|gateway`) on free ports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+MODEL_KEYS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "REPLICATE_API_TOKEN",
+    "REPLICATE_API_KEY",
+    "S2C_MODELS",
+    "S2C_LOCAL_MODELS",
+)
+
+
+@dataclass
+class Service:
+    name: str
+    process: asyncio.subprocess.Process
+    port: int
+    log: list[str]
+    drain: asyncio.Task[None] | None = None
+
+    async def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.process.returncode is None:
+            self.process.send_signal(sig)
+        return await asyncio.wait_for(self.process.wait(), 30)
+
+
+def base_env(data_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in MODEL_KEYS}
+    env.update({"S2C_DATA_DIR": str(data_dir), "S2C_DEMO_PACE_MS": "0", "NO_PROXY": "127.0.0.1"})
+    env.update(extra or {})
+    return env
+
+
+async def start_service(name: str, args: list[str], env: Mapping[str, str]) -> Service:
+    """Runs `s2c NAME ARGS` and waits for its "listening" log line (which carries the port)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "services.cli",
+        name,
+        *args,
+        env=dict(env),
+        stderr=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+    )
+    assert process.stderr is not None
+    log: list[str] = []
+    while True:
+        line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        if not line:
+            raise RuntimeError(f"{name} exited before listening:\n" + "".join(log))
+        log.append(line)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if record.get("msg") == f"{name} listening":
+            service = Service(name, process, int(record["port"]), log)
+            # Keep reading stderr so a chatty service never blocks on a full pipe.
+            service.drain = asyncio.create_task(_drain(process.stderr, log))
+            return service
+
+
+async def _drain(stream: asyncio.StreamReader, log: list[str]) -> None:
+    while line := await stream.readline():
+        log.append(line.decode())
+
+
+@dataclass
+class Processes:
+    tools: Service
+    agent: Service
+    gateway: Service
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.gateway.port}/generate-code"
+
+
+@asynccontextmanager
+async def running_processes(
+    data_dir: Path, extra_env: Mapping[str, str] | None = None
+) -> AsyncIterator[Processes]:
+    env = base_env(data_dir, extra_env)
+    tools = await start_service("tools", ["--listen", "127.0.0.1:0"], env)
+    agent = await start_service(
+        "agent",
+        ["--listen", "127.0.0.1:0"],
+        {**env, "S2C_TOOLS_ADDR": f"127.0.0.1:{tools.port}"},
+    )
+    gateway = await start_service(
+        "gateway",
+        ["--port", "0"],
+        {**env, "S2C_AGENT_ADDR": f"127.0.0.1:{agent.port}"},
+    )
+    try:
+        yield Processes(tools, agent, gateway)
+    finally:
+        for service in (gateway, agent, tools):
+            if service.process.returncode is None:
+                service.process.kill()
+                await service.process.wait()
