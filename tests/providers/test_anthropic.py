@@ -164,33 +164,17 @@ async def test_a_tool_loop_streams_deltas_and_replays_the_conversation(
 
     turn_1_events = Recorder()
     turn_1 = await session.stream_turn(turn_1_events)
-    session.append_tool_results(
-        turn_1,
-        [
-            ExecutedTool(
-                turn_1.tool_calls[0],
-                ok=True,
-                result={"content": "Created index.html"},
-                media=(
-                    MediaPart("preview_desktop.png", "image/png", data=screenshot),
-                    MediaPart("hero.png", "image/png", url="https://cdn.example.com/hero.png"),
-                ),
-            )
-        ],
+    media = (
+        MediaPart("preview_desktop.png", "image/png", data=screenshot),
+        MediaPart("hero.png", "image/png", url="https://cdn.example.com/hero.png"),
     )
+    created = ExecutedTool(turn_1.tool_calls[0], True, {"content": "Created index.html"}, media)
+    session.append_tool_results(turn_1, [created])
     turn_2_events = Recorder()
     turn_2 = await session.stream_turn(turn_2_events)
-    session.append_tool_results(
-        turn_2,
-        [
-            ExecutedTool(
-                turn_2.tool_calls[0],
-                ok=False,
-                result={"error": "old_text not found"},
-                media=(MediaPart("ignored.png", "image/png", data=screenshot),),
-            )
-        ],
-    )
+    dropped = (MediaPart("dropped.png", "image/png", data=screenshot),)
+    failed = ExecutedTool(turn_2.tool_calls[0], False, {"error": "old_text not found"}, dropped)
+    session.append_tool_results(turn_2, [failed])
     turn_3_events = Recorder()
     turn_3 = await session.stream_turn(turn_3_events)
 
@@ -411,10 +395,8 @@ async def test_http_errors_become_actionable_messages_without_the_key(
     assert (caught.value.retryable, caught.value.streamed) == (expected.retryable, False)
     assert FAKE_KEY not in str(caught.value)
     assert len(fake.requests) == 1  # max_retries=0 reached the SDK
-    auth = fake.requests[0].headers.get("Authorization", "") + fake.requests[0].headers.get(
-        "x-api-key", ""
-    )
-    assert FAKE_KEY in auth
+    headers = fake.requests[0].headers
+    assert FAKE_KEY in headers.get("Authorization", "") + headers.get("x-api-key", "")
 
 
 async def test_a_bad_request_quotes_the_api_with_the_key_redacted(fake: FakeAnthropic) -> None:

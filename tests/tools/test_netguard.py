@@ -217,7 +217,9 @@ class Upstream:
         await writer.drain()
         writer.close()
 
-    async def open(self, address: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def open(
+        self, address: str, port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         self.opened.append((address, port))
         return await asyncio.open_connection("127.0.0.1", self.port)
 

@@ -179,7 +179,8 @@ class AnthropicSession:
             thinking = {"type": "adaptive"}
             output_config = cast(OutputConfigParam, {"effort": config.effort})
         else:
-            # This SDK version no longer types `temperature`; the API still takes it.
+            # Deterministic output, as upstream asks for. This SDK version has no typed
+            # `temperature` parameter any more, so it rides in the body as an extra.
             extra_body = {"temperature": 0.0}
         return self._client.messages.stream(
             model=config.api_name,

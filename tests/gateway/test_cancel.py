@@ -1,0 +1,31 @@
+"""A browser that closes the socket cancels the generation on the server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import aiohttp
+
+from services.agent.settings import AgentSettings
+from tests.suite import create_params, running_suite
+
+
+async def test_client_close_4333_cancels_the_generation(tmp_path: Path) -> None:
+    # A slow demo model, so the generation is surely still running when we close.
+    async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=0.05)) as suite:
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(suite.ws_url) as ws:
+                await ws.send_str(json.dumps(create_params()))
+                async for message in ws:
+                    if json.loads(message.data)["type"] == "setCode":
+                        break
+                await ws.close(code=4333)
+        generations = list(suite.agent.manager._generations.values())
+        assert len(generations) == 1
+        generation = generations[0]
+        assert generation.task is not None
+        await asyncio.wait({generation.task}, timeout=10)
+        assert generation.status == "cancelled"
+        assert {v.status for v in generation.variants} == {"cancelled"}

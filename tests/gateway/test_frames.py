@@ -1,0 +1,86 @@
+"""GenerationEvents → browser frames: ordering, coalescing, flushing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from s2c.agent.v1 import agent_service_pb2 as pb
+
+from services.gateway.frames import FrameBuilder
+from services.gateway.preview_policy import PreviewPolicyConfig
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def builder(clock: Clock) -> FrameBuilder:
+    return FrameBuilder(PreviewPolicyConfig(), 0.05, clock)
+
+
+def event(variant: int = 0, event_id: str = "", **payload: Any) -> pb.GenerationEvent:
+    return pb.GenerationEvent(variant_index=variant, event_id=event_id, **payload)
+
+
+def test_variant_models_follow_the_status_frames() -> None:
+    b = builder(Clock())
+    frames = b.on_event(event(variant_count=pb.VariantCount(count=2, models=["a", "b"])))
+    frames += b.on_event(event(0, status=pb.Status(text="Generating code...")))
+    frames += b.on_event(event(1, status=pb.Status(text="Generating code...")))
+    frames += b.on_event(event(0, "t-0", thinking_delta=pb.TextDelta(text="hm")))
+    frames += b.flush_all()
+    assert [f["type"] for f in frames] == [
+        "variantCount",
+        "status",
+        "status",
+        "variantModels",
+        "thinking",
+    ]
+    assert frames[0] == {"type": "variantCount", "variantIndex": 0, "value": "2"}
+
+
+def test_deltas_of_one_message_are_coalesced_until_another_frame() -> None:
+    clock = Clock()
+    b = builder(clock)
+    out = []
+    for part in ("a", "b", "c"):
+        out += b.on_event(event(0, "assistant-0-1", assistant_delta=pb.TextDelta(text=part)))
+    assert out == []
+    assert b.next_due() == clock.now + 0.05
+    out += b.on_event(event(0, "thinking-0-1", thinking_delta=pb.TextDelta(text="x")))
+    assert out == [
+        {"type": "assistant", "variantIndex": 0, "value": "abc", "eventId": "assistant-0-1"}
+    ]
+    clock.now += 0.06
+    assert b.on_timer() == [
+        {"type": "thinking", "variantIndex": 0, "value": "x", "eventId": "thinking-0-1"}
+    ]
+
+
+def test_code_deltas_are_flushed_before_tool_result() -> None:
+    clock = Clock()
+    b = builder(clock)
+    first = b.on_event(event(0, "c", code_delta=pb.CodeDelta(offset=0, text="<html>")))
+    assert first == [{"type": "setCode", "variantIndex": 0, "value": "<html>"}]
+    assert b.on_event(event(0, "c", code_delta=pb.CodeDelta(offset=6, text="<body>"))) == []
+    done = b.on_event(event(0, "c", tool_result=pb.ToolResult(name="create_file", ok=True)))
+    assert done[0] == {"type": "setCode", "variantIndex": 0, "value": "<html><body>"}
+    assert done[1]["type"] == "toolResult"
+    assert done[1]["data"] == {"name": "create_file", "output": {}, "ok": True}
+
+
+def test_a_delta_at_a_lower_offset_replaces_the_tail() -> None:
+    b = builder(Clock())
+    b.on_event(event(0, code_delta=pb.CodeDelta(offset=0, text="old page")))
+    b.on_event(event(0, code_delta=pb.CodeDelta(offset=0, text="new")))
+    assert b.flush_all() == [{"type": "setCode", "variantIndex": 0, "value": "new"}]
+
+
+def test_generation_error_is_remembered_for_the_close() -> None:
+    b = builder(Clock())
+    b.on_event(event(generation_error=pb.GenerationError(message="boom")))
+    assert b.error == "boom"

@@ -1,0 +1,84 @@
+"""The upstream params frame → GenerateCodeRequest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from s2c.agent.v1 import agent_service_pb2 as pb
+
+from services.gateway.params import ParamsError, parse_params
+from tests.suite import create_params
+
+
+def parse(**overrides: Any) -> pb.GenerateCodeRequest:
+    return parse_params(create_params(**overrides), asset_base_url="http://h:7001")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"generatedCodeConfig": "svelte"}, "Invalid generated code config: svelte"),
+        ({"generatedCodeConfig": None}, "Invalid generated code config: None"),
+        ({"inputMode": "audio"}, "Invalid input mode: audio"),
+        ({"generationType": "remove"}, "Invalid generation type: remove"),
+    ],
+)
+def test_upstream_error_texts(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ParamsError) as caught:
+        parse(**overrides)
+    assert str(caught.value) == message
+
+
+def test_not_an_object() -> None:
+    with pytest.raises(ParamsError, match="expected a JSON object"):
+        parse_params([1, 2], asset_base_url="")
+
+
+def test_defaults_and_quirks() -> None:
+    request = parse_params(
+        {"generatedCodeConfig": "react_tailwind", "inputMode": "text"}, asset_base_url="x"
+    )
+    assert request.generation_type == pb.GENERATION_TYPE_CREATE
+    assert request.stack == pb.STACK_REACT_TAILWIND
+    assert request.asset_extraction_enabled is True
+    assert request.image_generation_enabled is True
+    # Upstream: an explicit null disables image generation.
+    assert parse(isImageGenerationEnabled=None).image_generation_enabled is False
+    assert parse(isAssetExtractionEnabled=False).asset_extraction_enabled is False
+
+
+def test_history_file_state_option_codes_and_keys() -> None:
+    request = parse(
+        generationType="update",
+        history=[
+            {"role": "user", "text": "make it", "images": ["data:image/png;base64,AA", 3]},
+            {"role": "system", "text": "dropped"},
+            "not an object",
+            {"role": "assistant", "text": 42},
+        ],
+        fileState={"path": "", "content": "<html></html>"},
+        optionCodes=["<a>", None, 7],
+        prompt={"text": "t", "fullText": "  ", "images": [None, "data:image/png;base64,AA"]},
+        designSystem="  tokens  ",
+        openAiApiKey="sk-browser",
+        anthropicApiKey=None,
+        openAiBaseURL="http://127.0.0.1:1/v1",
+    )
+    assert [(h.role, h.text, list(h.images)) for h in request.history] == [
+        (pb.ROLE_USER, "make it", ["data:image/png;base64,AA"]),
+        (pb.ROLE_ASSISTANT, "", []),
+    ]
+    assert request.file_state.path == "index.html"
+    assert list(request.option_codes) == ["<a>", "", "7"]
+    assert request.prompt.full_text == ""
+    assert list(request.prompt.images) == ["data:image/png;base64,AA"]
+    assert request.design_system == "tokens"
+    assert request.credentials.openai_api_key == "sk-browser"
+    assert request.credentials.anthropic_api_key == ""
+    assert request.credentials.openai_base_url == "http://127.0.0.1:1/v1"
+    assert request.asset_base_url == "http://h:7001"
+
+
+def test_blank_file_state_is_ignored() -> None:
+    assert not parse(fileState={"path": "a.html", "content": "   "}).HasField("file_state")
