@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from services.common.logs import setup_logging
 
 AGENT_PORT, TOOLS_PORT, GATEWAY_PORT = 50051, 50052, 7001
+# /metrics of the gRPC services (the gateway serves its own on GATEWAY_PORT).
+AGENT_METRICS_PORT, TOOLS_METRICS_PORT = 9101, 9102
 
 
 def _run_agent(args: argparse.Namespace) -> None:
     from services.agent.server import AgentServer
     from services.agent.settings import AgentSettings
 
-    settings = AgentSettings.from_env(listen=args.listen)
+    settings = AgentSettings.from_env(listen=args.listen, metrics_listen=args.metrics_listen)
     setup_logging("agent", settings.credentials.secrets(), args.log_level)
 
     async def serve() -> None:
@@ -34,7 +36,7 @@ def _run_tools(args: argparse.Namespace) -> None:
     from services.tools.server import ToolsServer
     from services.tools.settings import ToolsSettings
 
-    settings = ToolsSettings.from_env(listen=args.listen)
+    settings = ToolsSettings.from_env(listen=args.listen, metrics_listen=args.metrics_listen)
     setup_logging("tools", settings.credentials.secrets(), args.log_level)
 
     async def serve() -> None:
@@ -65,8 +67,25 @@ def _up(args: argparse.Namespace) -> int:
     env["S2C_AGENT_ADDR"] = f"127.0.0.1:{args.agent_port}"
     me = [sys.executable, "-m", "services.cli"]
     commands = [
-        *[[*me, "tools", "--listen", f"127.0.0.1:{p}"] for p in tool_ports],
-        [*me, "agent", "--listen", f"127.0.0.1:{args.agent_port}"],
+        *[
+            [
+                *me,
+                "tools",
+                "--listen",
+                f"127.0.0.1:{p}",
+                "--metrics-listen",
+                f"127.0.0.1:{TOOLS_METRICS_PORT + i}",
+            ]
+            for i, p in enumerate(tool_ports)
+        ],
+        [
+            *me,
+            "agent",
+            "--listen",
+            f"127.0.0.1:{args.agent_port}",
+            "--metrics-listen",
+            f"127.0.0.1:{AGENT_METRICS_PORT}",
+        ],
         [*me, "gateway", "--host", args.host, "--port", str(args.port)],
     ]
     children: dict[int, subprocess.Popen[bytes]] = {}
@@ -132,9 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
     up.set_defaults(func=_up)
     agent = sub.add_parser("agent", help="run the agent service")
     agent.add_argument("--listen", default=f"127.0.0.1:{AGENT_PORT}")
+    agent.add_argument(
+        "--metrics-listen", default=f"127.0.0.1:{AGENT_METRICS_PORT}", help="'' turns it off"
+    )
     agent.set_defaults(func=_run_agent)
     tools = sub.add_parser("tools", help="run a tool worker")
     tools.add_argument("--listen", default=f"127.0.0.1:{TOOLS_PORT}")
+    tools.add_argument(
+        "--metrics-listen", default=f"127.0.0.1:{TOOLS_METRICS_PORT}", help="'' turns it off"
+    )
     tools.set_defaults(func=_run_tools)
     gateway = sub.add_parser("gateway", help="run the WebSocket/HTTP gateway")
     gateway.add_argument("--host", default="127.0.0.1")

@@ -95,10 +95,11 @@ async def running_processes(
     data_dir: Path, extra_env: Mapping[str, str] | None = None
 ) -> AsyncIterator[Processes]:
     env = base_env(data_dir, extra_env)
-    tools = await start_service("tools", ["--listen", "127.0.0.1:0"], env)
+    metrics = ["--metrics-listen", "127.0.0.1:0"]
+    tools = await start_service("tools", ["--listen", "127.0.0.1:0", *metrics], env)
     agent = await start_service(
         "agent",
-        ["--listen", "127.0.0.1:0"],
+        ["--listen", "127.0.0.1:0", *metrics],
         {**env, "S2C_TOOLS_ADDR": f"127.0.0.1:{tools.port}"},
     )
     gateway = await start_service(

@@ -65,9 +65,10 @@ _IGNORED: Final = 2
 class Fragment(NamedTuple):
     """Newly decoded text of a watched key.
 
-    `offset` is where `text` starts in the key's decoded value (code points). It equals the
-    length decoded so far, except on the first fragment of a repeated key, where it is 0:
-    the value starts over. A restart is reported even when its text is empty.
+    `offset` is where `text` starts in the key's decoded value (code points): the length
+    decoded so far. Every occurrence of a watched key is reported from its opening quote, so
+    its first fragment has offset 0 and may be empty; on a repeated key that means the value
+    starts over.
     """
 
     key: str
@@ -135,7 +136,6 @@ class ArgumentScanner:
         if self._state == _FAILED or not chunk:
             return []
         data = self._carry + chunk if self._carry else chunk
-        self._consumed -= len(self._carry)
         self._carry = ""
         self._out = []
         i, n = 0, len(data)
@@ -228,8 +228,9 @@ class ArgumentScanner:
         self._state = _AFTER_VALUE if self._stack else _END
 
     def _fail(self, i: int, why: str) -> None:
-        if self._string_kind == _WATCHED and self._state == _STRING:
+        if self._string_kind == _WATCHED and self._state == _STRING and self._pending:
             self._report()  # what was decoded before the error stays reported
+        self._pending, self._restart = [], False
         self.error = f"invalid JSON at character {self._consumed + i}: {why}"
         self._state = _FAILED
 
@@ -240,8 +241,9 @@ class ArgumentScanner:
         self._watched_key = key
         self._pending = []
         self._pending_offset = 0
-        # A repeated key replaces the earlier value, as json.loads does.
-        self._restart = self._lengths.get(key, 0) > 0
+        # Announced even while empty, so the consumer learns the key has started and, on a
+        # repeated key (json.loads keeps the last), that the earlier value is replaced.
+        self._restart = True
         self._values[key] = []
         self._lengths[key] = 0
         self._done[key] = False
@@ -335,7 +337,8 @@ class ArgumentScanner:
             self._state = _COLON
             return
         if kind == _WATCHED:
-            self._report()
+            if self._pending or self._restart:
+                self._report()
             self._done[self._watched_key] = True
         self._string_kind = _IGNORED
         self._value_done()
@@ -397,7 +400,7 @@ class DeltaBatcher:
         self._parts: list[str] = []
         self._size = 0
         self._due = 0.0
-        self._sent_end = -1  # end of the text sent so far; -1 before the first edit
+        self._sent_end = 0  # end of the text sent so far
 
     def add(self, now: float, offset: int, text: str) -> TextEdit | None:
         """Takes a fragment; returns an edit when one is ready to send."""
@@ -415,7 +418,8 @@ class DeltaBatcher:
             self._parts, self._size = [kept, text], len(kept) + len(text)
         else:
             raise ValueError(f"fragment at {offset} leaves a gap after {self._start + self._size}")
-        eager = self._start < self._sent_end or self._sent_end < 0
+        # Until some text is out, and on a restart, waiting only delays the preview.
+        eager = self._start < self._sent_end or self._sent_end == 0
         if eager or self._size >= self._min_chars or now >= self._due:
             return self.flush()
         return None

@@ -37,6 +37,7 @@ from services.agent.providers.base import PromptMessage, ProviderError, Provider
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import ToolCallContext, ToolExecutor
+from services.common.metrics import AgentMetrics
 
 log = logging.getLogger(__name__)
 
@@ -132,10 +133,12 @@ class GenerationManager:
         settings: AgentSettings,
         tools: ToolExecutor,
         sessions: SessionFactory,
+        metrics: AgentMetrics | None = None,
     ) -> None:
         self._settings = settings
         self._tools = tools
         self._sessions = sessions
+        self._metrics = metrics or AgentMetrics()
         self._generations: OrderedDict[str, Generation] = OrderedDict()
 
     def get(self, generation_id: str) -> Generation | None:
@@ -187,6 +190,7 @@ class GenerationManager:
             generation.publish(0, "", GenerationFailed(generation.error))
         finally:
             generation.publish(0, "", GenerationComplete(generation.status))
+            self._metrics.generations.labels(generation.status).inc()
 
     def _fail(self, generation: Generation, message: str) -> RunStatus:
         generation.error = message
@@ -311,6 +315,27 @@ class GenerationManager:
             if engine is not None:
                 state.tool_calls = list(engine.tool_records)
                 state.usage = engine.usage
+                state.cost_usd = engine.session.total_cost_usd()
+            self._observe(spec.provider, state)
+
+    def _observe(self, provider: str, state: VariantState) -> None:
+        m = self._metrics
+        m.variants.labels(provider, state.status).inc()
+        for record in state.tool_calls:
+            m.tool_seconds.labels(record.name, str(record.ok).lower()).observe(
+                record.duration_ms / 1000
+            )
+        usage = state.usage
+        for kind, count in (
+            ("input", usage.input_tokens),
+            ("output", usage.output_tokens),
+            ("cache_read", usage.cache_read_tokens),
+            ("cache_write", usage.cache_write_tokens),
+        ):
+            if count:
+                m.tokens.labels(provider, kind).inc(count)
+        if state.cost_usd:
+            m.cost.labels(provider).inc(state.cost_usd)
 
 
 def _input_images(request: GenerationRequest) -> tuple[str, ...]:

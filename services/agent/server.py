@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from wsgiref.simple_server import WSGIServer
 
 import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
@@ -14,7 +15,13 @@ from services.agent.providers.factory import SessionFactory
 from services.agent.servicer import AgentServicer
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import GrpcToolExecutor
-from services.common.grpc_server import RunningServer, serve_until_signalled, start_server
+from services.common.grpc_server import (
+    RunningServer,
+    serve_until_signalled,
+    split_host_port,
+    start_server,
+)
+from services.common.metrics import AgentMetrics, serve_metrics
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +31,13 @@ class AgentServer:
 
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
+        self.metrics = AgentMetrics()
         self.tools = GrpcToolExecutor(settings.tools_addr)
-        self.manager = GenerationManager(settings, self.tools, SessionFactory(settings))
+        self.manager = GenerationManager(
+            settings, self.tools, SessionFactory(settings), self.metrics
+        )
         self.running: RunningServer | None = None
+        self._metrics_server: WSGIServer | None = None
 
     @property
     def port(self) -> int:
@@ -41,6 +52,9 @@ class AgentServer:
             return [pb.DESCRIPTOR.services_by_name["AgentService"].full_name]
 
         self.running = await start_server(self.settings.listen, register)
+        if self.settings.metrics_listen:
+            host, port = split_host_port(self.settings.metrics_listen)
+            self._metrics_server, _ = serve_metrics(self.metrics.registry, host, port)
         log.info("agent listening", extra={"port": self.running.port})
 
     async def stop(self, grace_s: float | None = None) -> None:
@@ -51,6 +65,8 @@ class AgentServer:
         if self.running is not None:
             await self.running.server.stop(1.0)
         await self.tools.close()
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
 
     async def serve(self) -> None:
         await self.start()
@@ -60,3 +76,5 @@ class AgentServer:
     async def _drain(self) -> None:
         await self.manager.shutdown(self.settings.shutdown_grace_s)
         await self.tools.close()
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()

@@ -38,6 +38,7 @@ class AgentSettings:
     retained_generations: int = 256
     shutdown_grace_s: float = 30.0
     provider_max_retries: int = 2
+    metrics_listen: str = ""  # host:port of the /metrics endpoint; empty: off
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> AgentSettings:

@@ -99,3 +99,8 @@ async def serve_until_signalled(
     await running.server.stop(grace_s)
     stop_wait.cancel()
     server_done.cancel()
+
+
+def split_host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)

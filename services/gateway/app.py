@@ -15,6 +15,7 @@ from aiohttp import WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.grpc_server import CHANNEL_OPTIONS
+from services.common.metrics import GatewayMetrics, render
 from services.gateway.frames import FrameBuilder, frame
 from services.gateway.params import ParamsError, parse_params
 from services.gateway.preview_policy import PreviewPolicyConfig
@@ -28,6 +29,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 STATIC_DIR = Path(__file__).parent / "static"
 SETTINGS_KEY = web.AppKey("settings", GatewaySettings)
 CHANNEL_KEY = web.AppKey("channel", grpc.aio.Channel)
+METRICS_KEY = web.AppKey("metrics", GatewayMetrics)
 
 
 def asset_base_url(request: web.Request) -> str:
@@ -76,9 +78,11 @@ async def generate_code(request: web.Request) -> web.StreamResponse:
         settings.coalesce_s,
         time.monotonic,
     )
-    relay = Relay(ws, call, builder, settings.agent_addr)
+    metrics = request.app[METRICS_KEY]
+    relay = Relay(ws, call, builder, settings.agent_addr, metrics)
     try:
         await relay.run()
+        metrics.connections.labels(relay.outcome).inc()
     finally:
         # A browser that closed (4333 or a dropped connection) cancels the generation:
         # cancelling the RPC stops the model streams and tool calls on the agent.
@@ -89,6 +93,11 @@ async def generate_code(request: web.Request) -> web.StreamResponse:
 async def _fail(ws: web.WebSocketResponse, message: str) -> None:
     await ws.send_str(json.dumps(frame("error", None, value=message)))
     await ws.close(code=APP_ERROR)
+
+
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    body = render(request.app[METRICS_KEY].registry)
+    return web.Response(body=body, content_type="text/plain", charset="utf-8")
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -119,6 +128,7 @@ async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
 def create_app(settings: GatewaySettings) -> web.Application:
     app = web.Application(middlewares=[cors], client_max_size=settings.max_frame_bytes)
     app[SETTINGS_KEY] = settings
+    app[METRICS_KEY] = GatewayMetrics()
 
     async def channel_context(app: web.Application) -> AsyncIterator[None]:
         # Channels must be created inside the running loop.
@@ -131,6 +141,7 @@ def create_app(settings: GatewaySettings) -> web.Application:
     app.cleanup_ctx.append(channel_context)
     app.router.add_get("/generate-code", generate_code)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_endpoint)
     app.router.add_get("/api/capabilities", capabilities)
     app.router.add_get("/", index)
     assets = settings.data_dir / "assets"

@@ -13,6 +13,7 @@ from aiohttp import WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.common.errors import bad_request_violations
+from services.common.metrics import GatewayMetrics
 from services.gateway.frames import Frame, FrameBuilder, encode, frame
 
 log = logging.getLogger(__name__)
@@ -46,13 +47,16 @@ class Relay:
         events: grpc.aio.UnaryStreamCall[Any, pb.GenerationEvent],
         builder: FrameBuilder,
         agent_addr: str,
+        metrics: GatewayMetrics,
     ) -> None:
         self._ws = ws
         self._events = events
         self._builder = builder
         self._agent_addr = agent_addr
         self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=256)
+        self._metrics = metrics
         self.client_gone = asyncio.Event()
+        self.outcome = "completed"  # completed | failed | client_closed
 
     async def run(self) -> None:
         reader = asyncio.create_task(self._read())
@@ -107,6 +111,7 @@ class Relay:
             assert isinstance(item, pb.GenerationEvent)
             await self._send(builder.on_event(item))
         if self.client_gone.is_set():
+            self.outcome = "client_closed"
             return
         await self._send(builder.flush_all())
         if builder.error is not None:
@@ -118,13 +123,18 @@ class Relay:
         for out in frames:
             if self._ws.closed:
                 return
+            text = encode(out)
             try:
-                await self._ws.send_str(encode(out))
+                await self._ws.send_str(text)
+                kind = str(out["type"])
+                self._metrics.frames.labels(kind).inc()
+                self._metrics.frame_bytes.labels(kind).inc(len(text))
             except (ConnectionResetError, RuntimeError):
                 self.client_gone.set()
                 return
 
     async def fail(self, message: str) -> None:
+        self.outcome = "failed"
         await self._send([frame("error", None, value=message)])
         if not self._ws.closed:
             await self._ws.close(code=APP_ERROR)

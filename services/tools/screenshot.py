@@ -16,7 +16,7 @@ import asyncio
 import base64
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,7 +122,7 @@ class Screenshotter:
         self._browser: Browser | None = None
         self._probe_result: bool | None = None
         self._spares: dict[Viewport, tuple[Browser, asyncio.Task[Page]]] = {}
-        self._discarded: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[None]] = set()
 
     async def probe(self) -> bool:
         """Whether Chromium can be launched here; answered once, then cached."""
@@ -188,7 +188,7 @@ class Screenshotter:
             for _, spare in self._spares.values():
                 self._discard(spare)
             self._spares.clear()
-            await asyncio.gather(*self._discarded, return_exceptions=True)
+            await asyncio.gather(*self._background, return_exceptions=True)
             browser, self._browser = self._browser, None
             driver, self._playwright = self._playwright, None
             if browser is not None:
@@ -249,11 +249,14 @@ class Screenshotter:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(load_timeout_s):
                     await page.evaluate("document.fonts.ready.then(() => true)")
+            # Replace the spare now: starting a renderer overlaps the settle pause instead of
+            # competing with this page's parse and layout for the CPU.
+            self._prepare_spare(browser, viewport)
             if self.settings.settle_ms > 0:
                 await asyncio.sleep(self.settings.settle_ms / 1000)  # let late layout land
             yield page
         finally:
-            await _quietly(page.context.close())
+            self._in_background(_quietly(page.context.close()))
 
     async def _new_page(self, browser: Browser, viewport: Viewport) -> Page:
         context = await browser.new_context(
@@ -277,7 +280,6 @@ class Screenshotter:
 
     async def _take_page(self, browser: Browser, viewport: Viewport) -> Page:
         owner, spare = self._spares.pop(viewport, (None, None))
-        self._prepare_spare(browser, viewport)
         if spare is None or owner is not browser:
             if spare is not None:
                 self._discard(spare)  # built in a browser that has since died
@@ -297,9 +299,13 @@ class Screenshotter:
             if not spare.cancelled() and spare.exception() is None:
                 await _quietly(spare.result().context.close())
 
-        task = asyncio.create_task(close_it())
-        self._discarded.add(task)
-        task.add_done_callback(self._discarded.discard)
+        self._in_background(close_it())
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        # Teardown the caller need not wait for; close() still does.
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _route_request(self, route: Route) -> None:
         url = route.request.url

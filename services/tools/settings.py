@@ -19,6 +19,7 @@ class ToolsSettings:
     # Only the image-tool keys matter here; model keys never reach the workers' env.
     credentials: Credentials = field(default_factory=Credentials)
     shutdown_grace_s: float = 30.0
+    metrics_listen: str = ""  # host:port of the /metrics endpoint; empty: off
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> ToolsSettings:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 from services.common.credentials import Credentials
+from services.common.metrics import ToolsMetrics
 from services.tools.definitions import ToolDefinition
 from services.tools.file_tools import file_tool_handlers
 from services.tools.runtime import ToolRuntime
@@ -22,8 +25,9 @@ _REPLICATE = frozenset({"generate_images", "remove_background", "edit_image"})
 
 
 class ToolWorker:
-    def __init__(self, settings: ToolsSettings) -> None:
+    def __init__(self, settings: ToolsSettings, metrics: ToolsMetrics | None = None) -> None:
         self.settings = settings
+        self.metrics = metrics or ToolsMetrics()
         handlers: dict[str, ToolHandler] = dict(file_tool_handlers())
         self.screenshotter: Screenshotter | None = None
         if settings.screenshots_enabled:
@@ -62,4 +66,9 @@ class ToolWorker:
             credentials=ctx.credentials.merged_over(self.settings.credentials),
             asset_base_url=ctx.asset_base_url,
         )
-        return await self.runtime.execute(call, file, merged)
+        started = time.monotonic()
+        outcome = await self.runtime.execute(call, file, merged)
+        self.metrics.tool_seconds.labels(call.name, str(outcome.ok).lower()).observe(
+            time.monotonic() - started
+        )
+        return outcome

@@ -82,3 +82,15 @@ async def test_generate_watch_get_and_list(tmp_path: Path) -> None:
                 pb.ListModelsRequest(credentials={"anthropic_api_key": "sk-x"})
             )
             assert {m.id: m for m in keyed.models}["claude-opus-4-8 (medium effort)"].available
+        registry = suite.agent.metrics.registry
+        assert registry.get_sample_value("s2c_generations_total", {"outcome": "completed"}) == 1
+        assert (
+            registry.get_sample_value(
+                "s2c_variants_total", {"provider": "demo", "outcome": "completed"}
+            )
+            == 1
+        )
+        tool_count = registry.get_sample_value(
+            "s2c_agent_tool_call_seconds_count", {"tool": "create_file", "ok": "true"}
+        )
+        assert tool_count == 1

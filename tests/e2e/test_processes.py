@@ -53,9 +53,14 @@ async def test_three_processes_end_to_end_with_reflection_health_and_sigterm(
         )
         assert "rpc GenerateCode" in described
 
-        url = f"http://127.0.0.1:{suite.gateway.port}/healthz"
-        async with aiohttp.ClientSession() as http, http.get(url) as response:
-            assert response.status == 200
+        base = f"http://127.0.0.1:{suite.gateway.port}"
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/healthz") as response:
+                assert response.status == 200
+            async with http.get(f"{base}/metrics") as response:
+                metrics = await response.text()
+        assert 's2c_ws_frames_total{type="setCode"}' in metrics
+        assert 's2c_ws_connections_total{outcome="completed"} 1.0' in metrics
 
         for service in (suite.gateway, suite.agent, suite.tools):
             assert await service.stop(signal.SIGTERM) == 0, "".join(service.log[-20:])

@@ -1,0 +1,365 @@
+"""The run store: a durable record of every generation and its variants.
+
+A record holds what an operator needs after the fact — status, models, each tool
+call's timing and outcome, tokens, cost, the final code — and never a credential:
+records are built by `request_summary` / `snapshot`, which leave keys out and
+redact them from free text (provider errors sometimes echo the key they were given).
+
+SQLite (one file under S2C_DATA_DIR) by default; PostgreSQL when several agent
+replicas share one store. Both backends run the DDL and the queries below, so the
+schemas cannot drift apart; PostgreSQL only swaps the `?` placeholders for `%s`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from services.agent.domain import GenerationRequest
+from services.agent.events import RunStatus
+from services.agent.pricing import Usage
+
+if TYPE_CHECKING:
+    from services.agent.generation import Generation
+
+REDACTED = "[redacted]"
+SQLITE_FILE = "runs.sqlite3"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRow:
+    id: str
+    name: str
+    ok: bool
+    duration_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class VariantRow:
+    index: int
+    model: str
+    status: RunStatus
+    error: str = ""
+    code: str = ""
+    usage: Usage = Usage()
+    cost_usd: float = 0.0
+    tool_calls: tuple[ToolCallRow, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    generation_id: str
+    status: RunStatus
+    started_at: float
+    finished_at: float | None = None
+    error: str = ""
+    request: dict[str, Any] = field(default_factory=dict)  # request_summary(); never keys
+    variants: tuple[VariantRow, ...] = ()
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(v.cost_usd for v in self.variants)
+
+
+class RunStore(Protocol):
+    async def open(self) -> int:
+        """Creates or migrates the schema and closes the runs a crashed process left
+        "running" (as "interrupted"); returns how many it closed."""
+        ...
+
+    async def save(self, run: RunRow) -> None:
+        """Upserts the whole run. Idempotent; a stale "running" save never reopens a
+        closed run. The write completes even if the caller is cancelled meanwhile."""
+        ...
+
+    async def get(self, generation_id: str) -> RunRow | None: ...
+
+    async def list_recent(self, limit: int) -> list[RunRow]:
+        """Newest first (by started_at)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def open_run_store(data_dir: Path, database_url: str | None) -> RunStore:
+    """PostgreSQL for a postgres:// URL, else SQLite in `data_dir`. Not yet opened."""
+    if database_url and database_url.startswith(("postgres://", "postgresql://")):
+        from services.agent.runstore_postgres import PostgresRunStore
+
+        return PostgresRunStore(database_url)
+    from services.agent.runstore_sqlite import SqliteRunStore
+
+    return SqliteRunStore(data_dir / SQLITE_FILE)
+
+
+# ---------------------------------------------------------------- building records
+
+
+def _redactor(secrets: Iterable[str]) -> tuple[str, ...]:
+    # Longest first, so a key that contains another is replaced whole.
+    return tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+
+
+def _redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def request_summary(request: GenerationRequest, secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """What was asked for, without credentials, base URLs (they can embed a token) or
+    media (only counts: images are megabytes and may be private)."""
+    keys = _redactor([*request.credentials.secrets(), *secrets])
+    return {
+        "type": request.generation_type,
+        "input_mode": request.input_mode,
+        "stack": request.stack,
+        "prompt_text": _redact(request.prompt.text, keys),
+        "image_count": len(request.prompt.images),
+        "video_count": len(request.prompt.videos),
+        "history_messages": len(request.history),
+        "models": list(request.models),
+        "variant_count": request.variant_count,
+    }
+
+
+def snapshot(generation: Generation, secrets: Iterable[str] = ()) -> RunRow:
+    """The record of `generation` as it stands. Pass the service's own keys as
+    `secrets` (the request's keys are redacted anyway)."""
+    keys = _redactor([*generation.request.credentials.secrets(), *secrets])
+    return RunRow(
+        generation_id=generation.id,
+        status=generation.status,
+        started_at=generation.started_at,
+        finished_at=generation.finished_at,
+        error=_redact(generation.error, keys),
+        request=request_summary(generation.request, keys),
+        variants=tuple(
+            VariantRow(
+                index=v.index,
+                model=v.model,
+                status=v.status,
+                error=_redact(v.error, keys),
+                code=_redact(v.code, keys),
+                usage=v.usage,
+                cost_usd=v.cost_usd,
+                tool_calls=tuple(
+                    ToolCallRow(t.id, t.name, t.ok, t.duration_ms) for t in v.tool_calls
+                ),
+            )
+            for v in generation.variants
+        ),
+    )
+
+
+def closed(run: RunRow, now: float) -> RunRow:
+    """`run` with the invariant "a closed run has nothing running" enforced, so no
+    writer can leave a variant "running" under a finished run."""
+    if run.status == "running":
+        return run
+    dangling: RunStatus = "cancelled" if run.status == "cancelled" else "interrupted"
+    variants = tuple(
+        replace(v, status=dangling) if v.status == "running" else v for v in run.variants
+    )
+    finished_at = now if run.finished_at is None else run.finished_at
+    return replace(run, finished_at=finished_at, variants=variants)
+
+
+def new_owner() -> str:
+    """Identifies one store instance (one process) as the writer of its runs."""
+    return uuid.uuid4().hex
+
+
+# ---------------------------------------------------------------- shared SQL
+
+CREATE_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    applied_at DOUBLE PRECISION NOT NULL
+)"""
+
+# Append-only: each entry is one schema version; never edit an applied one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE IF NOT EXISTS runs (
+            generation_id TEXT PRIMARY KEY,
+            status TEXT NOT NULL CHECK (status IN
+                ('running', 'completed', 'failed', 'cancelled', 'interrupted')),
+            started_at DOUBLE PRECISION NOT NULL,
+            finished_at DOUBLE PRECISION,
+            updated_at DOUBLE PRECISION NOT NULL,
+            error TEXT NOT NULL,
+            request TEXT NOT NULL,
+            owner TEXT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS runs_recent ON runs (started_at DESC, generation_id DESC)",
+        "CREATE INDEX IF NOT EXISTS runs_running ON runs (owner) WHERE status = 'running'",
+        """CREATE TABLE IF NOT EXISTS variants (
+            generation_id TEXT NOT NULL REFERENCES runs (generation_id) ON DELETE CASCADE,
+            variant_index INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN
+                ('running', 'completed', 'failed', 'cancelled', 'interrupted')),
+            error TEXT NOT NULL,
+            code TEXT NOT NULL,
+            input_tokens BIGINT NOT NULL,
+            output_tokens BIGINT NOT NULL,
+            cache_read_tokens BIGINT NOT NULL,
+            cache_write_tokens BIGINT NOT NULL,
+            total_tokens BIGINT NOT NULL,
+            cost_usd DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (generation_id, variant_index)
+        )""",
+        """CREATE TABLE IF NOT EXISTS tool_calls (
+            generation_id TEXT NOT NULL,
+            variant_index INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            call_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            ok BOOLEAN NOT NULL,
+            duration_ms BIGINT NOT NULL,
+            PRIMARY KEY (generation_id, variant_index, position),
+            FOREIGN KEY (generation_id, variant_index)
+                REFERENCES variants (generation_id, variant_index) ON DELETE CASCADE
+        )""",
+    ),
+)
+APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
+RECORD_VERSION = "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)"
+
+# The WHERE keeps a late "running" snapshot from reopening a run already closed
+# (by this process or by another replica's crash sweep); closing saves always win.
+UPSERT_RUN = """
+INSERT INTO runs (generation_id, status, started_at, finished_at, updated_at, error, request, owner)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (generation_id) DO UPDATE SET
+    status = excluded.status, started_at = excluded.started_at,
+    finished_at = excluded.finished_at, updated_at = excluded.updated_at,
+    error = excluded.error, request = excluded.request, owner = excluded.owner
+WHERE runs.status = 'running' OR excluded.status <> 'running'"""
+DELETE_TOOL_CALLS = "DELETE FROM tool_calls WHERE generation_id = ?"
+DELETE_VARIANTS = "DELETE FROM variants WHERE generation_id = ?"
+INSERT_VARIANT = """
+INSERT INTO variants (generation_id, variant_index, model, status, error, code, input_tokens,
+    output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+INSERT_TOOL_CALL = """
+INSERT INTO tool_calls (generation_id, variant_index, position, call_id, name, ok, duration_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?)"""
+
+RUNNING_OWNERS = "SELECT DISTINCT owner FROM runs WHERE status = 'running'"
+# Variants first: the run's "running" status is what selects them.
+INTERRUPT_VARIANTS = """
+UPDATE variants SET status = 'interrupted'
+WHERE status = 'running' AND generation_id IN
+    (SELECT generation_id FROM runs WHERE status = 'running' AND owner = ?)"""
+INTERRUPT_RUNS = """
+UPDATE runs SET status = 'interrupted', finished_at = ?, updated_at = ?
+WHERE status = 'running' AND owner = ?"""
+
+_RUN_COLUMNS = "generation_id, status, started_at, finished_at, error, request"
+_VARIANT_COLUMNS = (
+    "generation_id, variant_index, model, status, error, code, input_tokens, output_tokens, "
+    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd"
+)
+_TOOL_COLUMNS = "generation_id, variant_index, call_id, name, ok, duration_ms"
+_RECENT_IDS = "SELECT generation_id FROM runs ORDER BY started_at DESC, generation_id DESC LIMIT ?"
+
+SELECT_RUN = f"SELECT {_RUN_COLUMNS} FROM runs WHERE generation_id = ?"
+SELECT_RUN_VARIANTS = f"SELECT {_VARIANT_COLUMNS} FROM variants WHERE generation_id = ?"
+SELECT_RUN_TOOL_CALLS = (
+    f"SELECT {_TOOL_COLUMNS} FROM tool_calls WHERE generation_id = ? "
+    "ORDER BY variant_index, position"
+)
+SELECT_RECENT = (
+    f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY started_at DESC, generation_id DESC LIMIT ?"
+)
+SELECT_RECENT_VARIANTS = (
+    f"SELECT {_VARIANT_COLUMNS} FROM variants WHERE generation_id IN ({_RECENT_IDS})"
+)
+SELECT_RECENT_TOOL_CALLS = (
+    f"SELECT {_TOOL_COLUMNS} FROM tool_calls WHERE generation_id IN ({_RECENT_IDS}) "
+    "ORDER BY generation_id, variant_index, position"
+)
+
+Row = Sequence[Any]
+
+
+def run_params(run: RunRow, owner: str, now: float) -> tuple[Any, ...]:
+    return (
+        run.generation_id,
+        run.status,
+        run.started_at,
+        run.finished_at,
+        now,
+        run.error,
+        json.dumps(run.request, ensure_ascii=False, sort_keys=True),
+        owner,
+    )
+
+
+def variant_params(run: RunRow) -> list[tuple[Any, ...]]:
+    return [
+        (
+            run.generation_id,
+            v.index,
+            v.model,
+            v.status,
+            v.error,
+            v.code,
+            v.usage.input_tokens,
+            v.usage.output_tokens,
+            v.usage.cache_read_tokens,
+            v.usage.cache_write_tokens,
+            v.usage.total_tokens,
+            v.cost_usd,
+        )
+        for v in run.variants
+    ]
+
+
+def tool_call_params(run: RunRow) -> list[tuple[Any, ...]]:
+    return [
+        (run.generation_id, v.index, position, t.id, t.name, t.ok, t.duration_ms)
+        for v in run.variants
+        for position, t in enumerate(v.tool_calls)
+    ]
+
+
+def assemble(runs: Iterable[Row], variants: Iterable[Row], tool_calls: Iterable[Row]) -> list[RunRow]:
+    """RunRows from the three SELECTs' rows, in the order of `runs`."""
+    calls: defaultdict[tuple[str, int], list[ToolCallRow]] = defaultdict(list)
+    for gid, index, call_id, name, ok, duration_ms in tool_calls:
+        calls[(gid, index)].append(ToolCallRow(call_id, name, bool(ok), int(duration_ms)))
+    by_run: defaultdict[str, list[VariantRow]] = defaultdict(list)
+    for gid, index, model, status, error, code, *tokens, cost in variants:
+        by_run[gid].append(
+            VariantRow(
+                index=index,
+                model=model,
+                status=status,
+                error=error,
+                code=code,
+                usage=Usage(*(int(t) for t in tokens)),
+                cost_usd=float(cost),
+                tool_calls=tuple(calls[(gid, index)]),
+            )
+        )
+    return [
+        RunRow(
+            generation_id=gid,
+            status=status,
+            started_at=float(started_at),
+            finished_at=None if finished_at is None else float(finished_at),
+            error=error,
+            request=json.loads(request),
+            variants=tuple(sorted(by_run[gid], key=lambda v: v.index)),
+        )
+        for gid, status, started_at, finished_at, error, request in runs
+    ]
+
