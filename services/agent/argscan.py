@@ -404,6 +404,9 @@ class DeltaBatcher:
 
     def add(self, now: float, offset: int, text: str) -> TextEdit | None:
         """Takes a fragment; returns an edit when one is ready to send."""
+        end = self._sent_end if self._start is None else self._start + self._size
+        if offset > end:
+            raise ValueError(f"fragment at {offset} leaves a gap after {end}")
         if self._start is None:
             self._start, self._parts, self._size = offset, [text], len(text)
             self._due = now + self._max_delay_s
@@ -413,11 +416,9 @@ class DeltaBatcher:
         elif offset < self._start:
             # The new value replaces everything pending too.
             self._start, self._parts, self._size = offset, [text], len(text)
-        elif offset < self._start + self._size:
+        else:
             kept = "".join(self._parts)[: offset - self._start]
             self._parts, self._size = [kept, text], len(kept) + len(text)
-        else:
-            raise ValueError(f"fragment at {offset} leaves a gap after {self._start + self._size}")
         # Until some text is out, and on a restart, waiting only delays the preview.
         eager = self._start < self._sent_end or self._sent_end == 0
         if eager or self._size >= self._min_chars or now >= self._due:

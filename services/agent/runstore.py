@@ -46,7 +46,7 @@ class VariantRow:
     status: RunStatus
     error: str = ""
     code: str = ""
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     tool_calls: tuple[ToolCallRow, ...] = ()
 
@@ -331,7 +331,9 @@ def tool_call_params(run: RunRow) -> list[tuple[Any, ...]]:
     ]
 
 
-def assemble(runs: Iterable[Row], variants: Iterable[Row], tool_calls: Iterable[Row]) -> list[RunRow]:
+def assemble(
+    runs: Iterable[Row], variants: Iterable[Row], tool_calls: Iterable[Row]
+) -> list[RunRow]:
     """RunRows from the three SELECTs' rows, in the order of `runs`."""
     calls: defaultdict[tuple[str, int], list[ToolCallRow]] = defaultdict(list)
     for gid, index, call_id, name, ok, duration_ms in tool_calls:
@@ -362,4 +364,3 @@ def assemble(runs: Iterable[Row], variants: Iterable[Row], tool_calls: Iterable[
         )
         for gid, status, started_at, finished_at, error, request in runs
     ]
-

@@ -194,7 +194,7 @@ class AddressGuard:
 
     The cache keeps a page with fifty CDN requests from resolving the same name fifty
     times (twice each: once for the route check, once in the proxy). Concurrent lookups of
-    one host share a single resolution.
+    one host share a single resolution. Only successful answers outlive their lookup.
     """
 
     def __init__(
@@ -222,7 +222,11 @@ class AddressGuard:
             cached = (loop.time() + self._ttl_s, lookup)
             self._cache[key] = cached
         # A shielded lookup survives one waiter being cancelled; the others still need it.
-        return await asyncio.shield(cached[1])
+        addresses = await asyncio.shield(cached[1])
+        if not addresses and self._cache.get(key) is cached:
+            # Refusals are not remembered: a DNS hiccup must not block a CDN for the TTL.
+            del self._cache[key]
+        return addresses
 
     async def allows_url(self, url: str) -> bool:
         target = network_target(url)

@@ -318,10 +318,11 @@ class Screenshotter:
             pass  # the context closed while we decided; nothing is left to release
 
     async def _route_websocket(self, socket: WebSocketRoute) -> None:
-        if await self._guard.allows_url(socket.url):
-            socket.connect_to_server()
-        else:
-            await socket.close(code=1008, reason="blocked by the preview sandbox")
+        with contextlib.suppress(PlaywrightError):  # as above: the page may be gone already
+            if await self._guard.allows_url(socket.url):
+                socket.connect_to_server()
+            else:
+                await socket.close(code=1008, reason="blocked by the preview sandbox")
 
 
 async def _quietly(closing: Any) -> None:

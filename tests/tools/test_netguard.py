@@ -9,6 +9,7 @@ import pytest
 from services.tools.netguard import (
     AddressGuard,
     EgressProxy,
+    Resolver,
     is_page_internal_url,
     is_public_address,
     is_public_url,
@@ -129,7 +130,7 @@ async def test_public_literal_urls_are_allowed(url: str) -> None:
     assert await is_public_url(url)
 
 
-def _resolver(table: dict[str, list[str]], calls: list[str] | None = None):  # type: ignore[no-untyped-def]
+def _resolver(table: dict[str, list[str]], calls: list[str] | None = None) -> Resolver:
     async def resolve(host: str, port: int) -> Sequence[str]:
         if calls is not None:
             calls.append(host)
@@ -197,6 +198,16 @@ async def test_guard_shares_and_caches_lookups() -> None:
     assert await guard.allows_url("https://CDN.example/again")
     assert calls == ["cdn.example"]
     assert not await guard.allows_url("file:///etc/passwd")
+
+
+async def test_guard_does_not_remember_refusals() -> None:
+    table: dict[str, list[str]] = {}
+    calls: list[str] = []
+    guard = AddressGuard(resolver=_resolver(table, calls))
+    assert await guard.vet("flaky.example", 443) == ()
+    table["flaky.example"] = [PUBLIC_V4]
+    assert await guard.vet("flaky.example", 443) == (PUBLIC_V4,)
+    assert calls == ["flaky.example", "flaky.example"]
 
 
 # --- the egress proxy -------------------------------------------------------------------

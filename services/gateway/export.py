@@ -1,0 +1,546 @@
+"""Export: the generated page as a zip, with the images it references bundled next to it.
+
+The zip holds `index.html` and `assets/image-N.ext`; every bundled reference in the page is
+rewritten to its local copy, so the page still shows its images offline and after
+short-lived URLs (Replicate outputs expire) have gone.
+
+The page is model output, so every URL in it is untrusted. Remote images are fetched only
+from public addresses (`services.tools.netguard`): each redirect hop is vetted again, and
+the connection goes to an address the guard vetted, never to a name re-resolved later
+(which would let DNS rebinding slip a private address in between).
+
+References are found with regular expressions over the raw text rather than a parsed and
+re-serialised DOM: only the bytes of the references change, so the exported page is the
+page the user saw, byte for byte everywhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import html
+import io
+import ipaddress
+import logging
+import re
+import socket
+import zipfile
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+from urllib.parse import unquote, unquote_to_bytes, urljoin, urlsplit, urlunsplit
+
+import aiohttp
+from aiohttp import hdrs
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from services.tools import netguard
+from services.tools.babel_cdn import normalize_babel_cdn
+
+log = logging.getLogger(__name__)
+
+# host, port -> the addresses it may be reached at; () refuses the host.
+HostVetter = Callable[[str, int], Awaitable[Sequence[str]]]
+# A reference as written in the page -> its replacement, or None to leave it as it is.
+Visit = Callable[[str], str | None]
+
+LOCAL_ASSETS_PREFIX = "/local-assets/"
+
+_CONTENT_TYPE_EXT = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/jpg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "image/svg+xml": "svg",
+    "image/avif": "avif",
+    "image/x-icon": "ico",
+    "image/vnd.microsoft.icon": "ico",
+    "image/bmp": "bmp",
+}
+_IMAGE_EXTS = frozenset({*_CONTENT_TYPE_EXT.values(), "jpeg"})
+# Deflating these again costs time and gains nothing.
+_PRECOMPRESSED_EXTS = frozenset({"png", "jpg", "jpeg", "gif", "webp", "avif"})
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_LOOPBACK_NAMES = frozenset({"localhost", "0.0.0.0"})
+_ASSET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ExportPolicy:
+    max_assets: int = 50
+    max_asset_bytes: int = 20 * 1024 * 1024
+    # Not an upstream limit: fifty assets of 20 MiB each would otherwise be a gigabyte
+    # held in memory for one unauthenticated request.
+    max_total_bytes: int = 100 * 1024 * 1024
+    max_redirects: int = 5
+    timeout_s: float = 20.0
+    concurrency: int = 8
+    vet: HostVetter = netguard.resolve_public
+
+
+# ---------------------------------------------------------------------------------------
+# Finding and rewriting references
+
+_MARKUP = re.compile(
+    r"<!--.*?-->"
+    r"|(?P<raw_open><(?P<raw_name>script|style)\b(?:\"[^\"]*\"|'[^']*'|[^'\">])*+>)"
+    r"(?P<raw_body>.*?)(?=</(?P=raw_name)\s*>)"
+    r"|(?P<tag><(?P<tag_name>[a-zA-Z][^\s/>]*)(?:\"[^\"]*\"|'[^']*'|[^'\">])*+>)",
+    re.IGNORECASE | re.DOTALL,
+)
+_ATTR = re.compile(r"""(?P<name>[^\s"'>/=]+)(?:\s*=\s*(?P<value>"[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+_CSS_URL = re.compile(
+    r"""url\(\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^'"()\s]*))\s*\)""", re.IGNORECASE
+)
+_CSS_IMPORT_BEFORE = re.compile(r"@import\s*$", re.IGNORECASE)
+_SCRIPT_URL = re.compile(r"https?://[^\s\"'`<>(){}\[\]\\|^]+", re.IGNORECASE)
+_SRCSET_SEPARATOR = re.compile(r"[\s,]*")
+_SRCSET_URL = re.compile(r"\S+")
+_SRCSET_DESCRIPTOR = re.compile(r"[^,]*")
+
+_URL_ATTRS: dict[str, dict[str, Literal["url", "srcset"]]] = {
+    "img": {"src": "url", "srcset": "srcset"},
+    "source": {"srcset": "srcset"},
+    "image": {"href": "url", "xlink:href": "url"},
+    "link": {"href": "url"},
+}
+
+
+def rewrite_references(code: str, visit: Visit) -> str:
+    """Calls `visit` on every image reference in document order; splices in its answers.
+
+    References: `img` src/srcset, `source` srcset, svg `image` href, icon `link` href,
+    `url()` in `<style>` and in style attributes, and absolute http(s) URLs inside
+    `<script>` that look like images. Attribute values are passed unescaped.
+    """
+
+    def on_markup(match: re.Match[str]) -> str:
+        body = match.group("raw_body")
+        if body is not None:
+            is_style = match.group("raw_name").lower() == "style"
+            rewritten = _rewrite_css(body, visit) if is_style else _rewrite_script(body, visit)
+            return match.group("raw_open") + rewritten
+        if match.group("tag") is not None:
+            return _rewrite_tag(match.group("tag"), match.group("tag_name").lower(), visit)
+        return match.group(0)
+
+    return _MARKUP.sub(on_markup, code)
+
+
+def _rewrite_tag(tag: str, name: str, visit: Visit) -> str:
+    attrs = [m for m in _ATTR.finditer(tag, 1 + len(name), len(tag) - 1) if m.group("value")]
+    url_attrs = _URL_ATTRS.get(name, {})
+    if name == "link" and not _is_icon_link(attrs):
+        url_attrs = {}
+    pieces: list[str] = []
+    done = 0
+    for attr in attrs:
+        attr_name = attr.group("name").lower()
+        kind = "css" if attr_name == "style" else url_attrs.get(attr_name)
+        if kind is None:
+            continue
+        raw = attr.group("value")
+        quote = raw[0] if raw[0] in "\"'" else ""
+        value = html.unescape(raw[1:-1] if quote else raw)
+        if kind == "url":
+            replacement = visit(value.strip())
+            new_value = value if replacement is None else replacement
+        elif kind == "srcset":
+            new_value = _rewrite_srcset(value, visit)
+        else:
+            new_value = _rewrite_css(value, visit)
+        if new_value == value:
+            continue
+        quote = quote or '"'
+        escaped = new_value.replace("&", "&amp;").replace(
+            quote, "&quot;" if quote == '"' else "&#39;"
+        )
+        pieces += [tag[done : attr.start("value")], quote, escaped, quote]
+        done = attr.end("value")
+    return "".join([*pieces, tag[done:]]) if pieces else tag
+
+
+def _is_icon_link(attrs: Iterable[re.Match[str]]) -> bool:
+    for attr in attrs:
+        if attr.group("name").lower() == "rel":
+            rel = html.unescape(attr.group("value").strip("\"'")).lower()
+            # "icon", "shortcut icon", "apple-touch-icon", "mask-icon"
+            return any(token.endswith("icon") for token in rel.split())
+    return False
+
+
+def _rewrite_srcset(value: str, visit: Visit) -> str:
+    # The HTML candidate grammar: a URL is a run of non-space characters (so data URLs,
+    # whose commas come before any space, survive), then descriptors up to a comma.
+    pieces: list[str] = []
+    pos = 0
+    while pos < len(value):
+        separator = _SRCSET_SEPARATOR.match(value, pos)
+        assert separator is not None  # a `*` pattern always matches
+        pieces.append(separator.group())
+        pos = separator.end()
+        url_match = _SRCSET_URL.match(value, pos)
+        if url_match is None:
+            break
+        url = url_match.group().rstrip(",")
+        pos = url_match.start() + len(url)
+        replacement = visit(url)
+        pieces.append(url if replacement is None else replacement)
+        descriptor = _SRCSET_DESCRIPTOR.match(value, pos)
+        assert descriptor is not None
+        pieces.append(descriptor.group())
+        pos = descriptor.end()
+    return "".join(pieces)
+
+
+def _rewrite_css(css: str, visit: Visit) -> str:
+    def on_url(match: re.Match[str]) -> str:
+        if _CSS_IMPORT_BEFORE.search(css, max(0, match.start() - 32), match.start()):
+            return match.group(0)  # a stylesheet, not an image
+        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+        replacement = visit(match.group(group))
+        if replacement is None:
+            return match.group(0)
+        start, end = match.span(group)
+        whole = match.group(0)
+        return whole[: start - match.start()] + replacement + whole[end - match.start() :]
+
+    return _CSS_URL.sub(on_url, css)
+
+
+def _rewrite_script(script: str, visit: Visit) -> str:
+    def on_url(match: re.Match[str]) -> str:
+        text = match.group(0)
+        url = text.rstrip(".,;:!?")  # sentence punctuation after a URL in a comment or string
+        if not _counts_in_script(url):
+            return text
+        replacement = visit(url)
+        return text if replacement is None else replacement + text[len(url) :]
+
+    return _SCRIPT_URL.sub(on_url, script)
+
+
+def _counts_in_script(url: str) -> bool:
+    # Scripts mention many URLs (APIs, CDNs, links); only images are worth bundling.
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    host = (parts.hostname or "").rstrip(".")
+    if host == "replicate.delivery" or host.endswith(".replicate.delivery"):
+        return True
+    return _path_ext(parts.path) in _IMAGE_EXTS
+
+
+def _path_ext(path: str) -> str:
+    return PurePosixPath(unquote(path)).suffix.lower().lstrip(".")
+
+
+# ---------------------------------------------------------------------------------------
+# Where a reference's bytes come from
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    kind: Literal["data", "local", "remote"]
+    # The data URL, the file name in the asset dir, or the absolute http(s) URL.
+    value: str
+
+
+# Log lines name a data URL by its kind only: its content may be megabytes.
+_DATA_URL = Source("data", "")
+
+
+def classify(reference: str, base_url: str | None, own_hosts: frozenset[str]) -> Source | None:
+    """Where `reference` can be loaded from, or None when it is not something we bundle."""
+    ref = reference.strip()
+    if not ref or ref.startswith("#"):
+        return None
+    if ref[:5].lower() == "data:":
+        return Source("data", ref) if ref[5:11].lower() == "image/" else None
+    try:
+        if not urlsplit(ref).scheme:
+            if base_url:
+                ref = urljoin(base_url, ref)
+            elif ref.startswith("//"):
+                ref = "https:" + ref
+            else:
+                return None
+        parts = urlsplit(ref)
+        host = (parts.hostname or "").rstrip(".")
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        return None
+    if parts.path.startswith(LOCAL_ASSETS_PREFIX) and (host in own_hosts or _is_loopback(host)):
+        name = unquote(parts.path[len(LOCAL_ASSETS_PREFIX) :])
+        return Source("local", name) if _is_asset_name(name) else None
+    return Source("remote", urlunsplit(parts._replace(fragment="")))
+
+
+def _is_loopback(host: str) -> bool:
+    if host in _LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _is_asset_name(name: str) -> bool:
+    return _ASSET_NAME.fullmatch(name) is not None and ".." not in name
+
+
+@dataclass(frozen=True, slots=True)
+class Asset:
+    data: bytes
+    ext: str
+
+
+class _VettedResolver(AbstractResolver):
+    """Name resolution for the fetch session: only vetted addresses are ever connected to."""
+
+    def __init__(self, vet: HostVetter) -> None:
+        self._vet = vet
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results: list[ResolveResult] = []
+        for address in await self._vet(host, port):
+            ip = ipaddress.ip_address(address)
+            found = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+            if family in (socket.AF_UNSPEC, found):
+                results.append(
+                    ResolveResult(
+                        hostname=host,
+                        host=str(ip),
+                        port=port,
+                        family=found,
+                        proto=0,
+                        flags=socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
+                    )
+                )
+        if not results:
+            raise OSError(f"{host} does not resolve to public addresses only")
+        return results
+
+    async def close(self) -> None:
+        return None
+
+
+class _Loader:
+    def __init__(
+        self, session: aiohttp.ClientSession, assets_dir: Path | None, policy: ExportPolicy
+    ) -> None:
+        self._session = session
+        self._assets_dir = assets_dir
+        self._policy = policy
+        self._slots = asyncio.Semaphore(policy.concurrency)
+
+    async def load(self, source: Source) -> Asset | None:
+        async with self._slots:
+            try:
+                if source.kind == "data":
+                    return self._decode_data_url(source.value)
+                if source.kind == "local":
+                    return await asyncio.to_thread(self._read_local, source.value)
+                return await self._fetch(source.value)
+            except (aiohttp.ClientError, OSError, ValueError) as exc:
+                _skipped(source, f"{type(exc).__name__}: {exc}")
+                return None
+
+    def _decode_data_url(self, url: str) -> Asset | None:
+        header, comma, payload = url.partition(",")
+        params = header[5:].split(";")
+        ext = _CONTENT_TYPE_EXT.get(params[0].strip().lower())
+        if not comma or ext is None:
+            return None
+        limit = self._policy.max_asset_bytes
+        if any(p.strip().lower() == "base64" for p in params[1:]):
+            compact = "".join(payload.split())
+            if len(compact) // 4 * 3 > limit + 3:
+                return _skipped(_DATA_URL, "too large")
+            try:
+                data = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
+            except binascii.Error:
+                return _skipped(_DATA_URL, "invalid base64")
+        else:
+            data = unquote_to_bytes(payload)
+        return Asset(data, ext) if len(data) <= limit else _skipped(_DATA_URL, "too large")
+
+    def _read_local(self, name: str) -> Asset | None:
+        # A deliberate improvement over upstream, which sent these loopback URLs through
+        # its public-address check and so silently left every saved or extracted asset
+        # out of the zip: they are our own files, read straight from the asset dir.
+        ext = PurePosixPath(name).suffix.lower().lstrip(".")
+        if self._assets_dir is None or ext not in _IMAGE_EXTS:
+            return _skipped(Source("local", name), "not a local image")
+        root = self._assets_dir.resolve()
+        path = (root / name).resolve()
+        if path.parent != root or not path.is_file():
+            return _skipped(Source("local", name), "no such asset")
+        with path.open("rb") as file:
+            data = file.read(self._policy.max_asset_bytes + 1)
+        if len(data) > self._policy.max_asset_bytes:
+            return _skipped(Source("local", name), "too large")
+        return Asset(data, ext)
+
+    async def _fetch(self, url: str) -> Asset | None:
+        source = Source("remote", url)
+        for _ in range(self._policy.max_redirects + 1):
+            target = netguard.network_target(url)
+            if target is None or urlsplit(url).scheme.lower() not in ("http", "https"):
+                return _skipped(source, "not an http(s) URL")
+            if not await self._policy.vet(*target):
+                return _skipped(source, "not a public address")
+            async with self._session.get(url, allow_redirects=False) as response:
+                if response.status in _REDIRECT_STATUSES:
+                    location = response.headers.get(hdrs.LOCATION)
+                    if not location:
+                        return _skipped(source, "redirect without a Location")
+                    url = urljoin(url, location)
+                    continue
+                if response.status != 200:
+                    return _skipped(source, f"HTTP {response.status}")
+                ext = _remote_ext(response.content_type, url)
+                if ext is None:
+                    return _skipped(source, f"not an image ({response.content_type})")
+                data = await self._read_capped(response)
+                return Asset(data, ext) if data is not None else _skipped(source, "too large")
+        return _skipped(source, f"more than {self._policy.max_redirects} redirects")
+
+    async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes | None:
+        limit = self._policy.max_asset_bytes
+        if response.content_length is not None and response.content_length > limit:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        # Counted after decompression, so a small gzip bomb cannot get past the limit.
+        async for chunk in response.content.iter_chunked(_CHUNK):
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _remote_ext(content_type: str, url: str) -> str | None:
+    ext = _CONTENT_TYPE_EXT.get(content_type.lower())
+    if ext is not None:
+        return ext
+    # Some storage buckets serve every object as octet-stream; the name must say image.
+    untyped = content_type.startswith("image/") or content_type.endswith("octet-stream")
+    url_ext = _path_ext(urlsplit(url).path)
+    return url_ext if untyped and url_ext in _IMAGE_EXTS else None
+
+
+def _skipped(source: Source, reason: str) -> Asset | None:
+    """Logs why `source` stays as it is; answers None, "nothing loaded", for `return`."""
+    shown = "a data URL" if source.kind == "data" else source.value[:200]
+    log.info("export: asset left as it is", extra={"asset": shown, "reason": reason})
+    return None
+
+
+async def _load_all(
+    sources: Sequence[Source], assets_dir: Path | None, policy: ExportPolicy
+) -> dict[Source, Asset]:
+    if not sources:
+        return {}
+    connector = aiohttp.TCPConnector(
+        resolver=_VettedResolver(policy.vet), use_dns_cache=False, limit=policy.concurrency
+    )
+    # No environment proxies (they would do the resolving) and no cookies between hops.
+    async with aiohttp.ClientSession(
+        connector=connector,
+        trust_env=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        timeout=aiohttp.ClientTimeout(total=policy.timeout_s),
+        headers={hdrs.ACCEPT: "image/*"},
+    ) as session:
+        loader = _Loader(session, assets_dir, policy)
+        tasks = {source: asyncio.create_task(loader.load(source)) for source in sources}
+        # One deadline for the whole export: what is not in by then stays a remote link.
+        _, pending = await asyncio.wait(tasks.values(), timeout=policy.timeout_s)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+    loaded: dict[Source, Asset] = {}
+    for source, task in tasks.items():
+        if task in pending:
+            _skipped(source, "export deadline passed")
+        elif (asset := task.result()) is not None:
+            loaded[source] = asset
+    return loaded
+
+
+# ---------------------------------------------------------------------------------------
+# The export
+
+
+async def build_export(
+    code: str,
+    base_url: str | None = None,
+    *,
+    assets_dir: Path | None = None,
+    own_hosts: Iterable[str] = (),
+    policy: ExportPolicy | None = None,
+) -> bytes:
+    """The zip for `code`: `index.html` plus `assets/image-N.ext` for each bundled image.
+
+    `own_hosts` are the names this gateway is reached by: their `/local-assets/` URLs are
+    read from `assets_dir` like loopback ones. References that cannot be bundled (refused,
+    failed, over a limit) are left pointing where they pointed.
+    """
+    policy = policy or ExportPolicy()
+    hosts = frozenset(h.lower().rstrip(".") for h in own_hosts)
+    references: list[str] = []
+
+    def record(reference: str) -> None:
+        references.append(reference)
+
+    rewrite_references(code, record)
+    sources: dict[str, Source] = {}
+    unique: dict[Source, None] = {}
+    for reference in references:
+        source = sources.get(reference) or classify(reference, base_url, hosts)
+        if source is None or (source not in unique and len(unique) >= policy.max_assets):
+            continue
+        sources[reference] = source
+        unique[source] = None
+    loaded = await _load_all(list(unique), assets_dir, policy)
+
+    names: dict[Source, str] = {}
+    files: list[tuple[str, Asset]] = []
+    total = 0
+    for source in unique:
+        asset = loaded.get(source)
+        if asset is None:
+            continue
+        if total + len(asset.data) > policy.max_total_bytes:
+            _skipped(source, "export size limit reached")
+            continue
+        total += len(asset.data)
+        names[source] = f"assets/image-{len(names) + 1}.{asset.ext}"
+        files.append((names[source], asset))
+
+    def replace(reference: str) -> str | None:
+        source = sources.get(reference)
+        return None if source is None else names.get(source)
+
+    page = normalize_babel_cdn(rewrite_references(code, replace))
+    return await asyncio.to_thread(_zip, page, files)
+
+
+def _zip(page: str, files: Sequence[tuple[str, Asset]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("index.html", page)
+        for name, asset in files:
+            stored = asset.ext in _PRECOMPRESSED_EXTS
+            archive.writestr(name, asset.data, compress_type=zipfile.ZIP_STORED if stored else None)
+    return buffer.getvalue()

@@ -1,0 +1,226 @@
+"""The HTTP routes the upstream frontend calls besides the WebSocket.
+
+Design systems CRUD, export and screenshot. Errors use the shape upstream's FastAPI backend
+answers with, `{"detail": "…"}`, which is what the frontend shows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from functools import wraps
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import hdrs, web
+
+from services.gateway.design_systems import (
+    Clock,
+    DesignSystemError,
+    DesignSystemStore,
+    parse_create,
+    parse_patch,
+)
+from services.gateway.export import ExportPolicy, build_export
+from services.gateway.settings import GatewaySettings
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+DESIGN_SYSTEMS_KEY = web.AppKey("design_systems", DesignSystemStore)
+
+# A design system is at most 200 KB of content; JSON escaping can grow that a few times.
+MAX_DESIGN_SYSTEM_BODY_BYTES = 2 * 1024 * 1024
+
+SCREENSHOT_NOT_CONFIGURED = (
+    "URL screenshots are not configured on this server: it has no screenshot service "
+    "(upstream calls the external ScreenshotOne API, which this server does not use). "
+    "Take a screenshot of the page yourself and upload the image instead."
+)
+
+_EXPLICIT_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(.*)", re.DOTALL)
+_PORT_START = re.compile(r"\d+(?:[/?#]|$)")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def normalize_screenshot_url(url: str) -> str:
+    """The URL to capture, as upstream normalises it: https:// is added when none is given.
+
+    `host:port` and `user:pass@host` look like a scheme to a URL parser but are hosts, so
+    they get https:// too; any other scheme (ftp, file, javascript, …) is refused.
+    """
+    url = url.strip()
+    if not url:
+        raise ApiError(400, "URL is required")
+    explicit = _EXPLICIT_SCHEME.match(url)
+    if explicit is not None:
+        scheme = explicit.group(1).lower()
+        if scheme not in ("http", "https"):
+            raise ApiError(400, f"Unsupported protocol: {scheme}")
+        return url
+    prefixed = _SCHEME_PREFIX.fullmatch(url)
+    if prefixed is not None:
+        rest = prefixed.group(2)
+        is_host = _PORT_START.match(rest) is not None or "@" in rest.split("/", 1)[0]
+        if not is_host:
+            raise ApiError(400, f"Unsupported protocol: {prefixed.group(1).lower()}")
+    return f"https://{url}"
+
+
+def _api(handler: Handler) -> Handler:
+    @wraps(handler)
+    async def wrapped(request: web.Request) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return web.json_response({"detail": exc.detail}, status=exc.status)
+        except DesignSystemError as exc:
+            if exc.status >= 500:
+                log.error("design systems store failed", extra={"detail": exc.detail})
+            return web.json_response({"detail": exc.detail}, status=exc.status)
+
+    return wrapped
+
+
+async def _json_body(request: web.Request, max_bytes: int) -> object:
+    too_large = ApiError(413, f"Request body is too large (max {max_bytes} bytes)")
+    if request.content_length is not None and request.content_length > max_bytes:
+        raise too_large
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge as exc:
+        raise ApiError(413, f"Request body is too large: {exc.text}") from exc
+    if len(raw) > max_bytes:
+        raise too_large
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"Request body is not valid JSON: {exc}") from exc
+
+
+def _json_object(body: object) -> Mapping[str, Any]:
+    if not isinstance(body, dict):
+        raise ApiError(400, "Request body must be a JSON object")
+    return body
+
+
+def _own_hosts(request: web.Request) -> set[str]:
+    """The host names the browser reaches us by (through proxies and tunnels too)."""
+    hosts: set[str] = set()
+    for header in (hdrs.X_FORWARDED_HOST, hdrs.HOST):
+        for item in request.headers.get(header, "").split(","):
+            try:
+                name = urlsplit(f"//{item.strip()}").hostname
+            except ValueError:
+                continue
+            if name:
+                hosts.add(name)
+    return hosts
+
+
+def _base_url(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            parts = urlsplit(value.strip())
+            if parts.scheme.lower() in ("http", "https") and parts.hostname:
+                return value.strip()
+        except ValueError:
+            pass
+    raise ApiError(400, "baseUrl must be an absolute http(s) URL")
+
+
+class _Routes:
+    def __init__(
+        self, settings: GatewaySettings, store: DesignSystemStore, policy: ExportPolicy
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._policy = policy
+
+    async def list_design_systems(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response([s.to_json() for s in await self._store.list_all()])
+
+    async def create_design_system(self, request: web.Request) -> web.StreamResponse:
+        name, content = parse_create(await _json_body(request, MAX_DESIGN_SYSTEM_BODY_BYTES))
+        return web.json_response((await self._store.create(name, content)).to_json())
+
+    async def update_design_system(self, request: web.Request) -> web.StreamResponse:
+        patch = parse_patch(await _json_body(request, MAX_DESIGN_SYSTEM_BODY_BYTES))
+        updated = await self._store.update(request.match_info["system_id"], patch)
+        return web.json_response(updated.to_json())
+
+    async def delete_design_system(self, request: web.Request) -> web.StreamResponse:
+        await self._store.delete(request.match_info["system_id"])
+        return web.Response(status=204)
+
+    async def export(self, request: web.Request) -> web.StreamResponse:
+        fields = _json_object(await _json_body(request, self._settings.max_frame_bytes))
+        code = fields.get("code")
+        if not isinstance(code, str):
+            raise ApiError(400, "code must be a string holding the page's HTML")
+        if not code.strip():
+            raise ApiError(400, "There is no code to export")
+        archive = await build_export(
+            code,
+            _base_url(fields.get("baseUrl")),
+            assets_dir=self._settings.data_dir / "assets",
+            own_hosts=_own_hosts(request),
+            policy=self._policy,
+        )
+        return web.Response(
+            body=archive,
+            content_type="application/zip",
+            headers={hdrs.CONTENT_DISPOSITION: 'attachment; filename="export.zip"'},
+        )
+
+    async def screenshot(self, request: web.Request) -> web.StreamResponse:
+        fields = _json_object(await _json_body(request, MAX_DESIGN_SYSTEM_BODY_BYTES))
+        url = fields.get("url")
+        if not isinstance(url, str):
+            raise ApiError(400, "url must be a string")
+        api_key = fields.get("apiKey")
+        if api_key is not None and not isinstance(api_key, str):
+            raise ApiError(400, "apiKey must be a string")
+        # Validated like upstream even though nothing is captured, so a bad URL gets the
+        # same answer here as it would from a server that can take screenshots.
+        normalize_screenshot_url(url)
+        return web.json_response({"detail": SCREENSHOT_NOT_CONFIGURED}, status=501)
+
+
+def add_routes(
+    app: web.Application,
+    settings: GatewaySettings,
+    *,
+    export_policy: ExportPolicy | None = None,
+    clock: Clock | None = None,
+) -> None:
+    """Registers design systems CRUD, `/api/export` and `/api/screenshot` on `app`."""
+    store = (
+        DesignSystemStore(settings.data_dir)
+        if clock is None
+        else DesignSystemStore(settings.data_dir, clock=clock)
+    )
+    app[DESIGN_SYSTEMS_KEY] = store
+    routes = _Routes(settings, store, export_policy or ExportPolicy())
+    table: Iterable[tuple[str, str, Handler]] = (
+        (hdrs.METH_GET, "/api/design-systems", routes.list_design_systems),
+        (hdrs.METH_POST, "/api/design-systems", routes.create_design_system),
+        (hdrs.METH_PATCH, "/api/design-systems/{system_id}", routes.update_design_system),
+        (hdrs.METH_DELETE, "/api/design-systems/{system_id}", routes.delete_design_system),
+        (hdrs.METH_POST, "/api/export", routes.export),
+        (hdrs.METH_POST, "/api/screenshot", routes.screenshot),
+    )
+    for method, path, handler in table:
+        app.router.add_route(method, path, _api(handler))

@@ -1,0 +1,220 @@
+// The UI's model: a project is a list of commits (versions); each commit has variants,
+// and each variant its code, history and agent events. `applyFrame` folds one server
+// frame into a commit and reports what changed so the views can update just that.
+
+let localIds = 0;
+
+export function newVariant(index, history = []) {
+  return {
+    index,
+    model: "",
+    status: "generating", // generating | complete | error | cancelled
+    message: "",
+    error: "",
+    code: "",
+    history: history.map((m) => ({ ...m, images: [...m.images], videos: [...(m.videos ?? [])] })),
+    events: [],
+    byId: new Map(),
+    startedAt: performance.now(),
+    endedAt: null,
+  };
+}
+
+export function newCommit({ kind, label, seedHistory, count, parent = null }) {
+  return {
+    id: `c${++localIds}`,
+    kind, // create | update
+    label,
+    parent, // {commit, variant} for updates
+    seedHistory,
+    variants: Array.from({ length: count }, (_, i) => newVariant(i, seedHistory)),
+    selected: 0,
+    status: "running", // running | done | failed | cancelled
+    error: "",
+    demo: false,
+    startedAt: performance.now(),
+    endedAt: null,
+  };
+}
+
+function resize(commit, count) {
+  const variants = commit.variants.slice(0, count);
+  for (let i = variants.length; i < count; i++) variants.push(newVariant(i, commit.seedHistory));
+  commit.variants = variants;
+  if (commit.selected >= count) commit.selected = 0;
+}
+
+function closeOpenEvents(variant, status, now, { except = null, types = null } = {}) {
+  for (const ev of variant.events) {
+    if (ev.status !== "running" || ev.id === except) continue;
+    if (types && !types.includes(ev.type)) continue;
+    ev.status = status;
+    ev.endedAt = now;
+  }
+}
+
+function textEvent(variant, type, id, delta, now) {
+  let ev = variant.byId.get(id);
+  const changed = [];
+  if (!ev) {
+    // A new message ends the previous prose message(s) of this variant.
+    for (const other of variant.events) {
+      if (other.status === "running" && other.type !== "tool") {
+        other.status = "complete";
+        other.endedAt = now;
+        changed.push(other);
+      }
+    }
+    ev = { id, type, status: "running", content: "", startedAt: now, endedAt: null };
+    variant.events.push(ev);
+    variant.byId.set(id, ev);
+  }
+  ev.content += delta;
+  changed.push(ev);
+  return changed;
+}
+
+function toolEvent(variant, id, name, now) {
+  const ev = {
+    id,
+    type: "tool",
+    status: "running",
+    toolName: name,
+    input: {},
+    output: null,
+    ok: null,
+    startedAt: now,
+    endedAt: null,
+  };
+  variant.events.push(ev);
+  variant.byId.set(id, ev);
+  return ev;
+}
+
+function finalize(variant, status, now) {
+  variant.status = status;
+  variant.endedAt = now;
+  const closed = variant.events.filter((e) => e.status === "running");
+  closeOpenEvents(variant, status === "complete" ? "complete" : "error", now);
+  return closed;
+}
+
+/**
+ * Folds one frame into `commit`. Returns {variant, header, code, events, layout, error}:
+ * the index of the variant touched, what changed, and the events to re-render.
+ */
+export function applyFrame(commit, frame, now = performance.now()) {
+  const change = { variant: null, header: false, code: false, events: [], layout: false, error: null };
+  if (frame.type === "error") {
+    commit.error = String(frame.value ?? "");
+    change.error = commit.error;
+    return change;
+  }
+  if (frame.type === "variantCount") {
+    const count = Number.parseInt(frame.value, 10);
+    if (Number.isFinite(count) && count > 0 && count !== commit.variants.length) {
+      resize(commit, count);
+      change.layout = true;
+    }
+    return change;
+  }
+  if (frame.type === "variantModels") {
+    const models = Array.isArray(frame.data?.models) ? frame.data.models : [];
+    models.forEach((model, i) => {
+      if (commit.variants[i]) commit.variants[i].model = String(model);
+    });
+    change.layout = false;
+    change.allHeaders = true;
+    return change;
+  }
+  const index = Number.isInteger(frame.variantIndex) ? frame.variantIndex : 0;
+  if (index < 0 || index > 63) return change;
+  if (index >= commit.variants.length) {
+    resize(commit, index + 1);
+    change.layout = true;
+  }
+  const variant = commit.variants[index];
+  change.variant = index;
+  switch (frame.type) {
+    case "status":
+      variant.message = String(frame.value ?? "");
+      if (/demo model/i.test(variant.message)) commit.demo = true;
+      change.header = true;
+      break;
+    case "thinking":
+    case "assistant":
+      // Upstream ignores prose deltas without an event id.
+      if (typeof frame.eventId === "string" && frame.eventId) {
+        change.events = textEvent(variant, frame.type, frame.eventId, String(frame.value ?? ""), now);
+      }
+      break;
+    case "toolStart": {
+      const id = frame.eventId || `tool-${index}-local-${++localIds}`;
+      const before = variant.events.filter((e) => e.status === "running" && e.type !== "tool" && e.id !== id);
+      closeOpenEvents(variant, "complete", now, { except: id, types: ["thinking", "assistant"] });
+      let ev = variant.byId.get(id);
+      if (!ev) ev = toolEvent(variant, id, String(frame.data?.name ?? ""), now);
+      if (frame.data?.input && typeof frame.data.input === "object") ev.input = frame.data.input;
+      if (frame.data?.name) ev.toolName = String(frame.data.name);
+      change.events = [...before, ev];
+      break;
+    }
+    case "toolResult": {
+      const id = frame.eventId || `tool-${index}-local-${++localIds}`;
+      let ev = variant.byId.get(id);
+      if (!ev) ev = toolEvent(variant, id, String(frame.data?.name ?? ""), now);
+      ev.ok = frame.data?.ok !== false;
+      ev.status = ev.ok ? "complete" : "error";
+      ev.output = frame.data?.output ?? null;
+      ev.endedAt = now;
+      change.events = [ev];
+      break;
+    }
+    case "setCode":
+      variant.code = String(frame.value ?? "");
+      change.code = true;
+      break;
+    case "chunk": // legacy upstream frame: appends to the code
+      variant.code += String(frame.value ?? "");
+      change.code = true;
+      break;
+    case "variantComplete":
+      change.events = finalize(variant, "complete", now);
+      if (variant.code.trim()) {
+        variant.history.push({ role: "assistant", text: variant.code, images: [], videos: [] });
+      }
+      change.header = true;
+      break;
+    case "variantError":
+      variant.error = String(frame.value ?? "Generation failed.");
+      change.events = finalize(variant, "error", now);
+      change.header = true;
+      break;
+    default:
+      return change;
+  }
+  return change;
+}
+
+/** Ends a commit's run from the client side (close code or cancel). */
+export function endCommit(commit, outcome, message, now = performance.now()) {
+  commit.status = outcome;
+  commit.endedAt = now;
+  const touched = [];
+  for (const variant of commit.variants) {
+    if (variant.status !== "generating") continue;
+    if (outcome === "cancelled") {
+      variant.status = "cancelled";
+      variant.endedAt = now;
+      closeOpenEvents(variant, "cancelled", now);
+    } else if (outcome === "done") {
+      finalize(variant, variant.code.trim() ? "complete" : "error", now);
+      if (variant.status === "error") variant.error = "The generation ended without code.";
+    } else {
+      finalize(variant, "error", now);
+      variant.error = message || "Generation failed. Please retry.";
+    }
+    touched.push(variant.index);
+  }
+  return touched;
+}

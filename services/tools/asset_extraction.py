@@ -1,0 +1,400 @@
+"""Asset extraction: Gemini finds each described asset in the input images, we crop it.
+
+The model only returns boxes; every pixel the caller gets back is cut locally from the
+normalised source, so a wrong answer can at worst crop the wrong region, never invent
+an image. Every step after the API call is defensive because model output is untrusted:
+a malformed detection costs that one asset, never the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import io
+import json
+import math
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import pillow_heif
+from google import genai
+from google.genai import types
+from PIL import Image, ImageOps
+from pydantic import BaseModel, Field
+
+DEFAULT_MODEL = "gemini-3.6-flash"
+MAX_ASSETS_PER_REQUEST = 25
+BOX_SCALE = 1000.0
+NO_VALID_SOURCES = "No valid input images were available for asset extraction."
+INCOMPLETE_BOXES = "Gemini did not return usable bounding boxes for every requested asset."
+
+_SOURCE_MIME_TYPES = frozenset(
+    {"image/png", "image/jpeg", "image/jpg", "image/webp", "image/heic", "image/heif"}
+)
+# Decoders Pillow may use on caller bytes: the accepted types only, never its whole zoo.
+_PILLOW_FORMATS = ("PNG", "JPEG", "WEBP", "HEIF")
+_TEMPERATURE = 0.5
+
+SYSTEM_INSTRUCTION = (
+    "You are a precise 2D object detector for UI screenshots. You locate each requested "
+    "visual asset and report its bounding box. Reply with only one schema-valid JSON object "
+    "and nothing else: no prose, no markdown fences. Never return masks, polygons or "
+    f"segmentation. Return at most {MAX_ASSETS_PER_REQUEST} objects, one per request id."
+)
+
+_BOX_RULES = """BOUNDING-BOX RULES
+- box_2d is [ymin, xmin, ymax, xmax], normalised to 0-1000 relative to the source image's \
+height (y) and width (x).
+- Return the smallest axis-aligned box that contains the whole asset.
+- Exclude surrounding UI: cards, buttons, padding, borders, backgrounds, captions and \
+neighbouring text are not part of the asset.
+- Photos and illustrations: box only the media itself. Logos: include the complete logo \
+(mark and wordmark). Icons: box only the glyph.
+- Repeated lookalikes are separate instances: use the description's position and context \
+to pick exactly the one requested.
+- image_index is the source image number the asset is in.
+- If the asset is absent, ambiguous or occluded, return image_index=null, box_2d=null, \
+label=null for it. Never guess a box.
+- Never return masks. Do not wrap the JSON in code fences."""
+
+
+# -- schema ------------------------------------------------------------------------------
+
+# Strict numbers: lax pydantic would turn `true` or "5" into a coordinate.
+_Coordinate = Annotated[float, Field(strict=True)]
+
+
+class AssetDetection(BaseModel):
+    request_id: str = Field(description="The request id this detection answers.")
+    image_index: Annotated[int, Field(strict=True)] | None = Field(
+        description="Source image number the asset is in, or null when not found."
+    )
+    box_2d: Annotated[list[_Coordinate], Field(min_length=4, max_length=4)] | None = Field(
+        description="[ymin, xmin, ymax, xmax] normalised to 0-1000, or null when not found."
+    )
+    label: str | None = Field(description="A short name for what was found, or null.")
+
+
+class AssetDetectionBatch(BaseModel):
+    # No extra="forbid": that would emit additionalProperties, which Gemini's schema rejects.
+    detections: list[AssetDetection] = Field(max_length=MAX_ASSETS_PER_REQUEST)
+
+
+# -- results -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SourceImage:
+    number: int  # the caller's 1-based position, kept even when earlier inputs are skipped
+    png: bytes
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedAsset:
+    description: str
+    status: str  # "ok" | "error" | "missing"
+    box_2d: list[float] | None = None
+    image_index: int | None = None
+    label: str | None = None
+    png: bytes | None = None  # the crop, only when status is "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionResult:
+    assets: list[ExtractedAsset]
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Detection:
+    image_index: Any
+    box_2d: Any
+    label: Any
+
+
+# -- sources -----------------------------------------------------------------------------
+
+
+def _data_url_bytes(data_url: str) -> bytes | None:
+    header, sep, payload = data_url.partition(",")
+    if not sep or not header.startswith("data:"):
+        return None
+    mime, *params = header[len("data:") :].split(";")
+    if mime.strip().lower() not in _SOURCE_MIME_TYPES or "base64" not in params:
+        return None
+    try:
+        return base64.b64decode(payload, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _normalise(data: bytes) -> Image.Image | None:
+    try:
+        with Image.open(io.BytesIO(data), formats=_PILLOW_FORMATS) as opened:
+            image = ImageOps.exif_transpose(opened)
+            has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
+            image = image.convert("RGBA" if has_alpha else "RGB")
+            image.load()
+            return image
+    except Exception:
+        # Truncated, corrupt, bomb-sized or of another format: the source is just skipped.
+        return None
+
+
+def decode_sources(data_urls: Sequence[str]) -> list[tuple[SourceImage, Image.Image]]:
+    """Each decodable input, upright (EXIF applied) and re-encoded as PNG, with its pixels.
+
+    Blocking (decoding and encoding); run it in a thread.
+    """
+    pillow_heif.register_heif_opener()  # idempotent; keeps the import free of side effects
+    sources: list[tuple[SourceImage, Image.Image]] = []
+    for number, data_url in enumerate(data_urls, start=1):
+        raw = _data_url_bytes(data_url) if isinstance(data_url, str) else None
+        image = _normalise(raw) if raw else None
+        if image is None:
+            continue
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        sources.append((SourceImage(number, buffer.getvalue(), image.width, image.height), image))
+    return sources
+
+
+# -- prompt and parsing ------------------------------------------------------------------
+
+
+def request_ids(count: int) -> list[str]:
+    return [f"asset-{n:04d}" for n in range(1, count + 1)]
+
+
+def build_prompt(requests: Sequence[tuple[str, str]], sources: Sequence[SourceImage]) -> str:
+    listing = "\n".join(
+        f"- attached image {k} = source image {s.number} "
+        f"({s.width}x{s.height} pixels after EXIF normalization)"
+        for k, s in enumerate(sources, start=1)
+    )
+    payload = json.dumps(
+        [{"request_id": rid, "description": text} for rid, text in requests],
+        ensure_ascii=False,
+        indent=1,
+    )
+    return (
+        "Find each requested visual asset in the attached source images.\n\n"
+        f"SOURCE IMAGES\n{listing}\n\n"
+        "REQUESTS (return exactly one detection per request_id, echoing the id)\n"
+        f"{payload}\n\n"
+        f"{_BOX_RULES}\n"
+    )
+
+
+def _as_mapping(value: Any) -> Mapping[str, Any] | None:
+    if isinstance(value, BaseModel):
+        dumped: dict[str, Any] = value.model_dump()
+        return dumped
+    return value if isinstance(value, Mapping) else None
+
+
+def parse_detections(
+    response: types.GenerateContentResponse, expected: Sequence[str]
+) -> dict[str, _Detection]:
+    """Detections by request id: the first for each id wins, unexpected ids are ignored.
+
+    The SDK's `parsed` is all-or-nothing, so when it is missing the raw JSON is read item
+    by item. Free-form text (code fences, prose) is deliberately not salvaged: the model
+    was told to return bare JSON, and guessing at its intent could misplace a crop.
+    """
+    batch = _as_mapping(response.parsed)
+    if batch is None:
+        try:
+            batch = _as_mapping(json.loads(response.text or ""))
+        except ValueError:
+            batch = None
+    items = batch.get("detections") if batch is not None else None
+    wanted = set(expected)
+    found: dict[str, _Detection] = {}
+    for item in items if isinstance(items, list) else []:
+        entry = _as_mapping(item)
+        if entry is None:
+            continue
+        request_id = entry.get("request_id")
+        if isinstance(request_id, str) and request_id in wanted and request_id not in found:
+            found[request_id] = _Detection(
+                entry.get("image_index"), entry.get("box_2d"), entry.get("label")
+            )
+    return found
+
+
+def normalise_box(value: Any) -> list[float] | None:
+    """`[ymin, xmin, ymax, xmax]` sorted and clamped to the 0-1000 scale, or None if unusable."""
+    if not isinstance(value, list | tuple) or len(value) != 4:
+        return None
+    if any(isinstance(v, bool) or not isinstance(v, int | float) for v in value):
+        return None
+    numbers = [float(v) for v in value]
+    if not all(math.isfinite(v) for v in numbers):
+        return None
+    y0, x0, y1, x1 = numbers
+    ymin, ymax = (max(0.0, min(BOX_SCALE, v)) for v in sorted((y0, y1)))
+    xmin, xmax = (max(0.0, min(BOX_SCALE, v)) for v in sorted((x0, x1)))
+    if ymax <= ymin or xmax <= xmin:
+        return None
+    return [ymin, xmin, ymax, xmax]
+
+
+def _image_index(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def crop_png(image: Image.Image, box: list[float]) -> bytes | None:
+    """The pixels under a normalised box, widened outwards to whole pixels, as PNG."""
+    ymin, xmin, ymax, xmax = box
+    width, height = image.size
+    # Multiply before dividing so integral boxes land exactly on pixel edges.
+    left = min(width, max(0, math.floor(xmin * width / BOX_SCALE)))
+    top = min(height, max(0, math.floor(ymin * height / BOX_SCALE)))
+    right = min(width, max(0, math.ceil(xmax * width / BOX_SCALE)))
+    bottom = min(height, max(0, math.ceil(ymax * height / BOX_SCALE)))
+    if right <= left or bottom <= top:
+        return None
+    buffer = io.BytesIO()
+    image.crop((left, top, right, bottom)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _resolve(
+    description: str, found: _Detection | None, images: Mapping[int, Image.Image]
+) -> ExtractedAsset:
+    if found is None:
+        return ExtractedAsset(description, "missing")
+    box = normalise_box(found.box_2d)
+    index = _image_index(found.image_index)
+    label = found.label if isinstance(found.label, str) else None
+    image = images.get(index) if index is not None else None
+    if box is None or image is None:
+        # An unknown image is still worth reporting with its box: the model did answer.
+        return ExtractedAsset(description, "missing", box, index, label)
+    png = crop_png(image, box)
+    return ExtractedAsset(description, "ok" if png else "error", box, index, label, png)
+
+
+# -- the extractor -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GeminiEndpoint:
+    api_key: str
+    base_url: str = ""  # empty: Google's endpoint
+    timeout_s: float = 60.0
+
+
+def generation_config() -> types.GenerateContentConfig:
+    return types.GenerateContentConfig(
+        system_instruction=SYSTEM_INSTRUCTION,
+        temperature=_TEMPERATURE,
+        response_mime_type="application/json",
+        response_schema=AssetDetectionBatch,
+        thinking_config=types.ThinkingConfig(thinking_level=types.ThinkingLevel.MINIMAL),
+    )
+
+
+def _client(endpoint: GeminiEndpoint) -> genai.Client:
+    options = types.HttpOptions(
+        # Per-part media resolution is a v1alpha feature.
+        api_version="v1alpha",
+        base_url=endpoint.base_url or None,
+        timeout=max(1, int(endpoint.timeout_s * 1000)),
+        # One attempt: the SDK's implicit reconnect sleeps up to 10 s, and the agent decides
+        # what to do next with a prompt error rather than a silent stall.
+        retry_options=types.HttpRetryOptions(attempts=1),
+    )
+    return genai.Client(api_key=endpoint.api_key, http_options=options)
+
+
+async def _all(calls: Sequence[Awaitable[dict[str, _Detection]]]) -> list[dict[str, _Detection]]:
+    """Every call's result; the first failure cancels the rest and is raised as itself."""
+
+    async def run(call: Awaitable[dict[str, _Detection]]) -> dict[str, _Detection]:
+        return await call
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(run(call)) for call in calls]
+    except ExceptionGroup as failed:
+        first: BaseException = failed
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
+    return [task.result() for task in tasks]
+
+
+async def extract_assets(
+    descriptions: Sequence[str],
+    data_urls: Sequence[str],
+    endpoint: GeminiEndpoint,
+    *,
+    model: str = DEFAULT_MODEL,
+) -> ExtractionResult:
+    """One `ExtractedAsset` per description, in request order.
+
+    Raises whatever the API raises (auth, quota, timeout): a failed call fails the batch,
+    because a partial answer would silently report the other chunks' assets as missing.
+    """
+    decoded = await asyncio.to_thread(decode_sources, list(data_urls))
+    if not decoded:
+        return ExtractionResult([], NO_VALID_SOURCES)
+    sources = [source for source, _ in decoded]
+    images = {source.number: image for source, image in decoded}
+    image_parts = [
+        types.Part.from_bytes(
+            data=source.png,
+            mime_type="image/png",
+            media_resolution=types.PartMediaResolutionLevel.MEDIA_RESOLUTION_ULTRA_HIGH,
+        )
+        for source in sources
+    ]
+    ids = request_ids(len(descriptions))
+    requests = list(zip(ids, descriptions, strict=True))
+    chunks = [
+        requests[start : start + MAX_ASSETS_PER_REQUEST]
+        for start in range(0, len(requests), MAX_ASSETS_PER_REQUEST)
+    ]
+    config = generation_config()
+    client = _client(endpoint)
+
+    async def detect(chunk: list[tuple[str, str]]) -> dict[str, _Detection]:
+        contents = types.Content(
+            role="user",
+            parts=[*image_parts, types.Part.from_text(text=build_prompt(chunk, sources))],
+        )
+        response = await client.aio.models.generate_content(
+            model=model, contents=contents, config=config
+        )
+        return parse_detections(response, [rid for rid, _ in chunk])
+
+    try:
+        async with asyncio.timeout(endpoint.timeout_s):
+            answers = await _all([detect(chunk) for chunk in chunks])
+    except TimeoutError:
+        raise TimeoutError(
+            f"Gemini asset detection timed out after {endpoint.timeout_s:g} s"
+        ) from None
+    finally:
+        await client.aio.aclose()
+        client.close()
+    found: dict[str, _Detection] = {}
+    for answer in answers:
+        found.update(answer)
+    assets = await asyncio.to_thread(
+        lambda: [_resolve(text, found.get(rid), images) for rid, text in requests]
+    )
+    complete = all(asset.status == "ok" for asset in assets)
+    return ExtractionResult(assets, None if complete else INCOMPLETE_BOXES)

@@ -1,0 +1,267 @@
+"""SetCodePolicy and CodeBuffer, driven by a fake clock."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from services.gateway.preview_policy import CodeBuffer, PreviewPolicyConfig, SetCodePolicy
+
+FRAME = 1000  # bytes of a frame in the hand-written cases
+
+
+def sent(policy: SetCodePolicy, now: float, code_len: int, nbytes: int = FRAME) -> bool:
+    """on_change, and mark_sent when it says so: what the gateway does."""
+    go = policy.on_change(now, code_len, frame_bytes=nbytes)
+    if go:
+        policy.mark_sent(now, nbytes)
+    return go
+
+
+# -- the rules, one by one ---------------------------------------------------------------------
+
+
+def test_first_preview_goes_out_at_once() -> None:
+    policy = SetCodePolicy()
+    assert not policy.flush_needed()
+    assert policy.next_due(5.0) is None
+    assert policy.on_change(5.0, 3, frame_bytes=60)
+    policy.mark_sent(5.0, 60)
+    assert not policy.flush_needed()
+
+
+def test_new_frame_needs_40_characters_and_200_ms() -> None:
+    policy = SetCodePolicy()
+    assert sent(policy, 0.0, 10)
+    assert not sent(policy, 0.1, 200)  # plenty of text, too early
+    assert policy.next_due(0.1) == pytest.approx(0.2)
+    assert not policy.ready(0.19)
+    assert policy.ready(0.2)
+    policy.mark_sent(0.2, FRAME)
+    assert not sent(policy, 0.45, 239)  # late enough, 39 characters only
+    assert sent(policy, 0.46, 240)  # 40 characters
+
+
+def test_a_pending_update_is_due_when_the_interval_allows() -> None:
+    policy = SetCodePolicy()
+    sent(policy, 1.0, 100)
+    assert not sent(policy, 1.05, 150)
+    assert policy.next_due(1.05) == pytest.approx(1.2)
+    assert not sent(policy, 1.1, 190)  # more text: still due at the interval
+    assert policy.next_due(1.1) == pytest.approx(1.2)
+    assert policy.flush_needed()
+
+
+def test_a_small_change_goes_out_once_the_stream_pauses() -> None:
+    config = PreviewPolicyConfig(idle_s=0.1)
+    policy = SetCodePolicy(config)
+    sent(policy, 0.0, 100)
+    assert not sent(policy, 0.05, 110)  # 10 characters: waits for more, or for a pause
+    assert policy.next_due(0.05) == pytest.approx(0.2)  # quiet since 0.05: interval binds
+    assert not sent(policy, 0.15, 120)
+    assert policy.next_due(0.15) == pytest.approx(0.25)  # quiet from 0.15 on
+    assert not policy.ready(0.24)
+    assert policy.ready(0.25)
+
+
+def test_a_restart_goes_out_promptly() -> None:
+    policy = SetCodePolicy()
+    sent(policy, 0.0, 5000)
+    policy.mark_sent(0.05, FRAME)  # a flush before toolResult
+    assert policy.on_change(0.06, 4, frame_bytes=50, restart=True)  # new file: at once
+    policy.mark_sent(0.06, 50)
+    assert not sent(policy, 0.07, 100)  # then the usual rules again
+    assert policy.next_due(0.07) == pytest.approx(0.26)
+
+
+def test_bandwidth_cap_defers_frames_until_the_window_has_room() -> None:
+    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=1000))
+    assert sent(policy, 0.0, 100, 400)
+    assert sent(policy, 0.2, 200, 400)
+    assert not sent(policy, 0.4, 300, 400)  # 1200 bytes in one second
+    assert policy.next_due(0.4) == pytest.approx(1.0)  # when the first frame leaves
+    assert policy.flush_at(0.4) == pytest.approx(1.0)
+    assert policy.window_bytes(0.4) == 800
+    assert policy.ready(1.0)
+    policy.mark_sent(1.0, 400)
+    assert policy.window_bytes(1.0) == 800
+
+
+def test_a_frame_bigger_than_the_cap_goes_out_alone() -> None:
+    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=1000))
+    assert sent(policy, 0.0, 10, 100)
+    assert not sent(policy, 0.5, 5000, 5000)
+    assert policy.next_due(0.5) == pytest.approx(1.0)
+    assert policy.ready(1.0)
+
+
+def test_cap_without_frame_sizes_uses_what_earlier_frames_cost() -> None:
+    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=10_000))
+    assert policy.on_change(0.0, 1000)
+    policy.mark_sent(0.0, 2000)  # two bytes per character
+    assert policy.on_change(0.3, 3000)  # about 6000 bytes: fits beside 2000
+    policy.mark_sent(0.3, 6000)
+    assert not policy.on_change(0.6, 3100)  # about 6200 more: over 10 000
+    assert policy.next_due(0.6) == pytest.approx(1.0)
+
+
+def test_flush_needed_until_the_latest_code_is_sent() -> None:
+    policy = SetCodePolicy()
+    assert policy.flush_at(0.0) is None
+    sent(policy, 0.0, 10)
+    sent(policy, 0.01, 20)
+    assert policy.flush_needed()
+    assert policy.flush_at(0.01) == 0.01
+    policy.mark_sent(0.01, FRAME)  # the gateway flushed before toolResult
+    assert not policy.flush_needed()
+    assert policy.next_due(0.02) is None
+
+
+def test_config_is_validated() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        PreviewPolicyConfig(min_interval_s=-1)
+    with pytest.raises(ValueError, match="positive"):
+        PreviewPolicyConfig(max_bytes_per_s=0)
+
+
+# -- CodeBuffer -------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(), max_size=8), st.integers(0, 3))
+def test_code_buffer_knows_its_frame_size(pieces: list[str], variant: int) -> None:
+    code = CodeBuffer(variant)
+    for piece in pieces:
+        code.apply(len(code), piece)
+    frame = code.frame()
+    assert code.frame_bytes == len(frame.encode("utf-8", "surrogatepass"))
+    assert json.loads(frame) == {"type": "setCode", "variantIndex": variant, "value": code.code}
+    assert code.code == "".join(pieces)
+
+
+def test_code_buffer_replaces_from_an_offset() -> None:
+    code = CodeBuffer()
+    assert not code.apply(0, "<p>hello</p>")
+    assert code.apply(3, "bye</p>")
+    assert code.code == "<p>bye</p>"
+    assert code.apply(0, "")
+    assert code.code == ""
+    assert len(code) == 0
+    assert code.frame_bytes == len(code.frame().encode())
+    with pytest.raises(ValueError, match="outside"):
+        code.apply(1, "x")
+
+
+# -- whole streams -----------------------------------------------------------------------------
+
+
+@dataclass
+class Browser:
+    """A gateway (buffer + policy + timer) and what its browser received."""
+
+    policy: SetCodePolicy
+    code: CodeBuffer = field(default_factory=CodeBuffer)
+    frames: list[tuple[float, str, int, str]] = field(
+        default_factory=list
+    )  # time, code, bytes, why
+
+    def send(self, now: float, why: str) -> None:
+        self.frames.append((now, self.code.code, self.code.frame_bytes, why))
+        self.policy.mark_sent(now, self.code.frame_bytes)
+
+    def change(self, now: float, offset: int, text: str) -> None:
+        restart = self.code.apply(offset, text)
+        frame_bytes = self.code.frame_bytes
+        if self.policy.on_change(now, len(self.code), frame_bytes=frame_bytes, restart=restart):
+            self.send(now, "restart" if restart else "change")
+
+    def run_timer_until(self, limit: float) -> None:
+        while (due := self.policy.next_due(limit)) is not None and due <= limit:
+            assert self.policy.ready(due)
+            self.send(due, "timer")
+
+    def flush(self, now: float) -> float:
+        at = self.policy.flush_at(now)
+        if at is not None:
+            self.send(at, "flush")
+            return at
+        return now
+
+
+@st.composite
+def timed_streams(draw: st.DrawFn) -> list[tuple[float, int, str]]:
+    """Edits (time, offset, text) as the agent sends them: appends, now and then a new file."""
+    edits: list[tuple[float, int, str]] = []
+    now, length = 0.0, 0
+    for _ in range(draw(st.integers(1, 60))):
+        now += draw(st.sampled_from([0.0, 0.001, 0.013, 0.05, 0.2, 0.35, 1.5]))
+        text = draw(st.text(min_size=0, max_size=draw(st.sampled_from([3, 30, 300]))))
+        offset = 0 if draw(st.integers(0, 15)) == 0 else length
+        edits.append((now, offset, text))
+        length = offset + len(text)
+    return edits
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    timed_streams(),
+    st.builds(
+        PreviewPolicyConfig,
+        min_chars=st.sampled_from([0, 1, 40, 500]),
+        min_interval_s=st.sampled_from([0.0, 0.05, 0.2]),
+        max_bytes_per_s=st.sampled_from([2_000, 50_000, 1_000_000]),
+        idle_s=st.sampled_from([0.0, 0.1]),
+    ),
+)
+def test_any_timed_stream_ends_with_the_browser_showing_the_content(
+    edits: list[tuple[float, int, str]], config: PreviewPolicyConfig
+) -> None:
+    browser = Browser(SetCodePolicy(config))
+    content = ""
+    for now, offset, text in edits:
+        browser.run_timer_until(now)
+        browser.change(now, offset, text)
+        content = content[:offset] + text
+    end = browser.flush(edits[-1][0])
+    assert browser.frames[-1][1] == content
+    assert not browser.policy.flush_needed()
+    assert browser.policy.next_due(end) is None
+
+    # Bandwidth: no one-second window over the cap, unless one frame alone exceeds it.
+    for t, _, _, _ in browser.frames:
+        in_window = [b for u, _, b, _ in browser.frames if t - 1.0 < u <= t]
+        assert sum(in_window) <= config.max_bytes_per_s or len(in_window) == 1
+    # Pacing: apart from first frames of a file and flushes, frames keep the interval.
+    for (t0, _, _, _), (t1, _, _, why) in zip(browser.frames, browser.frames[1:], strict=False):
+        if why in ("change", "timer"):
+            assert t1 - t0 >= config.min_interval_s - 1e-9
+
+
+def test_a_paused_stream_never_leaves_the_preview_behind() -> None:
+    browser = Browser(SetCodePolicy())
+    browser.change(0.0, 0, "<html>")
+    browser.change(0.05, 6, "<body>")  # 6 characters, then the model pauses for 5 s
+    browser.run_timer_until(5.0)
+    assert [(t, code) for t, code, _, _ in browser.frames] == [
+        (0.0, "<html>"),
+        (pytest.approx(0.2), "<html><body>"),
+    ]
+
+
+def test_steady_stream_sends_a_frame_per_interval() -> None:
+    browser = Browser(SetCodePolicy())
+    length = 0
+    for i in range(1, 301):  # 600 characters per second for 5 s, 8 at a time
+        now = i * 8 / 600
+        browser.run_timer_until(now)
+        browser.change(now, length, "x" * 8)
+        length += 8
+    browser.flush(300 * 8 / 600)
+    times = [t for t, _, _, _ in browser.frames]
+    assert len(times) == pytest.approx(5 / 0.2 + 2, abs=2)
+    assert all(b - a >= 0.2 - 1e-9 for a, b in zip(times, times[1:-1], strict=False))
+    assert browser.frames[-1][1] == "x" * 2400
