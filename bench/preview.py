@@ -19,27 +19,23 @@ import multiprocessing
 import os
 import random
 import re
-import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from typing import Final
 
 from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.agent.argscan import ArgumentScanner, DeltaBatcher
 from services.gateway.preview_policy import CodeBuffer, PreviewPolicyConfig, SetCodePolicy
 
-KB = 1024
-DELTA = 8  # characters per streamed delta
-UPSTREAM_STEP = 40  # upstream sends the whole file again on every 40 new characters
+KB: Final = 1024
+DELTA: Final = 8  # characters per streamed delta
+UPSTREAM_STEP: Final = 40  # upstream sends the whole file again on every 40 new characters
 # Bytes around each gRPC message besides the protobuf: 5-byte length prefix and a 9-byte
 # HTTP/2 DATA frame header.
-GRPC_TRANSPORT = 5 + 9
+GRPC_TRANSPORT: Final = 5 + 9
 
 
 # -- inputs ------------------------------------------------------------------------------
@@ -104,10 +100,6 @@ def deltas(args: str) -> list[str]:
     return [args[i : i + DELTA] for i in range(0, len(args), DELTA)]
 
 
-def kb(n: int) -> str:
-    return f"{n / KB:.0f} KB"
-
-
 # -- 1. CPU ------------------------------------------------------------------------------
 
 
@@ -123,9 +115,10 @@ def run_scanner(pieces: Sequence[str]) -> int:
 def run_rescan_baseline(pieces: Sequence[str]) -> int:
     """Upstream's way (reference §2.11 step 4), written from its description.
 
-    On every delta: append it, find `"content": "` in the whole buffer, walk to the last
-    unescaped quote (or the end), drop a dangling backslash, JSON-decode (falling back to
-    manual unescaping), and compare the length with what was last previewed.
+    On every delta: append it, find `"content": "` in the whole buffer, walk character by
+    character to the closing unescaped quote (or the end), drop a dangling backslash,
+    JSON-decode (falling back to manual unescaping), and compare the length with what was
+    last previewed.
     """
     key = re.compile(r'"content"\s*:\s*"')
     manual = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "/": "/"}
@@ -251,16 +244,21 @@ def replay_ours(
         if policy.on_change(now, len(code), frame_bytes=code.frame_bytes, restart=restart):
             send(now)
 
+    clock = [0.0]  # the time of the last thing that happened
+
     def timers_until(limit: float) -> None:
+        """Time passes until `limit`: the agent's and the gateway's timers fire in order."""
         while True:
-            batch_due, frame_due = batcher.due(), policy.next_due(limit)
+            batch_due, frame_due = batcher.due(), policy.next_due(clock[0])
             due = min(t for t in (batch_due, frame_due, limit + 1.0) if t is not None)
             if due > limit:
+                clock[0] = limit
                 return
+            clock[0] = due
             if batch_due is not None and batch_due <= due:
                 edit = batcher.flush()
                 if edit is not None:
-                    to_gateway(batch_due, edit.offset, edit.text)
+                    to_gateway(due, edit.offset, edit.text)
             elif policy.ready(due):
                 send(due)
 
@@ -284,6 +282,17 @@ def replay_ours(
         send(flush_at)
     assert code.code == json.loads("".join(pieces))["content"]
     return _summarise(frames, arrivals), arrivals
+
+
+def content_lengths(pieces: Sequence[str]) -> list[tuple[float, int]]:
+    """(0, content length after each delta): an unpaced stream."""
+    scanner, length, out = ArgumentScanner(), 0, []
+    for piece in pieces:
+        for fragment in scanner.feed(piece):
+            if fragment.key == "content":
+                length = fragment.offset + len(fragment.text)
+        out.append((0.0, length))
+    return out
 
 
 def replay_upstream(pieces: Sequence[str], arrivals: Sequence[tuple[float, int]]) -> Replay:
@@ -330,11 +339,11 @@ def _summarise(
         while frames[j][1] < length or frames[j][0] < now:
             j += 1
         lag = max(lag, frames[j][0] - now)
-    # Worst one-second window (t - 1, t] of frame bytes.
+    # Worst one-second window of frame bytes (a frame sent at u counts until u + 1 s).
     worst, total, i = 0, 0, 0
     for t, _, nbytes in frames:
         total += nbytes
-        while frames[i][0] <= t - 1.0:
+        while frames[i][0] + 1.0 <= t:
             total -= frames[i][2]
             i += 1
         worst = max(worst, total)
@@ -344,7 +353,8 @@ def _summarise(
 # -- main --------------------------------------------------------------------------------
 
 
-def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+def table(title: str, columns: str, rows: Sequence[Sequence[str]]) -> None:
+    header = columns.split("|")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     print(f"\n{title}")
     for row in [header, ["-" * w for w in widths], *rows]:
@@ -387,23 +397,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     table(
         f"1. Scanner CPU, {DELTA}-character deltas (time.process_time; ours: best of {repeat}; "
         "baselines are quadratic, so not run at the largest size)",
-        ["content", "deltas", "ours ms", "re-scan ms", "re-scan/ours", "regex ms", "regex/ours"],
+        "content|deltas|ours ms|re-scan ms|re-scan/ours|regex ms|regex/ours",
         rows,
     )
     small, large = ours_sizes[-2], ours_sizes[-1]
     growth = ours[large] / ours[small]
     print(f"  ours {small} KB -> {large} KB: {growth:.2f}x time for {large / small:.0f}x input")
 
-    # 2. gRPC
+    # 2. gRPC, and what upstream's rule would send the browser for the same stream.
     rows = []
+    grpc_ratio = 0.0
     for size_kb in ours_sizes:
         content = make_page(size_kb * KB)
-        events, nbytes = grpc_bytes(deltas(arguments(content)))
+        pieces = deltas(arguments(content))
+        events, nbytes = grpc_bytes(pieces)
         utf8 = len(content.encode())
-        rows.append([f"{size_kb} KB", f"{utf8}", f"{events}", f"{nbytes}", f"{nbytes / utf8:.3f}x"])
+        upstream = replay_upstream(pieces, content_lengths(pieces))
+        grpc_ratio = max(grpc_ratio, nbytes / utf8)
+        rows.append(
+            [
+                f"{size_kb} KB",
+                f"{utf8}",
+                f"{events}",
+                f"{nbytes}",
+                f"{nbytes / utf8:.3f}x",
+                f"{upstream.bytes / utf8:.0f}x",
+            ]
+        )
     table(
         "2. gRPC code_delta bytes (protobuf size + 14 B transport framing per event), unpaced",
-        ["content", "content B", "events", "gRPC B", "gRPC/content"],
+        "content|content B|events|gRPC B|gRPC/content|upstream setCode/content",
         rows,
     )
 
@@ -416,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         (f"{big_kb} KB @ 20k char/s", big_kb, 20_000.0, config),
         (f"{big_kb} KB unpaced", big_kb, 0.0, config),
     ]
-    rows = []
+    rows, results = [], []
     for name, size_kb, rate, row_config in streams:
         content = make_page(size_kb * KB)
         pieces = deltas(arguments(content))
@@ -425,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         times = [i * step for i in range(1, len(pieces) + 1)]
         ours_replay, arrivals = replay_ours(pieces, times, row_config)
         up = replay_upstream(pieces, arrivals)
-        utf8 = len(content.encode())
+        results.append((up.bytes / ours_replay.bytes, ours_replay))
         rows.append(
             [
                 name,
@@ -433,7 +456,6 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{ours_replay.bytes / 1e6:.2f}",
                 f"{up.frames}",
                 f"{up.bytes / 1e6:.1f}",
-                f"{up.bytes / utf8:.0f}x",
                 f"{up.bytes / ours_replay.bytes:.1f}x",
                 f"{ours_replay.max_lag_s * 1e3:.0f}",
                 f"{ours_replay.max_window_bytes / 1e3:.0f}",
@@ -443,19 +465,32 @@ def main(argv: Sequence[str] | None = None) -> None:
         "3. Browser setCode bytes, replayed on a simulated clock "
         f"(policy: {config.min_chars} chars, {config.min_interval_s * 1e3:.0f} ms, "
         f"{config.max_bytes_per_s / 1e6:g} MB/s)",
-        [
-            "stream",
-            "ours frames",
-            "ours MB",
-            "upstream frames",
-            "upstream MB",
-            "upstream/content",
-            "fewer",
-            "max lag ms",
-            "max kB in 1 s",
-        ],
+        "stream|ours frames|ours MB|upstream frames|upstream MB|fewer|max lag ms|max kB in 1 s",
         rows,
     )
+    mid = 100 if 100 in base_sizes else base_sizes[-1]
+    (page_fewer, page), _, (big_fewer, big), (unpaced_fewer, unpaced) = results
+    cap = config.max_bytes_per_s
+    checks = [
+        (
+            f"scanner >= 100x less CPU than re-scan at {mid} KB",
+            base[("run_rescan_baseline", mid)] / ours[mid] >= 100,
+        ),
+        (f"scanner time {small} -> {large} KB grows <= 4.6x", growth <= 4.6),
+        ("gRPC preview bytes <= 1.2x content", grpc_ratio <= 1.2),
+        (f"{page_kb} KB @ 600 char/s: >= 3x fewer setCode bytes", page_fewer >= 3),
+        (f"{page_kb} KB @ 600 char/s: preview <= 250 ms behind", page.max_lag_s <= 0.25),
+        (f"{big_kb} KB fast: >= 50x fewer setCode bytes", min(big_fewer, unpaced_fewer) >= 50),
+        (
+            f"{big_kb} KB fast: within the {cap / 1e6:g} MB/s cap",
+            max(big.max_window_bytes, unpaced.max_window_bytes) <= cap,
+        ),
+    ]
+    print(
+        "\ntargets" + (" (quick mode: smaller sizes than the targets name)" if opts.quick else "")
+    )
+    for label, ok in checks:
+        print(f"  {'met    ' if ok else 'NOT MET'}  {label}")
     print(f"\nwall time {time.perf_counter() - wall:.0f} s")
 
 

@@ -6,10 +6,10 @@ buffer on every delta is quadratic; `ArgumentScanner` is a resumable JSON state 
 looks at each input character a bounded number of times, however the text is chunked.
 
 Fragments carry the offset at which their text starts in the key's decoded value, so the
-engine can forward them as `code_delta {offset, text}` unchanged: normally the offset is the
-length decoded so far (an append); when a watched key occurs again in the same object
-(json.loads keeps the last occurrence) the next fragment has offset 0, meaning "replace
-everything".
+engine can forward them as `code_delta {offset, text}` unchanged: the offset is the length
+decoded so far (an append), and each occurrence of a key starts at offset 0 — so when a key
+occurs again in the same object (json.loads keeps the last occurrence) the consumer
+replaces what it had.
 
 `DeltaBatcher` coalesces those fragments into fewer, larger deltas so the gRPC framing of
 each event stays small next to the text it carries.
@@ -34,14 +34,9 @@ _INCOMPLETE: Final = -2
 _INVALID: Final = -1
 _SIMPLE_ESCAPES: Final = '"\\/bfnrt'
 _SIMPLE_DECODED: Final = '"\\/\b\f\n\r\t'
-# json.loads accepts these non-standard constants too.
-_LITERAL_BY_FIRST: Final = {
-    "t": "true",
-    "f": "false",
-    "n": "null",
-    "N": "NaN",
-    "I": "Infinity",
-}
+# json.loads accepts NaN and Infinity too; each literal is known by its first character.
+_LITERALS: Final = ("true", "false", "null", "NaN", "Infinity")
+_LITERAL_STARTS: Final = "tfnNI"
 
 # Parser states.
 _VALUE: Final = 0  # a value is expected
@@ -132,7 +127,10 @@ class ArgumentScanner:
         return self._done.get(key, False)
 
     def feed(self, chunk: str) -> list[Fragment]:
-        """Consumes the next piece of the arguments; returns the fragments it decoded."""
+        """Consumes the next piece of the arguments; returns the fragments it decoded.
+
+        At most one fragment per key occurrence per call, in document order.
+        """
         if self._state == _FAILED or not chunk:
             return []
         data = self._carry + chunk if self._carry else chunk
@@ -210,8 +208,8 @@ class ArgumentScanner:
         elif c == "-" or "0" <= c <= "9":
             self._number_parts = []
             self._state = _NUMBER_STATE
-        elif c in _LITERAL_BY_FIRST:
-            self._literal = _LITERAL_BY_FIRST[c]
+        elif (which := _LITERAL_STARTS.find(c)) >= 0:
+            self._literal = _LITERALS[which]
             self._literal_pos = 0
             self._state = _LITERAL
         else:

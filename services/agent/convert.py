@@ -17,9 +17,9 @@ from services.agent.domain import (
     InputMode,
     Prompt,
 )
-from services.agent.generation import Generation
 from services.agent.models import MAX_VARIANTS, ModelSelectionError, resolve
 from services.agent.pricing import Usage
+from services.agent.runstore import RunRow
 from services.common.credentials import credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest
 from services.common.structs import to_struct
@@ -216,15 +216,15 @@ def _timestamp(seconds: float | None) -> timestamp_pb2.Timestamp | None:
     return stamp
 
 
-def generation_to_proto(generation: Generation) -> pb.Generation:
+def run_to_proto(run: RunRow) -> pb.Generation:
     record = pb.Generation(
-        generation_id=generation.id,
-        status=_STATUS[generation.status],  # type: ignore[arg-type]
-        started_at=_timestamp(generation.started_at),
-        finished_at=_timestamp(generation.finished_at),
-        error=generation.error,
+        generation_id=run.generation_id,
+        status=_STATUS[run.status],  # type: ignore[arg-type]
+        started_at=_timestamp(run.started_at),
+        finished_at=_timestamp(run.finished_at),
+        error=run.error,
     )
-    for variant in generation.variants:
+    for variant in run.variants:
         record.variants.append(
             pb.VariantRecord(
                 variant_index=variant.index,

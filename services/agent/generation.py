@@ -34,6 +34,7 @@ from services.agent.models import ModelSelectionError, ModelSpec, select_models,
 from services.agent.pricing import Usage
 from services.agent.prompts import PromptError, build_prompt_messages
 from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
+from services.agent.runstore import RunRow, RunStore, snapshot
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import ToolCallContext, ToolExecutor
@@ -87,6 +88,7 @@ class Generation:
         self.task: asyncio.Task[None] | None = None
         self._events: list[Event] = []
         self._wake = asyncio.Event()
+        self._owners = 0
 
     @property
     def finished(self) -> bool:
@@ -126,6 +128,17 @@ class Generation:
             return False
         return self.task.cancel()
 
+    def acquire(self) -> None:
+        """A client stream now depends on this generation."""
+        self._owners += 1
+
+    def release(self) -> None:
+        """A client stream went away; the last one leaving cancels unfinished work,
+        so nothing runs (and bills) for nobody."""
+        self._owners -= 1
+        if self._owners <= 0:
+            self.cancel()
+
 
 class GenerationManager:
     def __init__(
@@ -134,11 +147,13 @@ class GenerationManager:
         tools: ToolExecutor,
         sessions: SessionFactory,
         metrics: AgentMetrics | None = None,
+        store: RunStore | None = None,
     ) -> None:
         self._settings = settings
         self._tools = tools
         self._sessions = sessions
         self._metrics = metrics or AgentMetrics()
+        self._store = store
         self._generations: OrderedDict[str, Generation] = OrderedDict()
 
     def get(self, generation_id: str) -> Generation | None:
@@ -173,7 +188,23 @@ class GenerationManager:
                 break
             del self._generations[oldest_id]
 
+    async def _save(self, generation: Generation) -> None:
+        if self._store is None:
+            return
+        try:
+            await self._store.save(snapshot(generation, self._settings.credentials.secrets()))
+        except Exception:  # the record is best effort: never fail a generation for it
+            log.exception("run store save failed", extra={"generation_id": generation.id})
+
+    async def get_record(self, generation_id: str) -> RunRow | None:
+        """The run record: from memory while retained, else from the store."""
+        generation = self._generations.get(generation_id)
+        if generation is not None:
+            return snapshot(generation, self._settings.credentials.secrets())
+        return await self._store.get(generation_id) if self._store is not None else None
+
     async def _run(self, generation: Generation) -> None:
+        await self._save(generation)
         try:
             status = await self._run_variants(generation)
             generation.status = status
@@ -191,6 +222,8 @@ class GenerationManager:
         finally:
             generation.publish(0, "", GenerationComplete(generation.status))
             self._metrics.generations.labels(generation.status).inc()
+            # Shielded inside the store, so a cancelled generation still closes its record.
+            await self._save(generation)
 
     def _fail(self, generation: Generation, message: str) -> RunStatus:
         generation.error = message
@@ -227,6 +260,7 @@ class GenerationManager:
             return self._fail(generation, str(exc))
         generation.variants = [VariantState(i, spec.id) for i, spec in enumerate(specs)]
         generation.publish(0, "", VariantCount(count, tuple(s.id for s in specs)))
+        await self._save(generation)
         for i, spec in enumerate(specs):
             generation.publish(
                 i, "", Status(DEMO_STATUS if spec.provider == "demo" else GENERATING)

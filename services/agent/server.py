@@ -12,6 +12,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.generation import GenerationManager
 from services.agent.providers.factory import SessionFactory
+from services.agent.runstore import open_run_store
 from services.agent.servicer import AgentServicer
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import GrpcToolExecutor
@@ -33,8 +34,9 @@ class AgentServer:
         self.settings = settings
         self.metrics = AgentMetrics()
         self.tools = GrpcToolExecutor(settings.tools_addr)
+        self.store = open_run_store(settings.data_dir, settings.database_url or None)
         self.manager = GenerationManager(
-            settings, self.tools, SessionFactory(settings), self.metrics
+            settings, self.tools, SessionFactory(settings), self.metrics, self.store
         )
         self.running: RunningServer | None = None
         self._metrics_server: WSGIServer | None = None
@@ -45,6 +47,9 @@ class AgentServer:
         return self.running.port
 
     async def start(self) -> None:
+        interrupted = await self.store.open()
+        if interrupted:
+            log.warning("runs interrupted by a previous stop", extra={"count": interrupted})
         servicer = AgentServicer(self.manager, self.settings)
 
         def register(server: grpc.aio.Server) -> Sequence[str]:
@@ -65,6 +70,7 @@ class AgentServer:
         if self.running is not None:
             await self.running.server.stop(1.0)
         await self.tools.close()
+        await self.store.close()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
 
@@ -76,5 +82,7 @@ class AgentServer:
     async def _drain(self) -> None:
         await self.manager.shutdown(self.settings.shutdown_grace_s)
         await self.tools.close()
+        await self.store.close()
+        await self.store.close()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()

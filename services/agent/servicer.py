@@ -8,7 +8,7 @@ import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
-from services.agent.convert import event_to_proto, generation_to_proto, request_from_proto
+from services.agent.convert import event_to_proto, request_from_proto, run_to_proto
 from services.agent.generation import Generation, GenerationManager
 from services.agent.models import CATALOGUE
 from services.agent.settings import AgentSettings
@@ -34,19 +34,26 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             generation = self._manager.start(domain)
         except ValueError as exc:
             await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
-        try:
-            async for event in generation.watch(0):
-                yield event_to_proto(event)
-        finally:
-            # The caller went away (cancel, deadline, disconnect): stop the work too.
-            generation.cancel()
+        async for event in self._stream(generation, 0):
+            yield event
 
     async def WatchGeneration(
         self, request: pb.WatchGenerationRequest, context: Context
     ) -> AsyncIterator[pb.GenerationEvent]:
         generation = await self._find(request.generation_id, context)
-        async for event in generation.watch(request.after_sequence):
-            yield event_to_proto(event)
+        async for event in self._stream(generation, request.after_sequence):
+            yield event
+
+    @staticmethod
+    async def _stream(generation: Generation, after: int) -> AsyncIterator[pb.GenerationEvent]:
+        # Every open stream holds the generation; when the last caller goes away
+        # (cancel, deadline, disconnect) the work stops too.
+        generation.acquire()
+        try:
+            async for event in generation.watch(after):
+                yield event_to_proto(event)
+        finally:
+            generation.release()
 
     async def CancelGeneration(
         self, request: pb.CancelGenerationRequest, context: Context
@@ -57,8 +64,13 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     async def GetGeneration(
         self, request: pb.GetGenerationRequest, context: Context
     ) -> pb.GetGenerationResponse:
-        generation = await self._find(request.generation_id, context)
-        return pb.GetGenerationResponse(generation=generation_to_proto(generation))
+        record = await self._manager.get_record(request.generation_id)
+        if record is None:
+            await context.abort(
+                grpc.StatusCode.NOT_FOUND, f"no generation {request.generation_id!r} on record"
+            )
+        assert record is not None
+        return pb.GetGenerationResponse(generation=run_to_proto(record))
 
     async def ListModels(
         self, request: pb.ListModelsRequest, context: Context

@@ -39,6 +39,7 @@ class AgentSettings:
     shutdown_grace_s: float = 30.0
     provider_max_retries: int = 2
     metrics_listen: str = ""  # host:port of the /metrics endpoint; empty: off
+    database_url: str = ""  # postgresql://… for a shared run store; empty: SQLite in data_dir
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> AgentSettings:
@@ -65,6 +66,7 @@ class AgentSettings:
             "pinned_models": _csv(env.get("S2C_MODELS", "")),
             "local_models": _csv(env.get("S2C_LOCAL_MODELS", "")),
             "local_base_url": env.get("S2C_LOCAL_BASE_URL", ""),
+            "database_url": env.get("S2C_DATABASE_URL", ""),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import signal
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import grpc
-from aiohttp import WSMsgType, web
-from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
+from aiohttp import web
 
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.metrics import GatewayMetrics, render
-from services.gateway.frames import FrameBuilder, frame
-from services.gateway.params import ParamsError, parse_params
-from services.gateway.preview_policy import PreviewPolicyConfig
-from services.gateway.relay import APP_ERROR, Relay
+from services.gateway.generate import generate_code, hold_context
+from services.gateway.keys import CHANNEL_KEY, METRICS_KEY, SETTINGS_KEY
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -27,72 +22,6 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 STATIC_DIR = Path(__file__).parent / "static"
-SETTINGS_KEY = web.AppKey("settings", GatewaySettings)
-CHANNEL_KEY = web.AppKey("channel", grpc.aio.Channel)
-METRICS_KEY = web.AppKey("metrics", GatewayMetrics)
-
-
-def asset_base_url(request: web.Request) -> str:
-    """`scheme://host` as the browser sees us (proxy and tunnel aware, like upstream)."""
-    host = request.headers.get("X-Forwarded-Host") or request.headers.get("Host") or request.host
-    host = host.split(",")[0].strip()
-    proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip()
-    if not proto:
-        proto = "https" if request.secure else "http"
-    proto = {"wss": "https", "ws": "http"}.get(proto, proto)
-    return f"{proto}://{host}"
-
-
-async def generate_code(request: web.Request) -> web.StreamResponse:
-    settings = request.app[SETTINGS_KEY]
-    ws = web.WebSocketResponse(max_msg_size=settings.max_frame_bytes, heartbeat=20.0)
-    await ws.prepare(request)
-    try:
-        message = await asyncio.wait_for(ws.receive(), settings.params_timeout_s)
-    except TimeoutError:
-        await _fail(ws, "No params received: send the generation params as the first frame.")
-        return ws
-    if message.type != WSMsgType.TEXT:
-        if message.type == WSMsgType.ERROR or message.type == WSMsgType.CLOSE:
-            return ws
-        await _fail(ws, "Invalid params: expected a JSON text frame")
-        return ws
-    try:
-        params = json.loads(message.data)
-        generate_request = parse_params(params, asset_base_url=asset_base_url(request))
-    except json.JSONDecodeError as exc:
-        await _fail(ws, f"Invalid params: not valid JSON ({exc.msg} at position {exc.pos})")
-        return ws
-    except ParamsError as exc:
-        await _fail(ws, str(exc))
-        return ws
-
-    stub = pb_grpc.AgentServiceStub(request.app[CHANNEL_KEY])
-    call = stub.GenerateCode(generate_request)
-    builder = FrameBuilder(
-        PreviewPolicyConfig(
-            min_chars=settings.preview_min_chars,
-            min_interval_s=settings.preview_min_interval_s,
-            max_bytes_per_s=settings.preview_max_bytes_per_s,
-        ),
-        settings.coalesce_s,
-        time.monotonic,
-    )
-    metrics = request.app[METRICS_KEY]
-    relay = Relay(ws, call, builder, settings.agent_addr, metrics)
-    try:
-        await relay.run()
-        metrics.connections.labels(relay.outcome).inc()
-    finally:
-        # A browser that closed (4333 or a dropped connection) cancels the generation:
-        # cancelling the RPC stops the model streams and tool calls on the agent.
-        call.cancel()
-    return ws
-
-
-async def _fail(ws: web.WebSocketResponse, message: str) -> None:
-    await ws.send_str(json.dumps(frame("error", None, value=message)))
-    await ws.close(code=APP_ERROR)
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:
@@ -140,6 +69,7 @@ def create_app(settings: GatewaySettings) -> web.Application:
 
     app.cleanup_ctx.append(channel_context)
     app.router.add_get("/generate-code", generate_code)
+    app.cleanup_ctx.append(hold_context)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_endpoint)
     app.router.add_get("/api/capabilities", capabilities)

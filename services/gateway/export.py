@@ -1,24 +1,18 @@
-"""Export: the generated page as a zip, with the images it references bundled next to it.
+"""Export: the page as a zip of `index.html` and the images it uses, `assets/image-N.ext`.
 
-The zip holds `index.html` and `assets/image-N.ext`; every bundled reference in the page is
-rewritten to its local copy, so the page still shows its images offline and after
-short-lived URLs (Replicate outputs expire) have gone.
+Bundled references are rewritten to their copies, so the page works offline and outlives
+short-lived URLs (Replicate outputs expire). References are found with regular expressions
+over the raw text, not a parsed and re-serialised DOM, so nothing else in the page changes.
 
-The page is model output, so every URL in it is untrusted. Remote images are fetched only
-from public addresses (`services.tools.netguard`): each redirect hop is vetted again, and
-the connection goes to an address the guard vetted, never to a name re-resolved later
-(which would let DNS rebinding slip a private address in between).
-
-References are found with regular expressions over the raw text rather than a parsed and
-re-serialised DOM: only the bytes of the references change, so the exported page is the
-page the user saw, byte for byte everywhere else.
+The page is model output, so its URLs are untrusted. Remote images come only from public
+addresses (`services.tools.netguard`): every redirect hop is vetted again, and connections
+go to the vetted addresses, never to a name resolved again later (DNS rebinding).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import html
 import io
 import ipaddress
@@ -61,10 +55,7 @@ _CONTENT_TYPE_EXT = {
     "image/bmp": "bmp",
 }
 _IMAGE_EXTS = frozenset({*_CONTENT_TYPE_EXT.values(), "jpeg"})
-# Deflating these again costs time and gains nothing.
-_PRECOMPRESSED_EXTS = frozenset({"png", "jpg", "jpeg", "gif", "webp", "avif"})
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-_LOOPBACK_NAMES = frozenset({"localhost", "0.0.0.0"})
 _ASSET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 _CHUNK = 64 * 1024
 
@@ -82,8 +73,7 @@ class ExportPolicy:
     vet: HostVetter = netguard.resolve_public
 
 
-# ---------------------------------------------------------------------------------------
-# Finding and rewriting references
+# --- Finding and rewriting references ---
 
 _MARKUP = re.compile(
     r"<!--.*?-->"
@@ -93,14 +83,12 @@ _MARKUP = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _ATTR = re.compile(r"""(?P<name>[^\s"'>/=]+)(?:\s*=\s*(?P<value>"[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
-_CSS_URL = re.compile(
-    r"""url\(\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^'"()\s]*))\s*\)""", re.IGNORECASE
-)
+_CSS_URL = re.compile(r"""url\(\s*(?P<quote>["']?)(?P<url>[^"'()]*?)(?P=quote)\s*\)""", re.I)
 _CSS_IMPORT_BEFORE = re.compile(r"@import\s*$", re.IGNORECASE)
 _SCRIPT_URL = re.compile(r"https?://[^\s\"'`<>(){}\[\]\\|^]+", re.IGNORECASE)
-_SRCSET_SEPARATOR = re.compile(r"[\s,]*")
-_SRCSET_URL = re.compile(r"\S+")
-_SRCSET_DESCRIPTOR = re.compile(r"[^,]*")
+# The HTML candidate grammar: a URL is a run of non-space characters not ending in a comma
+# (so data URLs, whose commas come before any space, survive), then descriptors up to a comma.
+_SRCSET_CANDIDATE = re.compile(r"(?P<url>[^\s,](?:\S*[^\s,])?)(?P<descriptors>[^,]*)")
 
 _URL_ATTRS: dict[str, dict[str, Literal["url", "srcset"]]] = {
     "img": {"src": "url", "srcset": "srcset"},
@@ -174,40 +162,20 @@ def _is_icon_link(attrs: Iterable[re.Match[str]]) -> bool:
 
 
 def _rewrite_srcset(value: str, visit: Visit) -> str:
-    # The HTML candidate grammar: a URL is a run of non-space characters (so data URLs,
-    # whose commas come before any space, survive), then descriptors up to a comma.
-    pieces: list[str] = []
-    pos = 0
-    while pos < len(value):
-        separator = _SRCSET_SEPARATOR.match(value, pos)
-        assert separator is not None  # a `*` pattern always matches
-        pieces.append(separator.group())
-        pos = separator.end()
-        url_match = _SRCSET_URL.match(value, pos)
-        if url_match is None:
-            break
-        url = url_match.group().rstrip(",")
-        pos = url_match.start() + len(url)
-        replacement = visit(url)
-        pieces.append(url if replacement is None else replacement)
-        descriptor = _SRCSET_DESCRIPTOR.match(value, pos)
-        assert descriptor is not None
-        pieces.append(descriptor.group())
-        pos = descriptor.end()
-    return "".join(pieces)
+    def on_candidate(match: re.Match[str]) -> str:
+        replacement = visit(match.group("url"))
+        return match.group(0) if replacement is None else replacement + match.group("descriptors")
+
+    return _SRCSET_CANDIDATE.sub(on_candidate, value)
 
 
 def _rewrite_css(css: str, visit: Visit) -> str:
     def on_url(match: re.Match[str]) -> str:
         if _CSS_IMPORT_BEFORE.search(css, max(0, match.start() - 32), match.start()):
             return match.group(0)  # a stylesheet, not an image
-        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
-        replacement = visit(match.group(group))
-        if replacement is None:
-            return match.group(0)
-        start, end = match.span(group)
-        whole = match.group(0)
-        return whole[: start - match.start()] + replacement + whole[end - match.start() :]
+        replacement = visit(match.group("url"))
+        quote = match.group("quote")
+        return match.group(0) if replacement is None else f"url({quote}{replacement}{quote})"
 
     return _CSS_URL.sub(on_url, css)
 
@@ -240,8 +208,7 @@ def _path_ext(path: str) -> str:
     return PurePosixPath(unquote(path)).suffix.lower().lstrip(".")
 
 
-# ---------------------------------------------------------------------------------------
-# Where a reference's bytes come from
+# --- Where a reference's bytes come from ---
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,12 +231,9 @@ def classify(reference: str, base_url: str | None, own_hosts: frozenset[str]) ->
         return Source("data", ref) if ref[5:11].lower() == "image/" else None
     try:
         if not urlsplit(ref).scheme:
-            if base_url:
-                ref = urljoin(base_url, ref)
-            elif ref.startswith("//"):
-                ref = "https:" + ref
-            else:
+            if not base_url and not ref.startswith("//"):
                 return None
+            ref = urljoin(base_url or "https:", ref)
         parts = urlsplit(ref)
         host = (parts.hostname or "").rstrip(".")
     except ValueError:
@@ -278,12 +242,13 @@ def classify(reference: str, base_url: str | None, own_hosts: frozenset[str]) ->
         return None
     if parts.path.startswith(LOCAL_ASSETS_PREFIX) and (host in own_hosts or _is_loopback(host)):
         name = unquote(parts.path[len(LOCAL_ASSETS_PREFIX) :])
-        return Source("local", name) if _is_asset_name(name) else None
+        valid = _ASSET_NAME.fullmatch(name) is not None and ".." not in name
+        return Source("local", name) if valid else None
     return Source("remote", urlunsplit(parts._replace(fragment="")))
 
 
 def _is_loopback(host: str) -> bool:
-    if host in _LOOPBACK_NAMES or host.endswith(".localhost"):
+    if host in ("localhost", "0.0.0.0") or host.endswith(".localhost"):
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -291,14 +256,17 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _is_asset_name(name: str) -> bool:
-    return _ASSET_NAME.fullmatch(name) is not None and ".." not in name
-
-
 @dataclass(frozen=True, slots=True)
 class Asset:
     data: bytes
     ext: str
+
+
+_NUMERIC = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
+
+
+def _af(address: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ipaddress.ip_address(address).version == 6 else socket.AF_INET
 
 
 class _VettedResolver(AbstractResolver):
@@ -310,21 +278,12 @@ class _VettedResolver(AbstractResolver):
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
-        results: list[ResolveResult] = []
-        for address in await self._vet(host, port):
-            ip = ipaddress.ip_address(address)
-            found = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
-            if family in (socket.AF_UNSPEC, found):
-                results.append(
-                    ResolveResult(
-                        hostname=host,
-                        host=str(ip),
-                        port=port,
-                        family=found,
-                        proto=0,
-                        flags=socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
-                    )
-                )
+        # `family` is not filtered on: our connector asks for any, and each answer carries
+        # its own family for the socket aiohttp opens.
+        results = [
+            ResolveResult(hostname=host, host=a, port=port, family=_af(a), proto=0, flags=_NUMERIC)
+            for a in await self._vet(host, port)
+        ]
         if not results:
             raise OSError(f"{host} does not resolve to public addresses only")
         return results
@@ -356,22 +315,19 @@ class _Loader:
 
     def _decode_data_url(self, url: str) -> Asset | None:
         header, comma, payload = url.partition(",")
-        params = header[5:].split(";")
-        ext = _CONTENT_TYPE_EXT.get(params[0].strip().lower())
+        media_type, *params = header[5:].split(";")
+        ext = _CONTENT_TYPE_EXT.get(media_type.strip().lower())
         if not comma or ext is None:
             return None
-        limit = self._policy.max_asset_bytes
-        if any(p.strip().lower() == "base64" for p in params[1:]):
+        if "base64" in (p.strip().lower() for p in params):
             compact = "".join(payload.split())
-            if len(compact) // 4 * 3 > limit + 3:
-                return _skipped(_DATA_URL, "too large")
-            try:
-                data = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
-            except binascii.Error:
-                return _skipped(_DATA_URL, "invalid base64")
+            # Invalid base64 raises binascii.Error, a ValueError: `load` logs and skips it.
+            data = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
         else:
             data = unquote_to_bytes(payload)
-        return Asset(data, ext) if len(data) <= limit else _skipped(_DATA_URL, "too large")
+        if len(data) > self._policy.max_asset_bytes:
+            return _skipped(_DATA_URL, "too large")
+        return Asset(data, ext)
 
     def _read_local(self, name: str) -> Asset | None:
         # A deliberate improvement over upstream, which sent these loopback URLs through
@@ -416,17 +372,15 @@ class _Loader:
 
     async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes | None:
         limit = self._policy.max_asset_bytes
-        if response.content_length is not None and response.content_length > limit:
+        if (response.content_length or 0) > limit:
             return None
-        chunks: list[bytes] = []
-        size = 0
+        data = bytearray()
         # Counted after decompression, so a small gzip bomb cannot get past the limit.
         async for chunk in response.content.iter_chunked(_CHUNK):
-            size += len(chunk)
-            if size > limit:
+            data += chunk
+            if len(data) > limit:
                 return None
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return bytes(data)
 
 
 def _remote_ext(content_type: str, url: str) -> str | None:
@@ -478,8 +432,7 @@ async def _load_all(
     return loaded
 
 
-# ---------------------------------------------------------------------------------------
-# The export
+# --- The export ---
 
 
 async def build_export(
@@ -490,20 +443,15 @@ async def build_export(
     own_hosts: Iterable[str] = (),
     policy: ExportPolicy | None = None,
 ) -> bytes:
-    """The zip for `code`: `index.html` plus `assets/image-N.ext` for each bundled image.
+    """The zip for `code`. References that cannot be bundled are left as they are.
 
-    `own_hosts` are the names this gateway is reached by: their `/local-assets/` URLs are
-    read from `assets_dir` like loopback ones. References that cannot be bundled (refused,
-    failed, over a limit) are left pointing where they pointed.
+    `own_hosts`: names this gateway is reached by; their `/local-assets/` URLs are read
+    from `assets_dir`, like loopback ones.
     """
     policy = policy or ExportPolicy()
     hosts = frozenset(h.lower().rstrip(".") for h in own_hosts)
     references: list[str] = []
-
-    def record(reference: str) -> None:
-        references.append(reference)
-
-    rewrite_references(code, record)
+    rewrite_references(code, lambda reference: references.append(reference))
     sources: dict[str, Source] = {}
     unique: dict[Source, None] = {}
     for reference in references:
@@ -541,6 +489,5 @@ def _zip(page: str, files: Sequence[tuple[str, Asset]]) -> bytes:
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("index.html", page)
         for name, asset in files:
-            stored = asset.ext in _PRECOMPRESSED_EXTS
-            archive.writestr(name, asset.data, compress_type=zipfile.ZIP_STORED if stored else None)
+            archive.writestr(name, asset.data)
     return buffer.getvalue()

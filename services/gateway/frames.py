@@ -75,6 +75,7 @@ class _PendingDelta:
     event_id: str
     parts: list[str]
     since: float
+    seq: int
 
 
 class FrameBuilder:
@@ -82,8 +83,18 @@ class FrameBuilder:
     sends what `on_event` and `on_timer` return and calls `on_timer` at `next_due()`."""
 
     def __init__(
-        self, config: PreviewPolicyConfig, coalesce_s: float, clock: Callable[[], float]
+        self,
+        config: PreviewPolicyConfig,
+        coalesce_s: float,
+        clock: Callable[[], float],
+        *,
+        resumable: bool = False,
     ) -> None:
+        # Resumable clients get the event sequence on every frame but setCode, so they
+        # can re-attach from the last one they saw (setCode is whole state: a resume
+        # re-sends it).
+        self._resumable = resumable
+        self._seq = 0
         self._config = config
         self._coalesce_s = coalesce_s
         self._clock = clock
@@ -127,6 +138,7 @@ class FrameBuilder:
     def on_event(self, event: pb.GenerationEvent) -> list[Frame]:
         kind = event.WhichOneof("payload")
         v = event.variant_index
+        self._seq = event.sequence
         if kind in ("assistant_delta", "thinking_delta"):
             return self._delta("assistant" if kind == "assistant_delta" else "thinking", event)
         out = [self._take_pending()] if self._pending is not None else []
@@ -146,24 +158,24 @@ class FrameBuilder:
         elif kind == "tool_start":
             out.extend(self._flush_code(v))
             data = {"name": event.tool_start.name, "input": _json(event.tool_start.input)}
-            out.append(frame("toolStart", v, data=data, eventId=event.event_id or None))
+            out.append(self._f("toolStart", v, data=data, eventId=event.event_id or None))
         elif kind == "tool_result":
             out.extend(self._flush_code(v))
             result = event.tool_result
             data = {"name": result.name, "output": _json(result.output), "ok": result.ok}
-            out.append(frame("toolResult", v, data=data, eventId=event.event_id or None))
+            out.append(self._f("toolResult", v, data=data, eventId=event.event_id or None))
         elif kind == "variant_count":
             count = event.variant_count
-            out.append(frame("variantCount", 0, value=str(count.count)))
-            self._models = frame("variantModels", 0, data={"models": list(count.models)})
+            out.append(self._f("variantCount", 0, value=str(count.count)))
+            self._models = self._f("variantModels", 0, data={"models": list(count.models)})
         elif kind == "status":
-            out.append(frame("status", v, value=event.status.text))
+            out.append(self._f("status", v, value=event.status.text))
         elif kind == "variant_complete":
             out.extend(self._flush_code(v))
-            out.append(frame("variantComplete", v, value="Variant generation complete"))
+            out.append(self._f("variantComplete", v, value="Variant generation complete"))
         elif kind == "variant_error":
             out.extend(self._flush_code(v))
-            out.append(frame("variantError", v, value=event.variant_error.message))
+            out.append(self._f("variantError", v, value=event.variant_error.message))
         elif kind == "generation_error":
             out.extend(self.flush_all())
             self.error = event.generation_error.message
@@ -171,6 +183,17 @@ class FrameBuilder:
             out.extend(self.flush_all())
         # `usage` is not a browser frame: upstream never shows cost to the browser.
         return out
+
+    def _f(self, kind: str, variant_index: int | None, **fields: Any) -> Frame:
+        if self._resumable:
+            fields["seq"] = self._seq
+        return frame(kind, variant_index, **fields)
+
+    def resync(self) -> list[Frame]:
+        """After a resume's silent catch-up: the whole code of every variant."""
+        for code in self._code.values():
+            code.dirty = code.length > 0
+        return self.flush_all()
 
     def _delta(self, kind: str, event: pb.GenerationEvent) -> list[Frame]:
         text = event.assistant_delta.text if kind == "assistant" else event.thinking_delta.text
@@ -184,11 +207,12 @@ class FrameBuilder:
             and pending.event_id == event.event_id
         ):
             pending.parts.append(text)
+            pending.seq = event.sequence
             return models
         out = [self._take_pending()] if pending is not None else []
         out = models + out
         self._pending = _PendingDelta(
-            kind, event.variant_index, event.event_id, [text], self._clock()
+            kind, event.variant_index, event.event_id, [text], self._clock(), event.sequence
         )
         return out
 
@@ -201,6 +225,7 @@ class FrameBuilder:
             pending.variant_index,
             value="".join(pending.parts),
             eventId=pending.event_id or None,
+            seq=pending.seq if self._resumable else None,
         )
 
     def _flush_code(self, index: int) -> list[Frame]:

@@ -5,8 +5,11 @@ costs the full file size. Upstream sends one for every 40 new characters: bytes 
 grow with the square of the file. `SetCodePolicy` keeps the preview live with far fewer
 frames: the first one at once, then a new one only when the code grew by `min_chars`
 **and** `min_interval_s` passed since the last **and** the variant's setCode traffic stays
-within `max_bytes_per_s` over any one-second window. A change that cannot go out yet is
-pending, never dropped: `next_due` says when it may, so the gateway arms a timer.
+within `max_bytes_per_s` over any one-second window (a frame counts for one second after
+it is sent). A change that cannot go out yet is pending, never dropped: `next_due` says when
+it may, so the gateway arms a timer. A pending change smaller than `min_chars` goes out once
+the stream has been quiet for `idle_s` (and the interval allows), so a paused stream never
+leaves the preview behind; the first frame of a new file goes out as promptly as the first.
 
 The policy is pure (no I/O, no asyncio); time comes in as `now`, seconds on a monotonic
 clock, non-decreasing across calls.
@@ -27,7 +30,7 @@ _MIN_LEN_FOR_RATIO: Final = 256
 
 @dataclass(frozen=True, slots=True)
 class PreviewPolicyConfig:
-    """Tuning of `SetCodePolicy`. The first three are upstream-compatible knobs."""
+    """Tuning of `SetCodePolicy`."""
 
     min_chars: int = 40  # growth that justifies a new frame (upstream's rule)
     min_interval_s: float = 0.2  # least time between two frames of a variant

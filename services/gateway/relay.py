@@ -48,6 +48,8 @@ class Relay:
         builder: FrameBuilder,
         agent_addr: str,
         metrics: GatewayMetrics,
+        *,
+        skip_until: int = 0,
     ) -> None:
         self._ws = ws
         self._events = events
@@ -57,6 +59,11 @@ class Relay:
         self._metrics = metrics
         self.client_gone = asyncio.Event()
         self.outcome = "completed"  # completed | failed | client_closed
+        self.client_close_code: int | None = None
+        # A resume replays the log from the start to rebuild each variant's code,
+        # sending nothing the client already has (events up to `skip_until`).
+        self._skip_until = skip_until
+        self._catching_up = skip_until > 0
 
     async def run(self) -> None:
         reader = asyncio.create_task(self._read())
@@ -85,6 +92,7 @@ class Relay:
         async for message in self._ws:
             if message.type in (WSMsgType.CLOSE, WSMsgType.ERROR):
                 break
+        self.client_close_code = self._ws.close_code
         self.client_gone.set()
         if not self._queue.full():  # wake the pump if it is waiting for events
             self._queue.put_nowait(_END)
@@ -109,11 +117,17 @@ class Relay:
                 await self.fail(rpc_error_text(item, self._agent_addr))
                 return
             assert isinstance(item, pb.GenerationEvent)
+            if self._catching_up:
+                if item.sequence <= self._skip_until:
+                    builder.on_event(item)
+                    continue
+                self._catching_up = False
+                await self._send(builder.resync())
             await self._send(builder.on_event(item))
         if self.client_gone.is_set():
             self.outcome = "client_closed"
             return
-        await self._send(builder.flush_all())
+        await self._send(builder.resync() if self._catching_up else builder.flush_all())
         if builder.error is not None:
             await self.fail(builder.error)
         else:

@@ -32,12 +32,13 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 DESIGN_SYSTEMS_KEY = web.AppKey("design_systems", DesignSystemStore)
 
-# A design system is at most 200 KB of content; JSON escaping can grow that a few times.
-MAX_DESIGN_SYSTEM_BODY_BYTES = 2 * 1024 * 1024
+# Design system and screenshot bodies: a design system is at most 200 KB of content, and
+# JSON escaping can grow that a few times.
+MAX_SMALL_BODY_BYTES = 2 * 1024 * 1024
 
 SCREENSHOT_NOT_CONFIGURED = (
     "URL screenshots are not configured on this server: it has no screenshot service "
-    "(upstream calls the external ScreenshotOne API, which this server does not use). "
+    "(such as ScreenshotOne) to capture web pages with. "
     "Take a screenshot of the page yourself and upload the image instead."
 )
 
@@ -153,11 +154,11 @@ class _Routes:
         return web.json_response([s.to_json() for s in await self._store.list_all()])
 
     async def create_design_system(self, request: web.Request) -> web.StreamResponse:
-        name, content = parse_create(await _json_body(request, MAX_DESIGN_SYSTEM_BODY_BYTES))
+        name, content = parse_create(await _json_body(request, MAX_SMALL_BODY_BYTES))
         return web.json_response((await self._store.create(name, content)).to_json())
 
     async def update_design_system(self, request: web.Request) -> web.StreamResponse:
-        patch = parse_patch(await _json_body(request, MAX_DESIGN_SYSTEM_BODY_BYTES))
+        patch = parse_patch(await _json_body(request, MAX_SMALL_BODY_BYTES))
         updated = await self._store.update(request.match_info["system_id"], patch)
         return web.json_response(updated.to_json())
 
@@ -186,7 +187,7 @@ class _Routes:
         )
 
     async def screenshot(self, request: web.Request) -> web.StreamResponse:
-        fields = _json_object(await _json_body(request, MAX_DESIGN_SYSTEM_BODY_BYTES))
+        fields = _json_object(await _json_body(request, MAX_SMALL_BODY_BYTES))
         url = fields.get("url")
         if not isinstance(url, str):
             raise ApiError(400, "url must be a string")

@@ -24,6 +24,8 @@ class GatewaySettings:
     max_frame_bytes: int = 50 * 1024 * 1024
     params_timeout_s: float = 60.0
     screenshot_available: bool = True
+    # How long a dropped resumable browser's generation keeps running, waiting for it.
+    resume_grace_s: float = 30.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> GatewaySettings:

@@ -170,7 +170,8 @@ def is_loopback_host(host: str | None) -> bool:
         return False
 
 
-def _origin(url: str) -> tuple[str, str, int] | None:
+def url_origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an http(s) URL, default ports filled in; None otherwise."""
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -249,11 +250,11 @@ class AssetStore:
         """
         if not isinstance(url, str):
             return None
-        origin = _origin(url)
+        origin = url_origin(url)
         if origin is None:
             return None
         if not is_loopback_host(origin[1]) and origin not in {
-            o for base in own_bases if base and (o := _origin(base)) is not None
+            o for base in own_bases if base and (o := url_origin(base)) is not None
         }:
             return None
         path = urlsplit(url.strip()).path

@@ -172,8 +172,8 @@ class ImageTools:
             for source, url in zip(sources, urls, strict=True)
         ]
         summary_items = [
-            {**item, "image_url": summarize_text(item["image_url"], SUMMARY_URL_CHARS)}
-            for item in items
+            {**item, "image_url": summarize_text(source, SUMMARY_URL_CHARS)}
+            for source, item in zip(sources, items, strict=True)
         ]
         return ToolOutcome(True, {"images": items}, {"images": summary_items}, media=media)
 

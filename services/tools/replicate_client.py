@@ -28,7 +28,7 @@ import httpx
 from replicate.client import Client as _SDKClient
 from replicate.exceptions import ReplicateError as _SDKHTTPError
 
-from services.tools.assets import MAX_ASSET_BYTES
+from services.tools.assets import MAX_ASSET_BYTES, url_origin
 
 logger = logging.getLogger(__name__)
 
@@ -168,18 +168,6 @@ def _env_proxy(base_url: str) -> str | None:
     return urllib.request.getproxies().get(parts.scheme.lower())
 
 
-def _origin(url: str) -> tuple[str, str, int] | None:
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https") or not parts.hostname:
-        return None
-    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80)
-
-
 # -- the client --------------------------------------------------------------------------
 
 
@@ -253,8 +241,8 @@ class ReplicateClient:
 
     def same_origin(self, url: str) -> bool:
         """True when `url` is served by the Replicate endpoint this client talks to."""
-        mine = _origin(self.base_url)
-        return mine is not None and _origin(url) == mine
+        mine = url_origin(self.base_url)
+        return mine is not None and url_origin(url) == mine
 
     async def fetch_image(self, url: str) -> tuple[bytes, str] | None:
         """Download an output image (at most MAX_ASSET_BYTES); None when that fails.

@@ -12,6 +12,7 @@ whatever order they arrive in.
     fake.add_http_error(429)               # the next call gets a Google error JSON
     fake.responder = lambda call: Reply(text="not json")   # full control per call
     fake.require_concurrent(3)             # each reply waits until 3 calls are in flight
+    fake.hang = True                       # calls get no answer until stop()
     ...
     fake.requests[0].body                  # the JSON body of the first call
     await fake.stop()
@@ -105,7 +106,9 @@ class FakeGeminiDetect:
     reverse_order: bool = False
     responder: Callable[[RecordedRequest], Reply | HttpError] | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
+    hang: bool = False
     base_url: str = ""
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _errors: list[HttpError] = field(default_factory=list)
     _runner: web.AppRunner | None = None
     _concurrency: int = 0
@@ -124,6 +127,7 @@ class FakeGeminiDetect:
         return self.base_url
 
     async def stop(self) -> None:
+        self._stopping.set()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -145,6 +149,9 @@ class FakeGeminiDetect:
         body = await request.json()
         recorded = RecordedRequest(request.path, version, model, dict(request.headers), body)
         self.requests.append(recorded)
+        if self.hang:
+            await self._stopping.wait()
+            return _error_response(HttpError(503, "fake: stopped", "UNAVAILABLE"))
         if self._concurrency:
             self._arrived += 1
             if self._arrived >= self._concurrency:
@@ -152,7 +159,9 @@ class FakeGeminiDetect:
             try:
                 await asyncio.wait_for(self._all_arrived.wait(), _CONCURRENCY_WAIT_S)
             except TimeoutError:
-                return _error_response(HttpError(500, "fake: calls were not concurrent", "INTERNAL"))
+                return _error_response(
+                    HttpError(500, "fake: calls were not concurrent", "INTERNAL")
+                )
         if self._errors:
             return _error_response(self._errors.pop(0))
         reply = self.responder(recorded) if self.responder else self._scripted(recorded)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 
@@ -105,8 +106,8 @@ def test_cap_without_frame_sizes_uses_what_earlier_frames_cost() -> None:
     policy.mark_sent(0.0, 2000)  # two bytes per character
     assert policy.on_change(0.3, 3000)  # about 6000 bytes: fits beside 2000
     policy.mark_sent(0.3, 6000)
-    assert not policy.on_change(0.6, 3100)  # about 6200 more: over 10 000
-    assert policy.next_due(0.6) == pytest.approx(1.0)
+    assert not policy.on_change(0.6, 3100)  # about 6200 more: only once both have left
+    assert policy.next_due(0.6) == pytest.approx(1.3)
 
 
 def test_flush_needed_until_the_latest_code_is_sent() -> None:
@@ -164,6 +165,7 @@ class Browser:
     """A gateway (buffer + policy + timer) and what its browser received."""
 
     policy: SetCodePolicy
+    now: float = 0.0
     code: CodeBuffer = field(default_factory=CodeBuffer)
     frames: list[tuple[float, str, int, str]] = field(
         default_factory=list
@@ -174,15 +176,20 @@ class Browser:
         self.policy.mark_sent(now, self.code.frame_bytes)
 
     def change(self, now: float, offset: int, text: str) -> None:
+        self.now = now
         restart = self.code.apply(offset, text)
         frame_bytes = self.code.frame_bytes
         if self.policy.on_change(now, len(self.code), frame_bytes=frame_bytes, restart=restart):
             self.send(now, "restart" if restart else "change")
 
     def run_timer_until(self, limit: float) -> None:
-        while (due := self.policy.next_due(limit)) is not None and due <= limit:
+        """Time passes until `limit`; the timer armed at `next_due` fires on the way."""
+        while (due := self.policy.next_due(self.now)) is not None and due <= limit:
+            assert due >= self.now
             assert self.policy.ready(due)
+            self.now = due
             self.send(due, "timer")
+        self.now = limit
 
     def flush(self, now: float) -> float:
         at = self.policy.flush_at(now)
@@ -233,7 +240,8 @@ def test_any_timed_stream_ends_with_the_browser_showing_the_content(
 
     # Bandwidth: no one-second window over the cap, unless one frame alone exceeds it.
     for t, _, _, _ in browser.frames:
-        in_window = [b for u, _, b, _ in browser.frames if t - 1.0 < u <= t]
+        # Same arithmetic as the policy: a frame sent at u counts until u + 1 s.
+        in_window = [b for u, _, b, _ in browser.frames if u <= t < u + 1.0]
         assert sum(in_window) <= config.max_bytes_per_s or len(in_window) == 1
     # Pacing: apart from first frames of a file and flushes, frames keep the interval.
     for (t0, _, _, _), (t1, _, _, why) in zip(browser.frames, browser.frames[1:], strict=False):
@@ -255,13 +263,13 @@ def test_a_paused_stream_never_leaves_the_preview_behind() -> None:
 def test_steady_stream_sends_a_frame_per_interval() -> None:
     browser = Browser(SetCodePolicy())
     length = 0
-    for i in range(1, 301):  # 600 characters per second for 5 s, 8 at a time
+    for i in range(1, 301):  # 600 characters per second for 4 s, 8 at a time
         now = i * 8 / 600
         browser.run_timer_until(now)
         browser.change(now, length, "x" * 8)
         length += 8
     browser.flush(300 * 8 / 600)
     times = [t for t, _, _, _ in browser.frames]
-    assert len(times) == pytest.approx(5 / 0.2 + 2, abs=2)
-    assert all(b - a >= 0.2 - 1e-9 for a, b in zip(times, times[1:-1], strict=False))
+    assert len(times) == pytest.approx(4 / 0.2 + 1, abs=1)  # first, one per interval, flush
+    assert all(b - a >= 0.2 - 1e-9 for a, b in itertools.pairwise(times[:-1]))
     assert browser.frames[-1][1] == "x" * 2400

@@ -1,0 +1,175 @@
+"""The /generate-code WebSocket: one generation (or a resumed one) per socket.
+
+Protocol extension for resumable clients (the upstream UI never uses it and is
+unaffected): a params frame with `"resumable": true` gets a first frame
+`{"type": "generation", "value": <id>}` and a `seq` on every frame but setCode.
+Such a client that lost its socket re-attaches by sending, as its only frame,
+`{"resumeGenerationId": <id>, "afterSequence": <last seq seen>}`: it gets the
+whole code of every variant, then every frame after that sequence. A dropped
+resumable socket keeps its generation running for `resume_grace_s`; a 4333
+close, or any close of a non-resumable socket, cancels it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from aiohttp import WSMsgType, web
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
+
+from services.gateway.frames import FrameBuilder, frame
+from services.gateway.keys import CHANNEL_KEY, HOLDS_KEY, METRICS_KEY, SETTINGS_KEY
+from services.gateway.params import ParamsError, parse_params
+from services.gateway.preview_policy import PreviewPolicyConfig
+from services.gateway.relay import APP_ERROR, USER_CANCEL, Relay
+from services.gateway.settings import GatewaySettings
+
+
+def asset_base_url(request: web.Request) -> str:
+    """`scheme://host` as the browser sees us (proxy and tunnel aware, like upstream)."""
+    host = request.headers.get("X-Forwarded-Host") or request.headers.get("Host") or request.host
+    host = host.split(",")[0].strip()
+    proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip()
+    if not proto:
+        proto = "https" if request.secure else "http"
+    proto = {"wss": "https", "ws": "http"}.get(proto, proto)
+    return f"{proto}://{host}"
+
+
+async def _fail(ws: web.WebSocketResponse, message: str) -> None:
+    await ws.send_str(json.dumps(frame("error", None, value=message)))
+    await ws.close(code=APP_ERROR)
+
+
+def _builder(settings: GatewaySettings, *, resumable: bool) -> FrameBuilder:
+    return FrameBuilder(
+        PreviewPolicyConfig(
+            min_chars=settings.preview_min_chars,
+            min_interval_s=settings.preview_min_interval_s,
+            max_bytes_per_s=settings.preview_max_bytes_per_s,
+        ),
+        settings.coalesce_s,
+        time.monotonic,
+        resumable=resumable,
+    )
+
+
+async def _read_params(ws: web.WebSocketResponse, settings: GatewaySettings) -> Any:
+    try:
+        message = await asyncio.wait_for(ws.receive(), settings.params_timeout_s)
+    except TimeoutError:
+        raise ParamsError(
+            "No params received: send the generation params as the first frame."
+        ) from None
+    if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+        return None
+    if message.type != WSMsgType.TEXT:
+        raise ParamsError("Invalid params: expected a JSON text frame")
+    try:
+        return json.loads(message.data)
+    except json.JSONDecodeError as exc:
+        raise ParamsError(
+            f"Invalid params: not valid JSON ({exc.msg} at position {exc.pos})"
+        ) from None
+
+
+async def generate_code(request: web.Request) -> web.StreamResponse:
+    settings = request.app[SETTINGS_KEY]
+    ws = web.WebSocketResponse(max_msg_size=settings.max_frame_bytes, heartbeat=20.0)
+    await ws.prepare(request)
+    stub = pb_grpc.AgentServiceStub(request.app[CHANNEL_KEY])
+    call: grpc.aio.UnaryStreamCall[Any, pb.GenerationEvent]
+    try:
+        params = await _read_params(ws, settings)
+        if params is None:
+            return ws
+        if isinstance(params, dict) and "resumeGenerationId" in params:
+            generation_id, after = _resume_params(params)
+            call = stub.WatchGeneration(pb.WatchGenerationRequest(generation_id=generation_id))
+            resumable, skip_until = True, after
+        else:
+            generate_request = parse_params(params, asset_base_url=asset_base_url(request))
+            generation_id = uuid.uuid4().hex
+            generate_request.generation_id = generation_id
+            call = stub.GenerateCode(generate_request)
+            resumable, skip_until = params.get("resumable") is True, 0
+    except ParamsError as exc:
+        await _fail(ws, str(exc))
+        return ws
+
+    if resumable and skip_until == 0:
+        await ws.send_str(json.dumps(frame("generation", None, value=generation_id)))
+    metrics = request.app[METRICS_KEY]
+    relay = Relay(
+        ws,
+        call,
+        _builder(settings, resumable=resumable),
+        settings.agent_addr,
+        metrics,
+        skip_until=skip_until,
+    )
+    held = False
+    try:
+        await relay.run()
+        metrics.connections.labels(relay.outcome).inc()
+        if relay.outcome == "client_closed":
+            if relay.client_close_code == USER_CANCEL:
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    await stub.CancelGeneration(
+                        pb.CancelGenerationRequest(generation_id=generation_id), timeout=5
+                    )
+            elif resumable:
+                _hold(request.app, call, settings.resume_grace_s)
+                held = True
+    finally:
+        if not held:
+            # Ending the RPC releases the generation; the last holder leaving cancels it.
+            call.cancel()
+    return ws
+
+
+def _resume_params(params: dict[str, Any]) -> tuple[str, int]:
+    generation_id = params.get("resumeGenerationId")
+    after = params.get("afterSequence", 0)
+    if not isinstance(generation_id, str) or not generation_id:
+        raise ParamsError("Invalid resume: resumeGenerationId must be a non-empty string")
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise ParamsError("Invalid resume: afterSequence must be a non-negative integer")
+    return generation_id, after
+
+
+def _hold(app: web.Application, call: grpc.aio.UnaryStreamCall[Any, Any], grace_s: float) -> None:
+    """Keeps a dropped client's stream (and so its generation) alive for `grace_s`."""
+
+    async def hold() -> None:
+        try:
+            async with asyncio.timeout(grace_s):
+                async for _ in call:
+                    pass
+        except (TimeoutError, grpc.aio.AioRpcError):
+            pass
+        finally:
+            call.cancel()
+
+    holds = app[HOLDS_KEY]
+    task = asyncio.create_task(hold())
+    holds.add(task)
+    task.add_done_callback(holds.discard)
+
+
+async def hold_context(app: web.Application) -> AsyncIterator[None]:
+    app[HOLDS_KEY] = set()
+    yield
+    held: set[asyncio.Task[None]] = app[HOLDS_KEY]
+    holds = list(held)
+    for task in holds:
+        task.cancel()
+    await asyncio.gather(*holds, return_exceptions=True)

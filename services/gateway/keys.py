@@ -1,0 +1,17 @@
+"""Typed keys of what the gateway app holds."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+from aiohttp import web
+
+from services.common.metrics import GatewayMetrics
+from services.gateway.settings import GatewaySettings
+
+SETTINGS_KEY = web.AppKey("settings", GatewaySettings)
+CHANNEL_KEY = web.AppKey("channel", grpc.aio.Channel)
+METRICS_KEY = web.AppKey("metrics", GatewayMetrics)
+# Streams of dropped resumable browsers, held open for a grace period.
+HOLDS_KEY: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("holds")

@@ -1,0 +1,500 @@
+// The built-in UI: screenshot or prompt in, several variants built live side by side,
+// follow-up updates on a selected variant. Speaks the upstream `/generate-code`
+// WebSocket protocol, exactly as the upstream frontend does.
+
+import { VariantCard } from "./js/card.js";
+import { formatDuration, h, icon, plural, truncate } from "./js/dom.js";
+import {
+  APP_ERROR_CODE,
+  GenerationSocket,
+  NORMAL_CLOSE,
+  STACKS,
+  createParams,
+  generateCodeUrl,
+  updateParams,
+} from "./js/protocol.js";
+import { bindSettingsDialog, hasAnyModelKey, loadSettings, saveSettings } from "./js/settings.js";
+import { applyFrame, endCommit, newCommit } from "./js/state.js";
+
+const ACCEPTED_TYPES = new Set(["image/png", "image/jpeg", "image/webp"]);
+const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
+const GENERIC_ERROR = "Generation failed. Please retry.";
+
+const $ = (id) => document.getElementById(id);
+const els = {
+  fileInput: $("file-input"),
+  dropzone: $("dropzone"),
+  screenshots: $("screenshots"),
+  prompt: $("prompt-input"),
+  promptHint: $("prompt-hint"),
+  stack: $("stack-select"),
+  mode: $("input-mode"),
+  keyHint: $("key-hint"),
+  generate: $("generate-button"),
+  cancel: $("cancel-button"),
+  runbar: $("runbar"),
+  runbarText: $("runbar-text"),
+  updatePanel: $("update-panel"),
+  updateTarget: $("update-target"),
+  updateInput: $("update-input"),
+  update: $("update-button"),
+  versionsPanel: $("versions-panel"),
+  versions: $("versions"),
+  empty: $("empty-state"),
+  variants: $("variants"),
+  toasts: $("toasts"),
+  notice: $("notice"),
+  noticeText: $("notice-text"),
+  lightbox: $("lightbox"),
+  lightboxImage: $("lightbox-image"),
+  lightboxCaption: $("lightbox-caption"),
+  themeButton: $("theme-button"),
+};
+
+const settings = loadSettings();
+const app = {
+  screenshots: [], // [{dataUrl, name}]
+  project: null, // {inputMode, stack, commits}
+  viewed: null, // the commit on screen
+  running: null, // {commit, socket}
+  cards: [],
+};
+
+// ---------------------------------------------------------------- toasts
+
+function toast(message, kind = "info") {
+  const close = h("button", { type: "button", class: "toast-close", "aria-label": "Dismiss" }, "✕");
+  const el = h(
+    "div",
+    { class: `toast toast-${kind}`, testid: "toast", role: kind === "error" ? "alert" : "status", dataset: { kind } },
+    icon(kind === "error" ? "x" : kind === "success" ? "sparkles" : "chat"),
+    h("p", { text: message }),
+    close,
+  );
+  const remove = () => {
+    el.classList.add("is-leaving");
+    setTimeout(() => el.remove(), 200);
+  };
+  close.addEventListener("click", remove);
+  els.toasts.append(el);
+  setTimeout(remove, kind === "error" ? 10_000 : 5_000);
+}
+
+// ---------------------------------------------------------------- theme
+
+const THEMES = ["auto", "light", "dark"];
+
+function applyTheme() {
+  const theme = THEMES.includes(settings.theme) ? settings.theme : "auto";
+  if (theme === "auto") delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = theme;
+  const label = theme[0].toUpperCase() + theme.slice(1);
+  els.themeButton.querySelector(".theme-label").textContent = label;
+  els.themeButton.setAttribute("aria-label", `Colour theme: ${theme}`);
+  els.themeButton.querySelector(".theme-icon").replaceChildren(icon(theme === "dark" ? "moon" : theme === "light" ? "sun" : "monitor"));
+}
+
+els.themeButton.addEventListener("click", () => {
+  settings.theme = THEMES[(THEMES.indexOf(settings.theme) + 1) % THEMES.length];
+  saveSettings(settings);
+  applyTheme();
+});
+
+// ---------------------------------------------------------------- settings
+
+const settingsDialog = bindSettingsDialog($("settings-dialog"), settings, () => {
+  toast("Settings saved", "success");
+  renderKeyHint();
+});
+$("settings-button").addEventListener("click", () => settingsDialog.open());
+$("notice-settings").addEventListener("click", () => settingsDialog.open());
+
+function renderKeyHint() {
+  els.keyHint.textContent = hasAnyModelKey(settings) ? "using your API key" : "";
+}
+
+// ---------------------------------------------------------------- input
+
+for (const { id, label } of STACKS) els.stack.append(h("option", { value: id, text: label }));
+els.stack.value = STACKS.some((s) => s.id === settings.stack) ? settings.stack : "html_tailwind";
+els.stack.addEventListener("change", () => {
+  settings.stack = els.stack.value;
+  saveSettings(settings);
+});
+
+function inputMode() {
+  return app.screenshots.length ? "image" : "text";
+}
+
+function renderInputs() {
+  els.screenshots.replaceChildren(
+    ...app.screenshots.map((shot, i) =>
+      h(
+        "li",
+        { class: "shot" },
+        h("img", { src: shot.dataUrl, alt: `Screenshot ${i + 1}: ${shot.name}` }),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "shot-remove",
+            "aria-label": `Remove screenshot ${i + 1}`,
+            onclick: () => {
+              app.screenshots.splice(i, 1);
+              renderInputs();
+            },
+          },
+          "✕",
+        ),
+      ),
+    ),
+  );
+  const mode = inputMode();
+  els.dropzone.classList.toggle("has-files", app.screenshots.length > 0);
+  els.mode.dataset.mode = mode;
+  els.mode.textContent = mode === "image" ? `Screenshot mode · ${plural(app.screenshots.length, "image")}` : "Text mode";
+  els.promptHint.textContent = mode === "image" ? "optional extra instructions" : "describe the page to build";
+}
+
+function readAsDataUrl(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result));
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+async function addFiles(files) {
+  for (const file of files) {
+    if (!ACCEPTED_TYPES.has(file.type)) {
+      toast(`${file.name || "That file"} is not a PNG, JPEG or WebP image.`, "error");
+      continue;
+    }
+    if (file.size > MAX_IMAGE_BYTES) {
+      toast(`${file.name} is larger than 20 MB.`, "error");
+      continue;
+    }
+    try {
+      app.screenshots.push({ dataUrl: await readAsDataUrl(file), name: file.name || "pasted image" });
+    } catch {
+      toast(`Could not read ${file.name}.`, "error");
+    }
+  }
+  renderInputs();
+}
+
+els.fileInput.addEventListener("change", () => {
+  addFiles([...els.fileInput.files]);
+  els.fileInput.value = "";
+});
+for (const type of ["dragenter", "dragover"]) {
+  els.dropzone.addEventListener(type, (e) => {
+    e.preventDefault();
+    els.dropzone.classList.add("is-dragging");
+  });
+}
+els.dropzone.addEventListener("dragleave", () => els.dropzone.classList.remove("is-dragging"));
+els.dropzone.addEventListener("drop", (e) => {
+  e.preventDefault();
+  els.dropzone.classList.remove("is-dragging");
+  addFiles([...(e.dataTransfer?.files ?? [])]);
+});
+// A file dropped anywhere else must not navigate away from the app.
+window.addEventListener("dragover", (e) => e.preventDefault());
+window.addEventListener("drop", (e) => {
+  e.preventDefault();
+  if (!els.dropzone.contains(e.target)) addFiles([...(e.dataTransfer?.files ?? [])]);
+});
+document.addEventListener("paste", (e) => {
+  const files = [...(e.clipboardData?.items ?? [])]
+    .filter((item) => item.kind === "file" && item.type.startsWith("image/"))
+    .map((item) => item.getAsFile())
+    .filter(Boolean);
+  if (files.length) {
+    e.preventDefault();
+    addFiles(files);
+  }
+});
+
+els.prompt.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) generate();
+});
+els.updateInput.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) update();
+});
+
+// ---------------------------------------------------------------- generations
+
+function generate() {
+  if (app.running) return;
+  const mode = inputMode();
+  const text = els.prompt.value.trim();
+  if (mode === "text" && !text) {
+    toast("Add a screenshot or describe the page first.", "error");
+    els.prompt.focus();
+    return;
+  }
+  const images = app.screenshots.map((s) => s.dataUrl);
+  const stack = els.stack.value;
+  const params = createParams({ inputMode: mode, text, images, stack, settings });
+  const label = mode === "image" ? (text ? `Screenshot · ${truncate(text, 40)}` : `From ${plural(images.length, "screenshot")}`) : truncate(text, 48);
+  const commit = newCommit({
+    kind: "create",
+    label,
+    seedHistory: [{ role: "user", text, images: mode === "image" ? images : [], videos: [] }],
+    count: 2,
+  });
+  app.project = { inputMode: mode, stack, commits: [commit] };
+  start(commit, params);
+}
+
+function update() {
+  if (app.running || !app.viewed) return;
+  const text = els.updateInput.value.trim();
+  const commit = app.viewed;
+  const parent = commit.variants[commit.selected];
+  if (!text) {
+    toast("Describe the change first.", "error");
+    els.updateInput.focus();
+    return;
+  }
+  if (!parent?.code.trim()) {
+    toast("The selected option has no code to update yet.", "error");
+    return;
+  }
+  const { params, variantHistory } = updateParams({ project: app.project, commit, parent, text, settings });
+  const child = newCommit({
+    kind: "update",
+    label: truncate(text, 48),
+    seedHistory: variantHistory,
+    count: 2,
+    parent: { commit, variant: commit.selected },
+  });
+  app.project.commits.push(child);
+  els.updateInput.value = "";
+  start(child, params);
+}
+
+function start(commit, params) {
+  const socket = new GenerationSocket(generateCodeUrl(), params, {
+    onFrame: (frame) => onFrame(commit, frame),
+    onClose: (close) => onClose(commit, close),
+  });
+  app.running = { commit, socket };
+  show(commit);
+  renderBusy();
+  socket.start();
+}
+
+function cardsOf(commit) {
+  return app.viewed === commit ? app.cards : [];
+}
+
+function onFrame(commit, frame) {
+  const change = applyFrame(commit, frame);
+  if (change.error) toast(change.error, "error");
+  if (commit.demo) showDemoNotice();
+  if (app.viewed !== commit) return;
+  if (change.layout) {
+    renderCards();
+    return;
+  }
+  if (change.allHeaders) for (const card of app.cards) card.invalidate({ header: true });
+  if (change.variant !== null) app.cards[change.variant]?.invalidate(change);
+}
+
+function onClose(commit, { code, reason }) {
+  if (code === NORMAL_CLOSE) {
+    endCommit(commit, "done");
+    const failed = commit.variants.filter((v) => v.status === "error").length;
+    if (failed) toast(`${plural(failed, "option")} failed; the others are ready.`, "error");
+  } else if (code === APP_ERROR_CODE) {
+    // The `error` frame before the close was already shown as a toast.
+    if (!commit.error) toast(reason || GENERIC_ERROR, "error");
+    endCommit(commit, "failed", reason || commit.error || GENERIC_ERROR);
+  } else {
+    toast(`Connection error (code ${code}): the connection to the server was lost. Please retry.`, "error");
+    endCommit(commit, "failed", "The connection to the server was lost.");
+  }
+  finish(commit);
+}
+
+function cancel() {
+  const running = app.running;
+  if (!running) return;
+  running.socket.cancel();
+  endCommit(running.commit, "cancelled");
+  toast("Code generation cancelled");
+  finish(running.commit);
+}
+
+function finish(commit) {
+  if (app.running?.commit === commit) app.running = null;
+  // endCommit closed open events and variants without frames: re-render them all.
+  for (const card of cardsOf(commit)) card.invalidate({ header: true, code: true, events: card.variant.events });
+  renderBusy();
+  renderVersions();
+  renderUpdatePanel();
+}
+
+// ---------------------------------------------------------------- rendering
+
+function show(commit) {
+  app.viewed = commit;
+  renderCards();
+  renderVersions();
+  renderUpdatePanel();
+  renderRunbar(performance.now());
+}
+
+function renderCards() {
+  for (const card of app.cards) card.destroy();
+  const commit = app.viewed;
+  app.cards = (commit?.variants ?? []).map(
+    (variant) => new VariantCard(variant, { onSelect: select, onCopy: copyCode, onDownload: downloadCode, onImage: openImage }),
+  );
+  els.variants.replaceChildren(...app.cards.map((c) => c.el));
+  els.variants.dataset.count = String(app.cards.length);
+  els.empty.hidden = Boolean(commit);
+  for (const card of app.cards) card.setSelected(card.variant.index === commit.selected);
+}
+
+function select(index) {
+  const commit = app.viewed;
+  if (!commit || index >= commit.variants.length) return;
+  commit.selected = index;
+  for (const card of app.cards) card.setSelected(card.variant.index === index);
+  renderUpdatePanel();
+}
+
+function renderVersions() {
+  const commits = app.project?.commits ?? [];
+  els.versionsPanel.hidden = commits.length === 0;
+  els.versions.replaceChildren(
+    ...commits.map((commit, i) => {
+      const from = commit.parent ? ` · from v${commits.indexOf(commit.parent.commit) + 1} option ${commit.parent.variant + 1}` : "";
+      return h(
+        "li",
+        {},
+        h(
+          "button",
+          {
+            type: "button",
+            class: "version",
+            "aria-current": commit === app.viewed ? "true" : null,
+            testid: `version-${i + 1}`,
+            dataset: { status: commit.status },
+            onclick: () => show(commit),
+          },
+          h("span", { class: "version-tag", text: `v${i + 1}` }),
+          h("span", { class: "version-label" }, h("span", { text: commit.label || (commit.kind === "create" ? "Create" : "Update") }), h("small", { text: `${commit.kind}${from}` })),
+          h("span", { class: "version-status", title: commit.status, "aria-label": commit.status }),
+        ),
+      );
+    }),
+  );
+}
+
+function renderUpdatePanel() {
+  const commit = app.viewed;
+  els.updatePanel.hidden = !commit;
+  if (!commit) return;
+  const version = app.project.commits.indexOf(commit) + 1;
+  const parent = commit.variants[commit.selected];
+  els.updateTarget.textContent = `Changes apply to option ${commit.selected + 1} of v${version}. Click an option to pick another.`;
+  const ready = !app.running && Boolean(parent?.code.trim());
+  els.update.disabled = !ready;
+  els.update.title = app.running ? "Wait for the current generation" : ready ? "" : "The selected option has no code yet";
+}
+
+function renderBusy() {
+  const running = app.running;
+  els.generate.disabled = Boolean(running);
+  els.cancel.hidden = !running;
+  renderUpdatePanel();
+  renderRunbar(performance.now());
+}
+
+function renderRunbar(now) {
+  const commit = app.running?.commit ?? app.viewed;
+  els.runbar.hidden = !commit;
+  if (!commit) return;
+  const elapsed = formatDuration((commit.endedAt ?? now) - commit.startedAt);
+  const count = commit.variants.length;
+  const done = commit.variants.filter((v) => v.status !== "generating").length;
+  const verb = commit.kind === "create" ? "Generating" : "Updating";
+  const text = {
+    running: `${verb} ${plural(count, "option")}… ${done}/${count} done · ${elapsed}`,
+    done: `Done in ${elapsed}: ${commit.variants.filter((v) => v.status === "complete").length}/${count} options complete`,
+    failed: `Failed after ${elapsed}${commit.error ? `: ${commit.error}` : ""}`,
+    cancelled: `Cancelled after ${elapsed}`,
+  }[commit.status];
+  els.runbarText.textContent = text;
+  els.runbar.dataset.state = commit.status;
+}
+
+function showDemoNotice() {
+  if (!els.notice.hidden) return;
+  els.noticeText.textContent =
+    "Running the built-in demo model: no model API key is configured on the server. It builds a real page through the real tools, scripted.";
+  els.notice.hidden = false;
+}
+
+// ---------------------------------------------------------------- actions
+
+async function copyCode(variant) {
+  if (!variant.code) {
+    toast("No code to copy yet.", "error");
+    return;
+  }
+  try {
+    await navigator.clipboard.writeText(variant.code);
+  } catch {
+    const area = h("textarea", { class: "visually-hidden" });
+    area.value = variant.code;
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+  toast(`Copied the code of option ${variant.index + 1}`, "success");
+}
+
+function downloadCode(variant) {
+  if (!variant.code) {
+    toast("No code to download yet.", "error");
+    return;
+  }
+  const url = URL.createObjectURL(new Blob([variant.code], { type: "text/html" }));
+  const link = h("a", { href: url, download: "index.html", class: "visually-hidden" });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+function openImage(src, caption) {
+  els.lightboxImage.src = src;
+  els.lightboxImage.alt = caption || "Image";
+  els.lightboxCaption.textContent = caption || "";
+  els.lightbox.showModal();
+}
+els.lightbox.addEventListener("click", (e) => {
+  if (e.target === els.lightbox) els.lightbox.close();
+});
+
+els.generate.addEventListener("click", generate);
+els.update.addEventListener("click", update);
+els.cancel.addEventListener("click", cancel);
+
+setInterval(() => {
+  const now = performance.now();
+  for (const card of app.cards) card.tick(now);
+  if (app.running) renderRunbar(now);
+}, 1000);
+
+applyTheme();
+renderInputs();
+renderKeyHint();
+document.documentElement.dataset.ready = "true";

@@ -1,0 +1,181 @@
+// One variant side by side with the others: header (title, model badge, status), live
+// preview / code, actions (copy, download, expand) and the activity feed. Updates are
+// batched into one requestAnimationFrame per card, so a fast stream never thrashes.
+
+import { ActivityView } from "./activity.js";
+import { formatDuration, h, icon } from "./dom.js";
+import { PreviewFrame } from "./preview.js";
+
+const STATUS_TEXT = { generating: "Generating", complete: "Complete", error: "Error", cancelled: "Cancelled" };
+
+function iconButton(name, label, onclick, testid) {
+  return h("button", { type: "button", class: "icon-button", "aria-label": label, title: label, testid, onclick }, icon(name));
+}
+
+function segmented(label, options, current, onchange) {
+  const buttons = options.map(({ id, text, iconName }) =>
+    h(
+      "button",
+      { type: "button", "aria-pressed": String(id === current), dataset: { value: id }, onclick: () => select(id) },
+      iconName ? icon(iconName) : null,
+      h("span", { text }),
+    ),
+  );
+  const group = h("div", { class: "segmented", role: "group", "aria-label": label }, buttons);
+  function select(id) {
+    for (const b of buttons) b.setAttribute("aria-pressed", String(b.dataset.value === id));
+    onchange(id);
+  }
+  return group;
+}
+
+export class VariantCard {
+  constructor(variant, { onSelect, onCopy, onDownload, onImage }) {
+    const i = variant.index;
+    this.variant = variant;
+    this.dirtyEvents = new Set();
+    this.dirty = { header: true, code: true };
+    this.frame = 0;
+    this.view = "preview";
+
+    this.selectButton = h(
+      "button",
+      { type: "button", class: "variant-title", testid: `variant-${i}-select`, "aria-pressed": "false", title: "Use this option for follow-ups", onclick: () => onSelect(i) },
+      h("span", { class: "variant-number", text: String(i + 1) }),
+      h("span", { text: `Option ${i + 1}` }),
+    );
+    this.model = h("span", { class: "badge badge-model", testid: `variant-${i}-model`, title: "Model" });
+    this.status = h("span", { class: "status-pill", testid: `variant-${i}-status`, role: "status" });
+    this.selectedChip = h("span", { class: "badge badge-selected", text: "Selected for follow-up" });
+    this.message = h("p", { class: "variant-message", testid: `variant-${i}-message` });
+
+    this.preview = new PreviewFrame({ testId: `variant-${i}-preview`, title: `Preview of option ${i + 1}` });
+    this.codeView = h("pre", { class: "code-view", testid: `variant-${i}-code`, tabindex: "0", "aria-label": `Code of option ${i + 1}`, hidden: true }, h("code"));
+    this.expandButton = iconButton("expand", "Expand", () => this.toggleExpanded(), `variant-${i}-expand`);
+    const toolbar = h(
+      "div",
+      { class: "variant-toolbar" },
+      segmented("Preview or code", [{ id: "preview", text: "Preview", iconName: "eye" }, { id: "code", text: "Code", iconName: "code" }], "preview", (v) => this.setView(v)),
+      segmented("Preview size", [{ id: "desktop", text: "Desktop", iconName: "monitor" }, { id: "mobile", text: "Mobile", iconName: "phone" }], "desktop", (v) => this.preview.setViewport(v)),
+      h("span", { class: "spacer" }),
+      iconButton("copy", "Copy code", () => onCopy(this.variant), `variant-${i}-copy`),
+      iconButton("download", "Download index.html", () => onDownload(this.variant), `variant-${i}-download`),
+      this.expandButton,
+    );
+    this.activity = new ActivityView(i, { onImage });
+
+    this.el = h(
+      "article",
+      { class: "variant", testid: `variant-${i}`, "aria-label": `Option ${i + 1}` },
+      h("header", { class: "variant-head" }, this.selectButton, this.model, h("span", { class: "spacer" }), this.selectedChip, this.status),
+      this.message,
+      toolbar,
+      h("div", { class: "variant-stage" }, this.preview.el, this.codeView),
+      this.activity.el,
+    );
+    this.el.addEventListener("click", (e) => {
+      if (!e.target.closest("button, a, details, summary, pre, iframe, input")) onSelect(i);
+    });
+    this.preview.setViewport("desktop");
+    this.activity.reset(variant);
+    this.schedule();
+  }
+
+  setSelected(selected) {
+    this.el.classList.toggle("is-selected", selected);
+    this.selectButton.setAttribute("aria-pressed", String(selected));
+  }
+
+  setView(view) {
+    this.view = view;
+    this.preview.el.hidden = view !== "preview";
+    this.codeView.hidden = view !== "code";
+    if (view === "code") this._renderCode();
+  }
+
+  toggleExpanded() {
+    const expanded = this.el.classList.toggle("is-expanded");
+    this.expandButton.setAttribute("aria-label", expanded ? "Collapse" : "Expand");
+    this.expandButton.title = expanded ? "Collapse" : "Expand";
+    this.expandButton.replaceChildren(icon(expanded ? "collapse" : "expand"));
+    this.el.scrollIntoView({ block: "nearest", behavior: "smooth" });
+  }
+
+  /** Marks parts dirty; everything is rendered on the next animation frame. */
+  invalidate({ header = false, code = false, events = [] } = {}) {
+    if (header) this.dirty.header = true;
+    if (code) this.dirty.code = true;
+    for (const ev of events) this.dirtyEvents.add(ev);
+    this.schedule();
+  }
+
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.flush();
+    });
+  }
+
+  flush() {
+    const variant = this.variant;
+    for (const ev of this.dirtyEvents) this.activity.render(variant, ev);
+    this.dirtyEvents.clear();
+    if (this.dirty.code) {
+      this.dirty.code = false;
+      this.preview.show(variant.code);
+      this.activity.refreshCode(variant);
+      if (this.view === "code") this._renderCode();
+    }
+    if (this.dirty.header) {
+      this.dirty.header = false;
+      this._renderHeader(performance.now());
+    }
+  }
+
+  _renderCode() {
+    const code = this.codeView.firstChild;
+    if (code.textContent !== this.variant.code) {
+      const follow = this.codeView.scrollHeight - this.codeView.scrollTop - this.codeView.clientHeight < 40;
+      code.textContent = this.variant.code || "No code yet.";
+      if (follow && this.variant.status === "generating") this.codeView.scrollTop = this.codeView.scrollHeight;
+    }
+  }
+
+  _renderHeader(now) {
+    const v = this.variant;
+    this.el.dataset.state = v.status;
+    this.model.textContent = v.model || "model…";
+    this.model.classList.toggle("is-demo", v.model === "demo");
+    this.status.dataset.state = v.status;
+    const elapsed = formatDuration((v.endedAt ?? now) - v.startedAt);
+    this.status.replaceChildren(
+      h("span", { class: "dot", "aria-hidden": "true" }),
+      h("span", { text: `${STATUS_TEXT[v.status]} · ${elapsed}` }),
+    );
+    // Status texts other than the plain "Generating code..." are worth showing (the demo
+    // notice is shown once, as a banner, by the app).
+    const status = v.status === "generating" && !/^Generating code\.\.\.$|demo model/i.test(v.message) ? v.message : "";
+    const message = v.status === "error" ? v.error : status;
+    this.message.textContent = message;
+    this.message.hidden = !message;
+    this.message.classList.toggle("is-error", v.status === "error");
+    this.message.title = message;
+    if (!v.code) {
+      this.preview.setWaitingText(v.status === "generating" ? "Waiting for code…" : "No code was produced.");
+    }
+    this.activity.updateHead(v, now);
+  }
+
+  tick(now) {
+    if (this.variant.status === "generating") {
+      this._renderHeader(now);
+      this.activity.tick(this.variant, now);
+    }
+  }
+
+  destroy() {
+    cancelAnimationFrame(this.frame);
+    this.preview.destroy();
+  }
+}

@@ -1,0 +1,355 @@
+"""The run store, one suite run against both backends: SQLite and a real PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from services.agent.domain import GenerationRequest, Prompt
+from services.agent.engine import ToolRecord
+from services.agent.generation import Generation, VariantState
+from services.agent.pricing import Usage
+from services.agent.runstore import (
+    REDACTED,
+    RunRow,
+    RunStore,
+    ToolCallRow,
+    VariantRow,
+    open_run_store,
+    snapshot,
+)
+from services.agent.runstore_postgres import PostgresRunStore
+from services.agent.runstore_sqlite import SqliteRunStore
+from services.common.credentials import Credentials
+from tests.pg import PostgresServer, postgres_server
+
+T0 = 1_760_000_000.25
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    make: Callable[[], RunStore]  # a new store on the same database, like a restart
+    dump: Callable[[], Awaitable[bytes]]  # everything stored, for the secret check
+
+
+@pytest.fixture(scope="module")
+def pg_server() -> Iterator[PostgresServer]:
+    with postgres_server() as server:
+        yield server
+
+
+async def _postgres_backend(server: PostgresServer, data_dir: Path) -> Backend:
+    database = "t_" + uuid.uuid4().hex
+    async with await psycopg.AsyncConnection.connect(server.dsn, autocommit=True) as conn:
+        await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    dsn = server.dsn_for(database)
+
+    async def dump() -> bytes:
+        rows: list[str] = []
+        async with await psycopg.AsyncConnection.connect(dsn) as conn:
+            cursor = await conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+            )
+            tables = [row[0] for row in await cursor.fetchall()]
+            assert {"runs", "variants", "tool_calls"} <= set(tables)
+            for table in tables:
+                query = sql.SQL("SELECT t::text FROM {} AS t").format(sql.Identifier(table))
+                rows += [row[0] for row in await (await conn.execute(query)).fetchall()]
+        return "\n".join(rows).encode()
+
+    return Backend("postgres", lambda: open_run_store(data_dir, dsn), dump)
+
+
+def _sqlite_backend(data_dir: Path) -> Backend:
+    path = data_dir / "runs.sqlite3"
+
+    def read_all() -> bytes:
+        # The main file plus the WAL (and its index): recent commits live in the WAL.
+        return b"".join(p.read_bytes() for p in sorted(data_dir.glob("runs.sqlite3*")))
+
+    async def dump() -> bytes:
+        assert path.exists()
+        return await asyncio.to_thread(read_all)
+
+    return Backend("sqlite", lambda: open_run_store(data_dir, None), dump)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "sqlite":
+        return _sqlite_backend(tmp_path / "data")
+    return await _postgres_backend(request.getfixturevalue("pg_server"), tmp_path)
+
+
+@asynccontextmanager
+async def opened(backend: Backend) -> AsyncIterator[RunStore]:
+    store = backend.make()
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def a_run(generation_id: str = "gen-1", started_at: float = T0) -> RunRow:
+    return RunRow(
+        generation_id=generation_id,
+        status="completed",
+        started_at=started_at,
+        finished_at=started_at + 42.5,
+        error="",
+        request={"type": "create", "prompt_text": "Une boulangerie ✓", "models": ["demo"]},
+        variants=(
+            VariantRow(
+                index=0,
+                model="claude-opus-4-8",
+                status="completed",
+                code="<html><body>bakery</body></html>",
+                usage=Usage(1200, 3400, 500, 60, 5160),
+                cost_usd=0.0123,
+                tool_calls=(
+                    ToolCallRow("call_1", "create_file", True, 120),
+                    ToolCallRow("call_2", "screenshot_preview", False, 3400),
+                    ToolCallRow("call_3", "edit_file", True, 7),
+                ),
+            ),
+            VariantRow(index=1, model="gpt-5.5", status="failed", error="rate limited"),
+        ),
+    )
+
+
+async def test_round_trip_keeps_variants_and_tool_calls(backend: Backend) -> None:
+    run = a_run()
+    async with opened(backend) as store:
+        assert await store.get("gen-1") is None
+        await store.save(run)
+        assert await store.get("gen-1") == run
+    async with opened(backend) as store:  # durable across a restart
+        assert await store.get("gen-1") == run
+    assert run.cost_usd == pytest.approx(0.0123)
+
+
+async def test_upsert_from_start_to_finish(backend: Backend) -> None:
+    final = a_run()
+    start = replace(
+        final,
+        status="running",
+        finished_at=None,
+        variants=tuple(
+            replace(v, status="running", error="", code="", tool_calls=()) for v in final.variants
+        ),
+    )
+    midway = replace(
+        start,
+        variants=(
+            replace(start.variants[0], tool_calls=final.variants[0].tool_calls[:1]),
+            *start.variants[1:],
+        ),
+    )
+    async with opened(backend) as store:
+        for run in (start, midway, final, final):
+            await store.save(run)
+            assert await store.get("gen-1") == run
+        # A "running" snapshot that lands late (or after a crash sweep) never reopens it.
+        await store.save(midway)
+        assert await store.get("gen-1") == final
+        assert [r.generation_id for r in await store.list_recent(10)] == ["gen-1"]
+
+
+async def test_a_closed_run_never_keeps_a_running_variant(backend: Backend) -> None:
+    running = VariantRow(0, "demo", "running")
+    done = VariantRow(1, "demo", "completed", code="<p>ok</p>")
+    before = time.time()
+    async with opened(backend) as store:
+        await store.save(RunRow("c", "cancelled", T0, None, variants=(running, done)))
+        await store.save(RunRow("f", "failed", T0, T0 + 1, "boom", variants=(running, done)))
+        cancelled, failed = await store.get("c"), await store.get("f")
+    assert cancelled is not None
+    assert failed is not None
+    assert cancelled.finished_at is not None
+    assert cancelled.finished_at >= before
+    assert [v.status for v in cancelled.variants] == ["cancelled", "completed"]
+    assert failed.finished_at == T0 + 1
+    assert [v.status for v in failed.variants] == ["interrupted", "completed"]
+
+
+async def test_list_recent_is_newest_first_and_limited(backend: Backend) -> None:
+    offsets = [3, 0, 4, 1, 2]
+    runs = {f"gen-{o}": a_run(f"gen-{o}", T0 + o) for o in offsets}
+    async with opened(backend) as store:
+        for run in runs.values():
+            await store.save(run)
+        recent = await store.list_recent(3)
+        assert [r.generation_id for r in recent] == ["gen-4", "gen-3", "gen-2"]
+        assert recent == [runs[r.generation_id] for r in recent]
+        assert len(await store.list_recent(100)) == 5
+        assert await store.list_recent(0) == []
+
+
+async def test_open_marks_runs_left_running_by_a_crash_interrupted(backend: Backend) -> None:
+    crashed = replace(
+        a_run("crashed"),
+        status="running",
+        finished_at=None,
+        variants=(replace(a_run().variants[0], status="running"), a_run().variants[1]),
+    )
+    store = backend.make()
+    assert await store.open() == 0
+    await store.save(crashed)
+    await store.save(a_run("finished"))
+    await store.close()  # the process dies here: "crashed" was never closed
+
+    before = time.time()
+    restarted = backend.make()
+    try:
+        assert await restarted.open() == 1
+        record = await restarted.get("crashed")
+        assert record is not None
+        assert record.status == "interrupted"
+        assert record.finished_at is not None
+        assert record.finished_at >= before
+        assert [v.status for v in record.variants] == ["interrupted", "failed"]
+        assert record.variants[0].tool_calls == crashed.variants[0].tool_calls
+        assert await restarted.get("finished") == a_run("finished")
+    finally:
+        await restarted.close()
+    again = backend.make()
+    try:
+        assert await again.open() == 0
+    finally:
+        await again.close()
+
+
+async def test_concurrent_saves_from_many_tasks(backend: Backend) -> None:
+    runs = [a_run(f"gen-{i:02d}", T0 + i) for i in range(40)]
+    shared = a_run("shared", T0 - 1)
+    async with opened(backend) as store:
+        await asyncio.gather(
+            *(store.save(run) for run in runs), *(store.save(shared) for _ in range(20))
+        )
+        for run in [*runs, shared]:
+            assert await store.get(run.generation_id) == run
+        recent = await store.list_recent(100)
+    assert [r.generation_id for r in recent] == [r.generation_id for r in reversed(runs)] + [
+        "shared"
+    ]
+
+
+async def test_a_cancelled_caller_does_not_lose_its_save(backend: Backend) -> None:
+    run = a_run()
+    async with opened(backend) as store:
+        task = asyncio.create_task(store.save(run))
+        # call_soon runs callbacks in order: once this fires, the save has been handed
+        # to the store and is waiting on it.
+        handed_over = asyncio.Event()
+        asyncio.get_running_loop().call_soon(handed_over.set)
+        await handed_over.wait()
+        assert not task.done()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await store.get("gen-1") == run
+
+
+async def test_keys_are_never_stored(backend: Backend) -> None:
+    credentials = Credentials(
+        openai_api_key="sk-proj-OPENAIKEY0a1b2c3d4e5f",
+        anthropic_api_key="sk-ant-ANTHROPICKEY0a1b2c3d4e5f",
+        gemini_api_key="AIzaGEMINIKEY0a1b2c3d4e5f",
+        replicate_api_token="r8_REPLICATETOKEN0a1b2c3d4e5f",
+        openai_base_url="https://proxy.example/v1?token=BASEURLTOKEN0a1b2c3",
+    )
+    service_key = "sk-env-SERVICEKEY0a1b2c3d4e5f"
+    secrets = [*credentials.secrets(), service_key, "BASEURLTOKEN0a1b2c3"]
+    request = GenerationRequest(
+        "gen-secret",
+        input_mode="text",
+        prompt=Prompt(text=f"A bakery page; my key is {credentials.openai_api_key}"),
+        credentials=credentials,
+        models=("gpt-5.5",),
+    )
+    generation = Generation("gen-secret", request)
+    generation.variants = [
+        VariantState(
+            0,
+            "gpt-5.5",
+            status="failed",
+            error=f"401 Incorrect API key provided: {credentials.openai_api_key}",
+            tool_calls=[ToolRecord("call_1", "create_file", True, 12)],
+        ),
+        VariantState(1, "claude-opus-4-8", status="completed", code="<h1>bakery</h1>"),
+    ]
+    generation.status, generation.error = "failed", f"upstream rejected {service_key}"
+    generation.finished_at = time.time()
+    run = snapshot(generation, secrets=[service_key])
+    assert run.request["prompt_text"] == f"A bakery page; my key is {REDACTED}"
+    assert run.request["image_count"] == 0
+    assert run.request["models"] == ["gpt-5.5"]
+
+    async with opened(backend) as store:
+        await store.save(run)
+        assert await store.get("gen-secret") == run
+        dumps = [await backend.dump()]
+    dumps.append(await backend.dump())  # after close: SQLite has checkpointed the WAL
+    for dump in dumps:
+        # The dump does see the record, so the absence below means something.
+        for present in ("bakery", "call_1", REDACTED, "upstream rejected"):
+            assert present.encode() in dump
+        for secret in secrets:
+            assert secret.encode() not in dump, secret
+
+
+async def test_open_spares_the_runs_of_a_live_replica(
+    pg_server: PostgresServer, tmp_path: Path
+) -> None:
+    backend = await _postgres_backend(pg_server, tmp_path)
+    running = replace(a_run("live"), status="running", finished_at=None)
+    first = backend.make()
+    await first.open()
+    await first.save(running)
+    second = backend.make()
+    try:
+        assert await second.open() == 0  # `first` is alive: its run goes on
+        assert await second.get("live") == running
+        await first.close()  # now `first` is gone without closing its run
+        third = backend.make()
+        try:
+            assert await third.open() == 1
+            record = await third.get("live")
+        finally:
+            await third.close()
+        assert record is not None
+        assert record.status == "interrupted"
+    finally:
+        await first.close()
+        await second.close()
+
+
+def test_open_run_store_picks_the_backend(tmp_path: Path) -> None:
+    sqlite = open_run_store(tmp_path, None)
+    assert isinstance(sqlite, SqliteRunStore)
+    assert sqlite.path == tmp_path / "runs.sqlite3"
+    assert isinstance(open_run_store(tmp_path, ""), SqliteRunStore)
+    for url in ("postgres://u@db/runs", "postgresql://u@db:5432/runs"):
+        assert isinstance(open_run_store(tmp_path, url), PostgresRunStore)
+
+
+async def test_a_store_must_be_open(backend: Backend) -> None:
+    store = backend.make()
+    with pytest.raises(RuntimeError, match="not open"):
+        await store.get("gen-1")
+    await store.open()
+    await store.close()
+    await store.close()  # idempotent
+    with pytest.raises(RuntimeError, match="not open"):
+        await store.save(a_run())

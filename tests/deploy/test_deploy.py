@@ -1,0 +1,411 @@
+"""The deploy files: schema validation (offline) and how the pieces fit together.
+
+`scripts/validate_deploy.sh` checks the compose file against the Compose Specification and
+the Kubernetes manifests against the API schemas; the checks below cover what no schema
+can see: probes, ports, the headless Service behind `S2C_TOOLS_ADDR`, the HPA and PDB
+targets, secrets and the shared data volume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from services.cli import AGENT_PORT, GATEWAY_PORT, TOOLS_PORT
+from tests.suite import running_suite
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+COMPOSE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "Dockerfile"
+SCRIPT = ROOT / "scripts" / "validate_deploy.sh"
+BIN = Path(sys.executable).parent
+MANIFESTS = sorted(p for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.yaml")
+
+# The ports fixed by DESIGN.md, as the CLI defaults carry them.
+PORTS = {"gateway": GATEWAY_PORT, "agent": AGENT_PORT, "tools": TOOLS_PORT}
+DATA_DIR = "/data"
+KEY_NAMES = re.compile(r"(_API_KEY|_API_TOKEN|_SECRET|PASSWORD)$")
+
+
+def _env_with_venv() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def _run(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in args],
+        cwd=cwd,
+        env=_env_with_venv(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _docs() -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for path in MANIFESTS:
+        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+    return docs
+
+
+def _one(kind: str, name: str) -> dict[str, Any]:
+    found = [d for d in _docs() if d["kind"] == kind and d["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind}/{name}, found {len(found)}"
+    return found[0]
+
+
+def _deployments() -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in _docs() if d["kind"] == "Deployment"}
+
+
+def _containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    containers: list[dict[str, Any]] = deployment["spec"]["template"]["spec"]["containers"]
+    return containers
+
+
+def _container(name: str) -> dict[str, Any]:
+    (container,) = _containers(_deployments()[name])
+    return container
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+
+
+def _pod_labels(name: str) -> dict[str, str]:
+    labels: dict[str, str] = _deployments()[name]["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _compose() -> dict[str, Any]:
+    compose: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    return compose
+
+
+def _healthcheck_code(service: str) -> str:
+    test = _compose()["services"][service]["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "python", "-c"], test
+    code: str = test[3]
+    return code
+
+
+def _dockerfile_healthcheck_script() -> str:
+    match = re.search(
+        r"<<'EOF' /usr/local/bin/s2c-healthcheck\n(.*?)\nEOF\n", DOCKERFILE.read_text(), re.S
+    )
+    assert match, "the Dockerfile embeds /usr/local/bin/s2c-healthcheck"
+    return match.group(1)
+
+
+# --- schema validation (offline) -------------------------------------------------------------
+
+
+def test_validate_deploy_script_passes() -> None:
+    result = _run("bash", SCRIPT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "deploy files are valid" in result.stdout
+
+
+def test_compose_validator_rejects_an_unknown_key(tmp_path: Path) -> None:
+    broken = tmp_path / COMPOSE.name
+    broken.write_text(COMPOSE.read_text().replace("shm_size:", "shm_sise:", 1))
+    result = _run(BIN / "check-jsonschema", "--builtin-schema", "vendor.compose-spec", broken)
+    assert result.returncode != 0
+    assert "shm_sise" in result.stdout + result.stderr
+
+
+def test_manifest_validator_rejects_an_unknown_field(tmp_path: Path) -> None:
+    broken = tmp_path / "tools.yaml"
+    broken.write_text(
+        (DEPLOY / "tools.yaml").read_text().replace("periodSeconds:", "periodSecond:")
+    )
+    result = _run(BIN / "kubernetes-validate", "--strict", "--quiet", broken)
+    assert result.returncode != 0
+    assert "periodSecond" in result.stdout + result.stderr
+
+
+def test_validate_script_rejects_a_kind_without_schema(tmp_path: Path) -> None:
+    # kubernetes-validate only warns about a kind it has no schema for; the script fails.
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(SCRIPT, tmp_path / "scripts" / SCRIPT.name)
+    shutil.copy(COMPOSE, tmp_path / COMPOSE.name)
+    shutil.copytree(DEPLOY, tmp_path / "deploy")
+    (tmp_path / "deploy" / "typo.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deploymnet\nmetadata:\n  name: x\n"
+    )
+    result = _run("bash", tmp_path / "scripts" / SCRIPT.name, cwd=tmp_path)
+    assert result.returncode != 0
+    assert "Deploymnet" in result.stderr
+
+
+# --- Kubernetes: how the pieces fit ----------------------------------------------------------
+
+
+def test_kustomization_lists_every_manifest() -> None:
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    assert sorted(kustomization["resources"]) == sorted(p.name for p in MANIFESTS)
+    assert kustomization["namespace"] == "s2c"
+
+
+def test_every_deployment_has_readiness_and_liveness_probes() -> None:
+    deployments = _deployments()
+    assert set(deployments) == set(PORTS)
+    for name, deployment in deployments.items():
+        for container in _containers(deployment):
+            assert "readinessProbe" in container, name
+            assert "livenessProbe" in container, name
+
+
+@pytest.mark.parametrize("name", ["agent", "tools"])
+def test_grpc_services_probe_grpc_health_on_their_design_port(name: str) -> None:
+    container = _container(name)
+    port = PORTS[name]
+    assert container["args"] == [name, "--listen", f"0.0.0.0:{port}"]
+    assert [p["containerPort"] for p in container["ports"]] == [port]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["grpc"] == {"port": port}, (name, probe)
+
+
+def test_gateway_listens_on_all_interfaces_and_probes_healthz() -> None:
+    container = _container("gateway")
+    assert container["args"] == ["gateway", "--host", "0.0.0.0", "--port", str(GATEWAY_PORT)]
+    assert [p["containerPort"] for p in container["ports"]] == [GATEWAY_PORT]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["path"] == "/healthz"
+        assert container[probe]["httpGet"]["port"] in ("http", GATEWAY_PORT)
+
+
+def test_agent_reaches_tools_through_a_headless_service() -> None:
+    addr = _env(_container("agent"))["S2C_TOOLS_ADDR"]
+    match = re.fullmatch(r"dns:///([a-z0-9-]+):(\d+)", addr)
+    assert match, addr
+    service = _one("Service", match.group(1))
+    assert service["spec"]["clusterIP"] == "None"
+    assert int(match.group(2)) == TOOLS_PORT
+    assert [p["port"] for p in service["spec"]["ports"]] == [TOOLS_PORT]
+    assert _selects(service["spec"]["selector"], _pod_labels("tools"))
+    assert not _selects(service["spec"]["selector"], _pod_labels("agent"))
+
+
+def test_gateway_reaches_the_agent_service() -> None:
+    host, port = _env(_container("gateway"))["S2C_AGENT_ADDR"].split(":")
+    service = _one("Service", host)
+    assert int(port) == AGENT_PORT
+    assert [p["port"] for p in service["spec"]["ports"]] == [AGENT_PORT]
+    assert _selects(service["spec"]["selector"], _pod_labels("agent"))
+    gateway = _one("Service", "gateway")
+    assert [p["port"] for p in gateway["spec"]["ports"]] == [GATEWAY_PORT]
+    assert _selects(gateway["spec"]["selector"], _pod_labels("gateway"))
+
+
+def test_hpa_scales_the_tools_deployment() -> None:
+    (hpa,) = [d for d in _docs() if d["kind"] == "HorizontalPodAutoscaler"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "tools",
+    }
+    assert hpa["spec"]["minReplicas"] >= 2
+    assert hpa["spec"]["maxReplicas"] > hpa["spec"]["minReplicas"]
+    # The HPA owns the replica count; utilisation needs a CPU request to measure against.
+    assert "replicas" not in _deployments()["tools"]["spec"]
+    assert _container("tools")["resources"]["requests"]["cpu"]
+
+
+def test_pdb_protects_the_tool_workers() -> None:
+    pdbs = [d for d in _docs() if d["kind"] == "PodDisruptionBudget"]
+    tools_pdbs = [
+        p for p in pdbs if _selects(p["spec"]["selector"]["matchLabels"], _pod_labels("tools"))
+    ]
+    assert len(tools_pdbs) == 1
+    spec = tools_pdbs[0]["spec"]
+    assert spec.get("maxUnavailable") == 1 or spec.get("minAvailable", 0) >= 1
+
+
+def test_keys_come_only_from_optional_secrets() -> None:
+    for name in PORTS:
+        container = _container(name)
+        for env in container.get("env", []):
+            assert not KEY_NAMES.search(env["name"]), (name, env["name"])
+        for source in container.get("envFrom", []):
+            ref = source.get("secretRef") or source.get("configMapRef")
+            assert ref is not None, (name, source)
+            assert ref["optional"] is True, (name, source)
+    refs = {
+        name: {
+            s["secretRef"]["name"] for s in _container(name).get("envFrom", []) if "secretRef" in s
+        }
+        for name in PORTS
+    }
+    assert refs["gateway"] == set()
+    # Model keys never reach the tool workers: they get a secret of their own.
+    assert refs["agent"], refs
+    assert refs["tools"], refs
+    assert not refs["agent"] & refs["tools"], refs
+    assert not [d for d in _docs() if d["kind"] == "Secret"]
+
+
+def test_all_services_share_the_data_volume() -> None:
+    (pvc,) = [d for d in _docs() if d["kind"] == "PersistentVolumeClaim"]
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    for name, deployment in _deployments().items():
+        pod = deployment["spec"]["template"]["spec"]
+        claims = {
+            v["name"]: v["persistentVolumeClaim"]["claimName"]
+            for v in pod["volumes"]
+            if "persistentVolumeClaim" in v
+        }
+        (container,) = pod["containers"]
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        assert claims[mounts[DATA_DIR]] == pvc["metadata"]["name"], name
+        assert _env(container)["S2C_DATA_DIR"] == DATA_DIR, name
+
+
+def test_pods_run_unprivileged() -> None:
+    for name, deployment in _deployments().items():
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsUser"], name
+        (container,) = pod["containers"]
+        assert container["securityContext"]["allowPrivilegeEscalation"] is False, name
+        assert container["securityContext"]["capabilities"]["drop"] == ["ALL"], name
+        # The servers drain for up to 30 s after SIGTERM (shutdown_grace_s).
+        if name != "gateway":
+            assert pod["terminationGracePeriodSeconds"] > 30, name
+
+
+# --- Compose ---------------------------------------------------------------------------------
+
+
+def test_compose_services_listen_on_design_ports_with_healthchecks() -> None:
+    services = _compose()["services"]
+    assert set(services) == set(PORTS)
+    assert services["tools"]["command"] == ["tools", "--listen", f"0.0.0.0:{TOOLS_PORT}"]
+    assert services["agent"]["command"] == ["agent", "--listen", f"0.0.0.0:{AGENT_PORT}"]
+    assert services["gateway"]["command"] == [
+        "gateway",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(GATEWAY_PORT),
+    ]
+    assert any(
+        str(p).endswith(f":{GATEWAY_PORT}:{GATEWAY_PORT}") for p in services["gateway"]["ports"]
+    )
+    for name, service in services.items():
+        assert service["healthcheck"]["test"][0] == "CMD", name
+        compile(_healthcheck_code(name), f"<{name} healthcheck>", "exec")
+
+
+def test_compose_runs_several_tool_workers_behind_dns() -> None:
+    services = _compose()["services"]
+    assert services["tools"]["deploy"]["replicas"] >= 2
+    assert "container_name" not in services["tools"]
+    assert services["agent"]["environment"]["S2C_TOOLS_ADDR"] == f"dns:///tools:{TOOLS_PORT}"
+    assert services["gateway"]["environment"]["S2C_AGENT_ADDR"] == f"agent:{AGENT_PORT}"
+    assert services["agent"]["depends_on"]["tools"]["condition"] == "service_healthy"
+    assert services["gateway"]["depends_on"]["agent"]["condition"] == "service_healthy"
+
+
+def test_compose_shares_one_data_volume() -> None:
+    compose = _compose()
+    (volume,) = compose["volumes"]
+    for name, service in compose["services"].items():
+        assert f"{volume}:{DATA_DIR}" in service["volumes"], name
+        assert service["environment"]["S2C_DATA_DIR"] == DATA_DIR, name
+
+
+def test_compose_bakes_in_no_keys() -> None:
+    for name, service in _compose()["services"].items():
+        for key, value in service["environment"].items():
+            if KEY_NAMES.search(key):
+                assert value == f"${{{key}:-}}", (name, key)
+    assert "OPENAI_API_KEY" not in _compose()["services"]["tools"]["environment"]
+
+
+async def test_compose_healthchecks_pass_against_running_services(tmp_path: Path) -> None:
+    async with running_suite(tmp_path) as suite:
+        ports = {
+            "tools": suite.tools.port,
+            "agent": suite.agent.port,
+            "gateway": suite.gateway_port,
+        }
+        for name, port in ports.items():
+            code = _healthcheck_code(name)
+            design = f"127.0.0.1:{PORTS[name]}"
+            assert design in code, name
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-c",
+                code.replace(design, f"127.0.0.1:{port}"),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            _, stderr = await asyncio.wait_for(process.communicate(), 60)
+            assert process.returncode == 0, (name, stderr.decode())
+
+
+def test_compose_healthchecks_fail_when_nothing_listens() -> None:
+    # A bound socket that never listens: connections are refused, and no one else gets it.
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        for name in PORTS:
+            code = _healthcheck_code(name).replace(f"127.0.0.1:{PORTS[name]}", f"127.0.0.1:{port}")
+            result = _run(sys.executable, "-c", code)
+            assert result.returncode != 0, name
+
+
+# --- Dockerfile ------------------------------------------------------------------------------
+
+
+def test_dockerfile_installs_chromium_and_runs_unprivileged() -> None:
+    text = DOCKERFILE.read_text()
+    assert "ARG PYTHON_IMAGE=python:3.11-slim-bookworm" in text
+    apt = text[text.index("apt-get install") : text.index("rm -rf /var/lib/apt/lists")]
+    assert re.search(r"^\s+chromium \\$", apt, re.M)
+    assert re.search(r"^\s+fonts-liberation \\$", apt, re.M)
+    assert "USER 10001:10001" in text
+    assert "S2C_CHROMIUM_PATH=/usr/bin/chromium" in text
+    assert "S2C_DATA_DIR=/data" in text
+    assert 'ENTRYPOINT ["/usr/bin/tini", "--", "s2c"]' in text
+    assert re.search(r"^HEALTHCHECK .*\n\s+CMD \[\"/usr/local/bin/s2c-healthcheck\"\]", text, re.M)
+
+
+def test_dockerfile_healthcheck_script_reads_role_and_port() -> None:
+    script = _dockerfile_healthcheck_script()
+    namespace: dict[str, Any] = {"__name__": "s2c_healthcheck"}
+    exec(compile(script, "s2c-healthcheck", "exec"), namespace)
+    option = namespace["option"]
+    assert option(["--listen", "0.0.0.0:50052"], "--listen", "x") == "0.0.0.0:50052"
+    assert option(["--port=7001"], "--port", "x") == "7001"
+    assert option([], "--port", "7001") == "7001"
+    assert set(namespace["DEFAULTS"]) == set(PORTS)
+
+
+def test_dockerignore_keeps_what_pip_install_needs() -> None:
+    text = (ROOT / ".dockerignore").read_text()
+    lines = [line.strip() for line in text.splitlines() if line.strip()[:1] not in ("", "#")]
+    # An allow-list: everything is out unless named, so no .env or .venv can leak in.
+    assert lines[0] == "*"
+    for needed in ("pyproject.toml", "README.md", "gen/", "services/"):
+        assert f"!{needed}" in lines, needed
+    assert "!.env" not in lines

@@ -1,0 +1,235 @@
+"""The HTTP routes as the frontend calls them: export, screenshot, the route table."""
+
+from __future__ import annotations
+
+import base64
+import io
+import zipfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from services.gateway.design_systems import DesignSystemStore
+from services.gateway.routes import (
+    DESIGN_SYSTEMS_KEY,
+    SCREENSHOT_NOT_CONFIGURED,
+    ApiError,
+    add_routes,
+    normalize_screenshot_url,
+)
+from services.gateway.settings import GatewaySettings
+
+Client = TestClient[web.Request, web.Application]
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(24))
+
+
+@pytest.fixture
+async def client(tmp_path: Path) -> AsyncIterator[Client]:
+    app = web.Application()
+    add_routes(app, GatewaySettings(data_dir=tmp_path))
+    async with TestClient(TestServer(app)) as client:
+        yield client
+
+
+def unzip(data: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def save_asset(data_dir: Path, name: str) -> None:
+    (data_dir / "assets").mkdir(exist_ok=True)
+    (data_dir / "assets" / name).write_bytes(PNG)
+
+
+# ---------------------------------------------------------------------------------------
+# Screenshot
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("example.com", "https://example.com"),
+        ("http://example.com", "http://example.com"),
+        ("https://example.com", "https://example.com"),
+        ("HTTPS://Example.com/A", "HTTPS://Example.com/A"),
+        ("example.com/path/to/page", "https://example.com/path/to/page"),
+        ("example.com/search?q=a:b&x=1", "https://example.com/search?q=a:b&x=1"),
+        ("example.com:8080", "https://example.com:8080"),
+        ("example.com:8080/path", "https://example.com:8080/path"),
+        ("  example.com  \n", "https://example.com"),
+        ("localhost", "https://localhost"),
+        ("localhost:3000", "https://localhost:3000"),
+        ("192.168.1.1", "https://192.168.1.1"),
+        ("192.168.1.1:8080", "https://192.168.1.1:8080"),
+        ("user:pass@example.com", "https://user:pass@example.com"),
+        ("http://user:pass@example.com", "http://user:pass@example.com"),
+        ("sub.domain.example.co.uk", "https://sub.domain.example.co.uk"),
+    ],
+)
+def test_screenshot_urls_are_normalised_like_upstream(given: str, expected: str) -> None:
+    assert normalize_screenshot_url(given) == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "scheme"),
+    [
+        ("ftp://example.com", "ftp"),
+        ("FILE:///etc/passwd", "file"),
+        ("file:/etc/passwd", "file"),
+        ("javascript:alert(1)", "javascript"),
+        ("data:text/html,<b>x</b>", "data"),
+    ],
+)
+def test_other_protocols_are_unsupported(given: str, scheme: str) -> None:
+    with pytest.raises(ApiError, match=f"^Unsupported protocol: {scheme}$"):
+        normalize_screenshot_url(given)
+
+
+async def test_a_url_screenshot_says_it_is_not_configured(client: Client) -> None:
+    api_key = "so-secret-key-1234"
+    response = await client.post("/api/screenshot", json={"url": "example.com", "apiKey": api_key})
+    assert response.status == 501
+    body = await response.json()
+    assert body == {"detail": SCREENSHOT_NOT_CONFIGURED}
+    assert "not configured" in body["detail"]
+    assert "upload" in body["detail"]
+    assert api_key not in await response.text()
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ({"url": "ftp://example.com", "apiKey": "k"}, "Unsupported protocol: ftp"),
+        ({"url": "   ", "apiKey": "k"}, "URL is required"),
+        ({"apiKey": "k"}, "url must be a string"),
+        ({"url": 5}, "url must be a string"),
+        ({"url": "example.com", "apiKey": 5}, "apiKey must be a string"),
+        (["example.com"], "Request body must be a JSON object"),
+    ],
+)
+async def test_screenshot_bodies_are_validated(client: Client, body: Any, detail: str) -> None:
+    response = await client.post("/api/screenshot", json=body)
+    assert response.status == 400
+    assert await response.json() == {"detail": detail}
+
+
+async def test_a_screenshot_body_that_is_not_json_is_a_400(client: Client) -> None:
+    response = await client.post("/api/screenshot", data="url=example.com")
+    assert response.status == 400
+    assert (await response.json())["detail"].startswith("Request body is not valid JSON")
+
+
+# ---------------------------------------------------------------------------------------
+# Export
+
+
+async def test_export_answers_a_zip(client: Client) -> None:
+    data_url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    response = await client.post("/api/export", json={"code": f'<img src="{data_url}">'})
+    assert response.status == 200
+    assert response.content_type == "application/zip"
+    assert response.headers["Content-Disposition"] == 'attachment; filename="export.zip"'
+    files = unzip(await response.read())
+    assert files == {"index.html": b'<img src="assets/image-1.png">', "assets/image-1.png": PNG}
+
+
+async def test_export_bundles_local_assets_by_base_url(client: Client, tmp_path: Path) -> None:
+    save_asset(tmp_path, "asset_0123abcd.png")
+    base_url = f"http://127.0.0.1:{client.port}"
+    code = '<img src="/local-assets/asset_0123abcd.png">'
+    response = await client.post("/api/export", json={"code": code, "baseUrl": base_url})
+    files = unzip(await response.read())
+    assert files == {"index.html": b'<img src="assets/image-1.png">', "assets/image-1.png": PNG}
+
+
+async def test_export_treats_the_forwarded_host_as_itself(client: Client, tmp_path: Path) -> None:
+    # Behind a proxy or tunnel, asset URLs carry the public name; the bytes are still ours.
+    save_asset(tmp_path, "asset_behind_proxy.png")
+    code = (
+        '<img src="https://s2c.example.com/local-assets/asset_behind_proxy.png">'
+        '<img src="https://elsewhere.example.com/local-assets/asset_behind_proxy.png">'
+    )
+    response = await client.post(
+        "/api/export",
+        json={"code": code, "baseUrl": None},
+        headers={"X-Forwarded-Host": "s2c.example.com, inner.proxy"},
+    )
+    files = unzip(await response.read())
+    assert sorted(files) == ["assets/image-1.png", "index.html"]
+    assert files["index.html"].decode() == (
+        '<img src="assets/image-1.png">'
+        '<img src="https://elsewhere.example.com/local-assets/asset_behind_proxy.png">'
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ({}, "code must be a string holding the page's HTML"),
+        ({"code": 5}, "code must be a string holding the page's HTML"),
+        ({"code": " \n "}, "There is no code to export"),
+        ({"code": "<p>x</p>", "baseUrl": "ftp://example.com/"}, "baseUrl must be an absolute"),
+        ({"code": "<p>x</p>", "baseUrl": "/relative/"}, "baseUrl must be an absolute"),
+        ({"code": "<p>x</p>", "baseUrl": "http://[::1/"}, "baseUrl must be an absolute"),
+        ({"code": "<p>x</p>", "baseUrl": 7}, "baseUrl must be an absolute"),
+        ("<p>x</p>", "Request body must be a JSON object"),
+    ],
+)
+async def test_invalid_export_bodies_are_400(client: Client, body: Any, detail: str) -> None:
+    response = await client.post("/api/export", json=body)
+    assert response.status == 400
+    assert (await response.json())["detail"].startswith(detail)
+
+
+async def test_an_export_body_that_is_not_json_is_a_400(client: Client) -> None:
+    response = await client.post("/api/export", data=b"\xff\xfe<html>")
+    assert response.status == 400
+    assert (await response.json())["detail"].startswith("Request body is not valid JSON")
+
+
+async def test_an_export_over_the_body_limit_is_413(tmp_path: Path) -> None:
+    app = web.Application()
+    add_routes(app, GatewaySettings(data_dir=tmp_path, max_frame_bytes=1000))
+    async with TestClient(TestServer(app)) as client:
+        response = await client.post("/api/export", json={"code": "x" * 2000})
+        assert response.status == 413
+        assert "too large" in (await response.json())["detail"]
+
+
+# ---------------------------------------------------------------------------------------
+# The route table
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/api/design-systems", 200),
+        ("POST", "/api/design-systems", 400),
+        ("PATCH", "/api/design-systems/nope", 400),
+        ("DELETE", "/api/design-systems/nope", 404),
+        ("POST", "/api/export", 400),
+        ("POST", "/api/screenshot", 400),
+        ("GET", "/api/export", 405),
+        ("GET", "/api/screenshot", 405),
+        ("PUT", "/api/design-systems/nope", 405),
+        ("DELETE", "/api/design-systems", 405),
+    ],
+)
+async def test_every_route_answers_its_methods(
+    client: Client, method: str, path: str, status: int
+) -> None:
+    response = await client.request(method, path, data=b"")
+    assert response.status == status
+
+
+async def test_the_store_is_reachable_from_the_app(tmp_path: Path) -> None:
+    app = web.Application()
+    add_routes(app, GatewaySettings(data_dir=tmp_path))
+    store = app[DESIGN_SYSTEMS_KEY]
+    assert isinstance(store, DesignSystemStore)
+    assert store.path == tmp_path / "design-systems.json"
