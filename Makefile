@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 BUF := node_modules/.bin/buf
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test install chromium proto proto-check lint pytest bench clean
+.PHONY: run test install chromium postgres proto proto-check lint pytest bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -31,6 +31,16 @@ chromium:
 	  fi; \
 	fi
 
+# PostgreSQL binaries back the run-store tests (a throwaway server per test module).
+postgres:
+	@if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	  else \
+	    echo "PostgreSQL is missing: install Debian's postgresql"; exit 1; \
+	  fi; \
+	fi
+
 run: $(STAMP)
 	-@$(MAKE) --no-print-directory chromium
 	$(VENV)/bin/s2c up
@@ -51,10 +61,10 @@ lint: $(STAMP) $(BUF)
 	$(BUF) lint
 	$(BUF) format --diff --exit-code
 
-pytest: $(STAMP) chromium
+pytest: $(STAMP) chromium postgres
 	$(PY) -m pytest
 
-test: install chromium lint proto-check pytest
+test: install chromium postgres lint proto-check pytest
 
 bench: $(STAMP)
 	$(PY) bench/preview.py

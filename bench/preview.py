@@ -42,7 +42,7 @@ GRPC_TRANSPORT: Final = 5 + 9
 
 
 def make_page(size: int, seed: int = 7) -> str:
-    """A Tailwind-style landing page of about `size` characters, like a model writes."""
+    """A Tailwind-style landing page of `size` characters, like a model writes."""
     rng = random.Random(seed)
     vocabulary = (
         "build ship fast modern design team cloud secure data launch grow simple pricing "
@@ -66,7 +66,7 @@ def make_page(size: int, seed: int = 7) -> str:
         "      a.addEventListener('click', (e) => { e.preventDefault(); });\n"
         "    });\n    const re = /\\d+\\s*/g;\n  </script>\n</body>\n</html>\n"
     )
-    parts = [head]
+    parts: list[str] = []
     total = len(head) + len(tail)
     while total < size:
         c = rng.choice(colors)
@@ -88,8 +88,8 @@ def make_page(size: int, seed: int = 7) -> str:
         )
         parts.append(section)
         total += len(section)
-    parts.append(tail)
-    return "".join(parts)
+    # Exactly `size` characters: the last section is cut short, as if still being written.
+    return head + "".join(parts)[: size - len(head) - len(tail)] + tail
 
 
 def arguments(content: str) -> str:

@@ -15,6 +15,7 @@ from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.metrics import GatewayMetrics, render
 from services.gateway.generate import generate_code, hold_context
 from services.gateway.keys import CHANNEL_KEY, METRICS_KEY, SETTINGS_KEY
+from services.gateway.routes import add_routes
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ def create_app(settings: GatewaySettings) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_endpoint)
     app.router.add_get("/api/capabilities", capabilities)
+    add_routes(app, settings)
     app.router.add_get("/", index)
     assets = settings.data_dir / "assets"
     assets.mkdir(parents=True, exist_ok=True)

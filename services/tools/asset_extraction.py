@@ -39,6 +39,7 @@ _SOURCE_MIME_TYPES = frozenset(
 # Decoders Pillow may use on caller bytes: the accepted types only, never its whole zoo.
 _PILLOW_FORMATS = ("PNG", "JPEG", "WEBP", "HEIF")
 _TEMPERATURE = 0.5
+_MAX_SOURCE_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
 
 SYSTEM_INSTRUCTION = (
     "You are a precise 2D object detector for UI screenshots. You locate each requested "
@@ -138,6 +139,10 @@ def _data_url_bytes(data_url: str) -> bytes | None:
 def _normalise(data: bytes) -> Image.Image | None:
     try:
         with Image.open(io.BytesIO(data), formats=_PILLOW_FORMATS) as opened:
+            # Pillow only warns between its limit and twice it; skip those sources outright
+            # rather than decode hundreds of megabytes of pixels per call.
+            if opened.width * opened.height > _MAX_SOURCE_PIXELS:
+                return None
             image = ImageOps.exif_transpose(opened)
             has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
             image = image.convert("RGBA" if has_alpha else "RGB")

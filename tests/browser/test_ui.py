@@ -228,6 +228,9 @@ async def test_follow_up_update_on_a_selected_variant(tmp_path: Path, browser: B
         await wait_complete(page)
         for i in range(2):
             frame = page.get_by_test_id(f"variant-{i}-preview").content_frame
+            for el in await page.locator("iframe").all():
+                print("IFRAME", await el.get_attribute("data-testid"), await el.get_attribute("class"), await el.evaluate("e => [e.getBoundingClientRect().toJSON(), getComputedStyle(e).visibility, e.srcdoc.length]"))
+            print("H1", await frame.locator("h1").evaluate("e => [e.getBoundingClientRect().toJSON(), getComputedStyle(e).visibility, getComputedStyle(e).display, document.body.innerHTML.length, e.checkVisibility()]"))
             await expect(frame.locator("h1")).to_be_visible()
         await expect(page.get_by_test_id("run-status")).to_have_attribute("data-state", "done")
 

@@ -107,15 +107,11 @@ class Rig:
         return await self.call({"asset_descriptions": descriptions}, *images, **kw)
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+async def rig(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Rig]:
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     monkeypatch.setenv("no_proxy", "127.0.0.1")
     monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
-
-
-@pytest.fixture
-async def rig() -> AsyncIterator[Rig]:
     fake = FakeGeminiDetect()
     await fake.start()
     yield Rig(fake)
@@ -278,16 +274,15 @@ async def test_no_decodable_source_makes_no_call(rig: Rig) -> None:
 
 # -- the request -------------------------------------------------------------------------
 
-PINNED_PHRASES = (
-    """\
-"asset-0001"|"asset-0002"|"hero photo"|[ymin, xmin, ymax, xmax]|smallest axis-aligned box
-attached image 1 = source image 1 (100x100 pixels after EXIF normalization)
-attached image 2 = source image 2 (30x20 pixels|Exclude surrounding UI|Never guess a box
-Repeated lookalikes are separate instances|image_index=null, box_2d=null|Never return masks
-""".replace("\n", "|")
-    .strip("|")
-    .split("|")
-)
+# fmt: off
+PINNED_PHRASES = [
+    '"asset-0001"', '"asset-0002"', '"hero photo"', "[ymin, xmin, ymax, xmax]",
+    "attached image 1 = source image 1 (100x100 pixels after EXIF normalization)",
+    "attached image 2 = source image 2 (30x20 pixels", "smallest axis-aligned box",
+    "Exclude surrounding UI", "Repeated lookalikes are separate instances",
+    "image_index=null, box_2d=null", "Never return masks", "Never guess a box",
+]
+# fmt: on
 
 
 def snake(mapping: dict[str, Any]) -> dict[str, Any]:
