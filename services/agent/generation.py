@@ -52,6 +52,10 @@ ALL_FAILED = "Error generating code. Please contact support."
 DEMO_VARIANTS = 2
 
 
+class ShuttingDown(Exception):
+    pass
+
+
 class SessionFactory(Protocol):
     def __call__(
         self,
@@ -155,12 +159,16 @@ class GenerationManager:
         self._metrics = metrics or AgentMetrics()
         self._store = store
         self._generations: OrderedDict[str, Generation] = OrderedDict()
+        self.closing = False
 
     def get(self, generation_id: str) -> Generation | None:
         return self._generations.get(generation_id)
 
     def start(self, request: GenerationRequest) -> Generation:
-        """Starts a generation. Raises ValueError if its id is already in use."""
+        """Starts a generation. Raises ValueError if its id is already in use and
+        ShuttingDown once shutdown has begun."""
+        if self.closing:
+            raise ShuttingDown("The agent is shutting down; retry on another replica.")
         generation_id = request.generation_id or uuid.uuid4().hex
         if generation_id in self._generations:
             raise ValueError(f"generation_id {generation_id!r} is already in use")
@@ -171,7 +179,9 @@ class GenerationManager:
         return generation
 
     async def shutdown(self, grace_s: float) -> None:
-        """Lets running generations finish for `grace_s`, then cancels the rest."""
+        """Refuses new generations, lets running ones finish for `grace_s`, then cancels
+        the rest (their records close as cancelled)."""
+        self.closing = True
         running = [g.task for g in self._generations.values() if g.task and not g.task.done()]
         if not running:
             return

@@ -9,7 +9,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.convert import event_to_proto, request_from_proto, run_to_proto
-from services.agent.generation import Generation, GenerationManager
+from services.agent.generation import Generation, GenerationManager, ShuttingDown
 from services.agent.models import CATALOGUE
 from services.agent.settings import AgentSettings
 from services.common.credentials import credentials_from_proto
@@ -32,6 +32,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             await abort_invalid(context, exc)
         try:
             generation = self._manager.start(domain)
+        except ShuttingDown as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except ValueError as exc:
             await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
         async for event in self._stream(generation, 0):

@@ -67,6 +67,7 @@ class AgentSettings:
             "local_models": _csv(env.get("S2C_LOCAL_MODELS", "")),
             "local_base_url": env.get("S2C_LOCAL_BASE_URL", ""),
             "database_url": env.get("S2C_DATABASE_URL", ""),
+            "shutdown_grace_s": float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

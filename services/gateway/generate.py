@@ -115,6 +115,7 @@ async def generate_code(request: web.Request) -> web.StreamResponse:
         settings.agent_addr,
         metrics,
         skip_until=skip_until,
+        send_timeout_s=settings.send_timeout_s,
     )
     held = False
     try:

@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 APP_ERROR = 4332  # upstream: an `error` frame precedes it
 USER_CANCEL = 4333  # sent by the upstream UI to cancel
+SLOW_CLIENT = 1008  # policy violation: the browser did not read its frames in time
 
 _END = object()
 
@@ -50,7 +51,9 @@ class Relay:
         metrics: GatewayMetrics,
         *,
         skip_until: int = 0,
+        send_timeout_s: float = 30.0,
     ) -> None:
+        self._send_timeout_s = send_timeout_s
         self._ws = ws
         self._events = events
         self._builder = builder
@@ -139,10 +142,16 @@ class Relay:
                 return
             text = encode(out)
             try:
-                await self._ws.send_str(text)
+                # A browser that cannot keep up is let go instead of buffering without end.
+                await asyncio.wait_for(self._ws.send_str(text), self._send_timeout_s)
                 kind = str(out["type"])
                 self._metrics.frames.labels(kind).inc()
                 self._metrics.frame_bytes.labels(kind).inc(len(text))
+            except TimeoutError:
+                log.warning("browser too slow; disconnecting")
+                self.client_gone.set()
+                await self._ws.close(code=SLOW_CLIENT, message=b"Client too slow to keep up")
+                return
             except (ConnectionResetError, RuntimeError):
                 self.client_gone.set()
                 return

@@ -26,6 +26,8 @@ class GatewaySettings:
     screenshot_available: bool = True
     # How long a dropped resumable browser's generation keeps running, waiting for it.
     resume_grace_s: float = 30.0
+    # A frame the browser has not taken within this time disconnects it.
+    send_timeout_s: float = 30.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> GatewaySettings:

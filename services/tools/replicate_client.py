@@ -56,7 +56,9 @@ _EXTENSION_MIME: Mapping[str, str] = MappingProxyType(
 
 @dataclass(frozen=True, slots=True)
 class ReplicateSettings:
-    timeout_s: float = 60.0  # one prediction, creation to result
+    # How long a created prediction may take to finish; the create request itself is
+    # bounded by request_timeout_s, so that a timeout always knows what to cancel.
+    poll_timeout_s: float = 60.0
     first_poll_s: float = 0.1
     max_poll_interval_s: float = 1.0
     max_concurrency: int = MAX_CONCURRENT_PREDICTIONS
@@ -168,6 +170,26 @@ def _env_proxy(base_url: str) -> str | None:
     return urllib.request.getproxies().get(parts.scheme.lower())
 
 
+def _translate(exc: BaseException) -> BaseException:
+    """Our exception for a failure of the SDK or the transport; anything else unchanged."""
+    if isinstance(exc, TimeoutError):
+        return PredictionTimedOut("Inference timed out")
+    if isinstance(exc, _SDKHTTPError):
+        detail = _short(str(exc.detail or exc.title or ""))
+        return ReplicateHTTPError(
+            f"HTTP error occurred: {exc.status} {detail}".rstrip(), exc.status
+        )
+    if isinstance(exc, httpx.HTTPError):
+        return ReplicateRequestError(
+            f"An error occurred while requesting: {type(exc).__name__}: {_short(str(exc))}"
+        )
+    if isinstance(exc, ValueError | TypeError | KeyError):
+        # The SDK parses each reply into a pydantic model; a reply without an id, a
+        # status or a version lands here.
+        return ImageModelError(f"Unexpected response from Replicate: {_short(str(exc))}")
+    return exc
+
+
 # -- the client --------------------------------------------------------------------------
 
 
@@ -252,7 +274,7 @@ class ReplicateClient:
         if not self.same_origin(url):
             return None
         try:
-            async with self._limit, asyncio.timeout(self.settings.timeout_s):
+            async with self._limit, asyncio.timeout(self.settings.poll_timeout_s):
                 async with self._downloads.stream("GET", url) as response:
                     content_type = response.headers.get("content-type", "").split(";")[0]
                     if response.status_code != 200 or not content_type.startswith("image/"):
@@ -270,34 +292,21 @@ class ReplicateClient:
     async def _run(self, ref: ModelRef, input: dict[str, Any]) -> Any:
         prediction: Any = None
         try:
-            async with asyncio.timeout(self.settings.timeout_s):
-                prediction = await self._create(ref, input)
+            prediction = await self._create(ref, input)
+            async with asyncio.timeout(self.settings.poll_timeout_s):
                 delay = self.settings.first_poll_s
                 while prediction.status not in _TERMINAL:
                     await asyncio.sleep(delay)
                     delay = min(delay * 1.5, self.settings.max_poll_interval_s)
                     prediction = await self._sdk.predictions.async_get(prediction.id)
-        except TimeoutError:
+        except BaseException as exc:
+            # Whatever stopped us waiting (deadline, caller, a failed poll), the
+            # prediction would otherwise run on, and be billed, for nobody.
             await self._cancel(prediction)
-            raise PredictionTimedOut("Inference timed out") from None
-        except asyncio.CancelledError:
-            await self._cancel(prediction)
-            raise
-        except _SDKHTTPError as exc:
-            detail = exc.detail or exc.title or ""
-            raise ReplicateHTTPError(
-                f"HTTP error occurred: {exc.status} {_short(str(detail))}".rstrip(), exc.status
-            ) from None
-        except httpx.HTTPError as exc:
-            raise ReplicateRequestError(
-                f"An error occurred while requesting: {type(exc).__name__}: {_short(str(exc))}"
-            ) from None
-        except (ValueError, TypeError, KeyError) as exc:
-            # The SDK parses each reply into a pydantic model; a reply without an id,
-            # status or version lands here.
-            raise ImageModelError(
-                f"Unexpected response from Replicate: {_short(str(exc))}"
-            ) from None
+            translated = _translate(exc)
+            if translated is exc:
+                raise
+            raise translated from None
         if prediction.status == "failed":
             error = prediction.error
             raise PredictionFailed(

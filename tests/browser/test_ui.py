@@ -110,6 +110,8 @@ def screenshot_png(path: Path) -> Path:
 async def save_screenshot(page: Page, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / name
+    # Clicks scroll the page; a full-page capture reads best from the top.
+    await page.evaluate("window.scrollTo(0, 0)")
     await page.screenshot(path=path, full_page=True)
     return path
 
@@ -164,7 +166,9 @@ async def test_create_from_screenshot_streams_previews_and_activity(
                 step = activity.locator(f'[data-tool="{tool}"]')
                 await expect(step).to_have_attribute("data-state", "ok")
                 await expect(step.get_by_test_id("tool-state")).to_have_text("ok")
-                await expect(step.get_by_test_id("tool-time")).to_have_text(re.compile(r"^\d+(\.\d)?s$"))
+                await expect(step.get_by_test_id("tool-time")).to_have_text(
+                    re.compile(r"^\d+(\.\d)?s$")
+                )
             create = activity.locator('[data-tool="create_file"]')
             await expect(create.get_by_test_id("tool-input")).to_contain_text("index.html")
             await expect(create.get_by_test_id("tool-output")).to_contain_text("chars")
@@ -228,9 +232,6 @@ async def test_follow_up_update_on_a_selected_variant(tmp_path: Path, browser: B
         await wait_complete(page)
         for i in range(2):
             frame = page.get_by_test_id(f"variant-{i}-preview").content_frame
-            for el in await page.locator("iframe").all():
-                print("IFRAME", await el.get_attribute("data-testid"), await el.get_attribute("class"), await el.evaluate("e => [e.getBoundingClientRect().toJSON(), getComputedStyle(e).visibility, e.srcdoc.length]"))
-            print("H1", await frame.locator("h1").evaluate("e => [e.getBoundingClientRect().toJSON(), getComputedStyle(e).visibility, getComputedStyle(e).display, document.body.innerHTML.length, e.checkVisibility()]"))
             await expect(frame.locator("h1")).to_be_visible()
         await expect(page.get_by_test_id("run-status")).to_have_attribute("data-state", "done")
 
@@ -286,9 +287,7 @@ async def test_cancel_stops_the_generation_in_the_ui_and_on_the_server(
         await expect(
             page.get_by_test_id("toast").filter(has_text="Code generation cancelled")
         ).to_be_visible()
-        await expect(page.get_by_test_id("run-status")).to_have_attribute(
-            "data-state", "cancelled"
-        )
+        await expect(page.get_by_test_id("run-status")).to_have_attribute("data-state", "cancelled")
         await expect(page.get_by_test_id("cancel-button")).to_be_hidden()
         await expect(page.get_by_test_id("generate-button")).to_be_enabled()
 

@@ -21,7 +21,15 @@ from typing import Any
 import pytest
 import yaml
 
-from services.cli import AGENT_PORT, GATEWAY_PORT, TOOLS_PORT
+from services.agent.settings import AgentSettings
+from services.cli import (
+    AGENT_METRICS_PORT,
+    AGENT_PORT,
+    GATEWAY_PORT,
+    TOOLS_METRICS_PORT,
+    TOOLS_PORT,
+)
+from services.tools.settings import ToolsSettings
 from tests.suite import running_suite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,8 +42,10 @@ MANIFESTS = sorted(p for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.
 
 # The ports fixed by DESIGN.md, as the CLI defaults carry them.
 PORTS = {"gateway": GATEWAY_PORT, "agent": AGENT_PORT, "tools": TOOLS_PORT}
+METRICS_PORTS = {"gateway": GATEWAY_PORT, "agent": AGENT_METRICS_PORT, "tools": TOOLS_METRICS_PORT}
 DATA_DIR = "/data"
-KEY_NAMES = re.compile(r"(_API_KEY|_API_TOKEN|_SECRET|PASSWORD)$")
+# Values that are secrets: keys, and a database URL (it may embed a password).
+KEY_NAMES = re.compile(r"(_API_KEY|_API_TOKEN|_SECRET|PASSWORD|DATABASE_URL)$")
 
 
 def _env_with_venv() -> dict[str, str]:
@@ -83,6 +93,19 @@ def _container(name: str) -> dict[str, Any]:
 
 def _env(container: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+
+
+def _serve_args(name: str) -> list[str]:
+    """The command line that runs `name` reachable from outside its container."""
+    if name == "gateway":
+        return ["gateway", "--host", "0.0.0.0", "--port", str(GATEWAY_PORT)]
+    return [
+        name,
+        "--listen",
+        f"0.0.0.0:{PORTS[name]}",
+        "--metrics-listen",
+        f"0.0.0.0:{METRICS_PORTS[name]}",
+    ]
 
 
 def _pod_labels(name: str) -> dict[str, str]:
@@ -177,15 +200,15 @@ def test_every_deployment_has_readiness_and_liveness_probes() -> None:
 def test_grpc_services_probe_grpc_health_on_their_design_port(name: str) -> None:
     container = _container(name)
     port = PORTS[name]
-    assert container["args"] == [name, "--listen", f"0.0.0.0:{port}"]
-    assert [p["containerPort"] for p in container["ports"]] == [port]
+    assert container["args"] == _serve_args(name)
+    assert [p["containerPort"] for p in container["ports"]] == [port, METRICS_PORTS[name]]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["grpc"] == {"port": port}, (name, probe)
 
 
 def test_gateway_listens_on_all_interfaces_and_probes_healthz() -> None:
     container = _container("gateway")
-    assert container["args"] == ["gateway", "--host", "0.0.0.0", "--port", str(GATEWAY_PORT)]
+    assert container["args"] == _serve_args("gateway")
     assert [p["containerPort"] for p in container["ports"]] == [GATEWAY_PORT]
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"]["path"] == "/healthz"
@@ -263,20 +286,36 @@ def test_keys_come_only_from_optional_secrets() -> None:
     assert not [d for d in _docs() if d["kind"] == "Secret"]
 
 
-def test_all_services_share_the_data_volume() -> None:
-    (pvc,) = [d for d in _docs() if d["kind"] == "PersistentVolumeClaim"]
-    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
-    for name, deployment in _deployments().items():
-        pod = deployment["spec"]["template"]["spec"]
-        claims = {
-            v["name"]: v["persistentVolumeClaim"]["claimName"]
-            for v in pod["volumes"]
-            if "persistentVolumeClaim" in v
-        }
-        (container,) = pod["containers"]
-        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
-        assert claims[mounts[DATA_DIR]] == pvc["metadata"]["name"], name
-        assert _env(container)["S2C_DATA_DIR"] == DATA_DIR, name
+def _data_claim(name: str) -> dict[str, Any]:
+    """The PersistentVolumeClaim mounted at S2C_DATA_DIR in `name`'s pods."""
+    pod = _deployments()[name]["spec"]["template"]["spec"]
+    claims = {
+        v["name"]: v["persistentVolumeClaim"]["claimName"]
+        for v in pod["volumes"]
+        if "persistentVolumeClaim" in v
+    }
+    (container,) = pod["containers"]
+    assert _env(container)["S2C_DATA_DIR"] == DATA_DIR, name
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    return _one("PersistentVolumeClaim", claims[mounts[DATA_DIR]])
+
+
+def test_gateway_and_tools_share_the_data_volume() -> None:
+    # Tool workers write the assets that the gateway serves, from pods on any node.
+    shared = _data_claim("gateway")
+    assert _data_claim("tools") == shared
+    assert shared["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+def test_agent_sqlite_run_store_has_a_volume_of_its_own() -> None:
+    # SQLite (WAL) needs a local filesystem and one process: never the shared network
+    # volume, never two agents at once, not even during a rollout.
+    claim = _data_claim("agent")
+    assert claim != _data_claim("gateway")
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    agent = _deployments()["agent"]["spec"]
+    assert agent["replicas"] == 1
+    assert agent["strategy"] == {"type": "Recreate"}
 
 
 def test_pods_run_unprivileged() -> None:
@@ -287,9 +326,25 @@ def test_pods_run_unprivileged() -> None:
         (container,) = pod["containers"]
         assert container["securityContext"]["allowPrivilegeEscalation"] is False, name
         assert container["securityContext"]["capabilities"]["drop"] == ["ALL"], name
-        # The servers drain for up to 30 s after SIGTERM (shutdown_grace_s).
-        if name != "gateway":
-            assert pod["terminationGracePeriodSeconds"] > 30, name
+    # The gRPC servers drain in-flight calls for shutdown_grace_s after SIGTERM.
+    for name, grace in (
+        ("agent", AgentSettings().shutdown_grace_s),
+        ("tools", ToolsSettings().shutdown_grace_s),
+    ):
+        assert (
+            _deployments()[name]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+            > grace
+        )
+
+
+def test_metrics_are_scraped_where_they_are_served() -> None:
+    for name, deployment in _deployments().items():
+        annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true", name
+        assert annotations["prometheus.io/path"] == "/metrics", name
+        assert int(annotations["prometheus.io/port"]) == METRICS_PORTS[name], name
+        ports = [p["containerPort"] for p in _containers(deployment)[0]["ports"]]
+        assert METRICS_PORTS[name] in ports, name
 
 
 # --- Compose ---------------------------------------------------------------------------------
@@ -298,15 +353,8 @@ def test_pods_run_unprivileged() -> None:
 def test_compose_services_listen_on_design_ports_with_healthchecks() -> None:
     services = _compose()["services"]
     assert set(services) == set(PORTS)
-    assert services["tools"]["command"] == ["tools", "--listen", f"0.0.0.0:{TOOLS_PORT}"]
-    assert services["agent"]["command"] == ["agent", "--listen", f"0.0.0.0:{AGENT_PORT}"]
-    assert services["gateway"]["command"] == [
-        "gateway",
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(GATEWAY_PORT),
-    ]
+    for name, service in services.items():
+        assert service["command"] == _serve_args(name), name
     assert any(
         str(p).endswith(f":{GATEWAY_PORT}:{GATEWAY_PORT}") for p in services["gateway"]["ports"]
     )

@@ -129,3 +129,56 @@ async def test_watch_of_an_unknown_generation_is_an_error_frame(tmp_path: Path) 
             "value": "Invalid resume: resumeGenerationId must be a non-empty string",
         }
     ]
+
+
+async def _generate_until_first_code(ws: aiohttp.ClientWebSocketResponse) -> list[dict[str, Any]]:
+    await ws.send_str(json.dumps(create_params(resumable=True)))
+    frames: list[dict[str, Any]] = []
+    async for message in ws:
+        frames.append(json.loads(message.data))
+        if frames[-1]["type"] == "setCode":
+            break
+    return frames
+
+
+async def test_sigterm_lets_running_generations_finish(tmp_path: Path) -> None:
+    async with running_processes(tmp_path, {"S2C_DEMO_PACE_MS": "5"}) as suite:
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(suite.ws_url) as ws:
+                frames = await _generate_until_first_code(ws)
+                suite.agent.process.terminate()
+                async for message in ws:
+                    frames.append(json.loads(message.data))
+                close_code = ws.close_code
+        assert close_code == 1000
+        assert [f["type"] for f in frames].count("variantComplete") == 2
+        assert await suite.agent.process.wait() == 0
+
+
+async def test_sigterm_after_the_grace_period_cancels_and_closes_the_record(
+    tmp_path: Path,
+) -> None:
+    env = {"S2C_DEMO_PACE_MS": "50", "S2C_SHUTDOWN_GRACE_S": "0.2"}
+    async with running_processes(tmp_path, env) as suite:
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(suite.ws_url) as ws:
+                frames = await _generate_until_first_code(ws)
+                suite.agent.process.terminate()
+                async for message in ws:
+                    frames.append(json.loads(message.data))
+        assert await suite.agent.process.wait() == 0
+        generation_id = frames[0]["value"]
+        restarted = await start_service(
+            "agent",
+            ["--listen", "127.0.0.1:0", "--metrics-listen", ""],
+            base_env(tmp_path, {"S2C_TOOLS_ADDR": f"127.0.0.1:{suite.tools.port}"}),
+        )
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{restarted.port}") as channel:
+                record = await pb_grpc.AgentServiceStub(channel).GetGeneration(
+                    pb.GetGenerationRequest(generation_id=generation_id)
+                )
+        finally:
+            await restarted.stop()
+        assert record.generation.status == pb.RUN_STATUS_CANCELLED
+        assert not any("runs interrupted" in line for line in restarted.log)

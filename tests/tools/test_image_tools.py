@@ -20,7 +20,7 @@ from tests.fakes.replicate_server import Fail, FakeReplicate, Hang, Succeed
 REQUEST_KEY = "r8_from_the_request"
 OPENAI_KEY = "sk-openai-must-never-be-used"
 ASSET_BASE = "http://127.0.0.1:7001"
-FAST = ReplicateSettings(timeout_s=10.0, first_poll_s=0.001, max_poll_interval_s=0.005)
+FAST = ReplicateSettings(poll_timeout_s=10.0, first_poll_s=0.001, max_poll_interval_s=0.005)
 PNG = b"\x89PNG\r\n\x1a\n" + b"local asset"
 DELIVERY = "https://replicate.delivery/xezq/abc/out-0.webp"
 GENERATE_PATH = "/v1/models/prunaai/z-image-turbo/predictions"
@@ -393,7 +393,7 @@ async def test_edit_image_timeout_is_an_error_status(
     fake: FakeReplicate, store: AssetStore
 ) -> None:
     fake.default = Hang()
-    settings = ReplicateSettings(timeout_s=0.05, first_poll_s=0.001, max_poll_interval_s=0.005)
+    settings = ReplicateSettings(poll_timeout_s=0.05, first_poll_s=0.001, max_poll_interval_s=0.005)
     tools = image_tool_handlers(store, settings=settings)
     args = {"prompt": "x", "image_urls": ["https://example.com/a.png"]}
     outcome = await call(tools, "edit_image", args, context(fake))

@@ -29,7 +29,7 @@ from services.tools.replicate_client import (
 from tests.fakes.replicate_server import Fail, FakeReplicate, Hang, HttpFailure, Succeed
 
 TOKEN = "r8_client_test"
-FAST = ReplicateSettings(timeout_s=10.0, first_poll_s=0.001, max_poll_interval_s=0.005)
+FAST = ReplicateSettings(poll_timeout_s=10.0, first_poll_s=0.001, max_poll_interval_s=0.005)
 Z = ModelRef(model=Z_IMAGE_TURBO)
 
 
@@ -157,7 +157,7 @@ async def test_failed_prediction_without_error(
 
 async def test_timeout_cancels_the_prediction(fake: FakeReplicate) -> None:
     fake.default = Hang()
-    settings = ReplicateSettings(timeout_s=0.05, first_poll_s=0.001, max_poll_interval_s=0.005)
+    settings = ReplicateSettings(poll_timeout_s=0.05, first_poll_s=0.001, max_poll_interval_s=0.005)
     async with ReplicateClient(TOKEN, fake.base_url, settings) as rc:
         with pytest.raises(PredictionTimedOut, match=r"^Inference timed out$") as caught:
             await rc.run(Z, {"prompt": "x"})
