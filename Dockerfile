@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
 # One image for all three services; the command picks the role:
 #   docker run IMAGE gateway --host 0.0.0.0 --port 7001
-#   docker run IMAGE agent --listen 0.0.0.0:50051
-#   docker run IMAGE tools --listen 0.0.0.0:50052
+#   docker run IMAGE agent --listen 0.0.0.0:50051 --metrics-listen 0.0.0.0:9101
+#   docker run IMAGE tools --listen 0.0.0.0:50052 --metrics-listen 0.0.0.0:9102
 # Inside a container a service must listen on 0.0.0.0, not the CLI's 127.0.0.1 default.
+# Keys are never part of the image: pass them as environment at run time.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -112,7 +113,7 @@ ENV PATH=/opt/venv/bin:$PATH \
 
 USER 10001:10001
 WORKDIR /home/s2c
-EXPOSE 7001 50051 50052
+EXPOSE 7001 50051 50052 9101 9102
 
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
     CMD ["/usr/local/bin/s2c-healthcheck"]

@@ -1,6 +1,7 @@
 """Live-preview bench: streamed `create_file` arguments, from model deltas to browser frames.
 
-Run alone: `.venv/bin/python bench/preview.py` (about a minute), or `--quick` (seconds).
+Run alone: `.venv/bin/python bench/preview.py` (under a minute on two idle cores), or
+`--quick` (seconds).
 
 1. CPU: our incremental `ArgumentScanner` against a baseline that re-scans the whole
    buffer on every delta as upstream does, on the same 8-character deltas.
@@ -14,6 +15,7 @@ Run alone: `.venv/bin/python bench/preview.py` (about a minute), or `--quick` (s
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import multiprocessing
 import os
@@ -299,32 +301,21 @@ def replay_upstream(pieces: Sequence[str], arrivals: Sequence[tuple[float, int]]
     """Upstream's rule: the whole file at once on every 40 new characters, then at the end."""
     head = CodeBuffer().frame_bytes  # an empty frame: everything but the code
     content = json.loads("".join(pieces))["content"]
+    # Frame sizes from prefix sums of each character's JSON-escaped size.
+    prefix = list(itertools.accumulate((_json_bytes(ch) for ch in content), initial=0))
     frames: list[tuple[float, int, int]] = []
     sent = -1
     for now, length in arrivals:
         if length > 0 and (sent < 0 or length - sent >= UPSTREAM_STEP):
-            frames.append((now, length, 0))
+            frames.append((now, length, head + prefix[length]))
             sent = length
     if sent != len(content):
-        frames.append((arrivals[-1][0], len(content), 0))
-    # Frame sizes from prefix sums of each character's JSON-escaped size.
-    prefix = _escaped_prefix(content)
-    sizes = [head + prefix[length] for _, length, _ in frames]
-    sized = [(t, n, b) for (t, n, _), b in zip(frames, sizes, strict=True)]
-    return _summarise(sized, arrivals)
+        frames.append((arrivals[-1][0], len(content), head + prefix[-1]))
+    return _summarise(frames, arrivals)
 
 
 def _json_bytes(text: str) -> int:
     return len(json.dumps(text, ensure_ascii=False).encode()) - 2
-
-
-def _escaped_prefix(content: str) -> list[int]:
-    sizes = [0]
-    total = 0
-    for ch in content:
-        total += _json_bytes(ch)
-        sizes.append(total)
-    return sizes
 
 
 def _summarise(
@@ -351,6 +342,10 @@ def _summarise(
 
 
 # -- main --------------------------------------------------------------------------------
+
+
+def ratio(x: float) -> str:
+    return f"{x:.2f}x" if x < 10 else f"{x:.0f}x"
 
 
 def table(title: str, columns: str, rows: Sequence[Sequence[str]]) -> None:
@@ -456,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{ours_replay.bytes / 1e6:.2f}",
                 f"{up.frames}",
                 f"{up.bytes / 1e6:.1f}",
-                f"{up.bytes / ours_replay.bytes:.1f}x",
+                ratio(up.bytes / ours_replay.bytes),
                 f"{ours_replay.max_lag_s * 1e3:.0f}",
                 f"{ours_replay.max_window_bytes / 1e3:.0f}",
             ]

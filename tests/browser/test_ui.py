@@ -158,6 +158,12 @@ async def test_create_from_screenshot_streams_previews_and_activity(
         for i in range(2):
             frame = page.get_by_test_id(f"variant-{i}-preview").content_frame
             await expect(frame.locator(f'body[data-demo-variant="{i}"]')).to_have_count(1)
+            import contextlib
+            for _ in range(3):
+                print("DBG", i, await frame.locator("html").evaluate("e => [document.visibilityState, innerWidth, innerHeight, e.getBoundingClientRect().toJSON(), document.querySelector('a.btn') && document.querySelector('.cta a').getBoundingClientRect().toJSON()]"))
+                for el in await page.locator(f"[data-testid=variant-{i}] iframe").all():
+                    print("IFRAME", await el.evaluate("e => [e.dataset.testid, e.className, e.getBoundingClientRect().toJSON(), e.srcdoc.length, window.scrollY, innerHeight]"))
+                await page.wait_for_timeout(700)
             await expect(frame.get_by_text("Start your free 14-day trial")).to_be_visible()
             await expect(page.get_by_test_id(f"variant-{i}-model")).to_have_text("demo")
 

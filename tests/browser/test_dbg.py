@@ -1,0 +1,309 @@
+"""The built-in web UI in a real Chromium, against the in-process suite and the demo model.
+
+The UI is driven like a user would: upload a screenshot or type a prompt, generate, watch
+the variants build live, follow up on one, cancel. Nothing may be fetched from the
+internet: every non-local request is aborted, and any the UI itself makes fails the test
+(the preview pages' own CDN includes are theirs, not the UI's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image, ImageDraw
+from playwright.async_api import Browser, Page, Route, WebSocket, async_playwright, expect
+
+from services.agent.generation import Generation
+from services.agent.settings import AgentSettings
+from services.tools.settings import ToolsSettings
+from tests.suite import Suite, running_suite
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+DOCS_SCREENSHOTS = REPO / "docs" / "screenshots"
+VIEWPORT = {"width": 1440, "height": 900}
+GENERATION_TIMEOUT_MS = 30_000
+KEY_FIELDS = ("openAiApiKey", "anthropicApiKey", "geminiApiKey", "replicateApiKey", "openAiBaseURL")
+
+
+@dataclass
+class Recorder:
+    """What the page did: frames it sent per socket, non-local requests, script errors."""
+
+    sockets: list[list[dict[str, Any]]] = field(default_factory=list)
+    external: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def check_clean(self) -> None:
+        assert self.external == [], "the UI must not load anything from the internet"
+        assert self.errors == []
+        # The upstream protocol: exactly one params frame per socket, nothing else.
+        assert [len(frames) for frames in self.sockets] == [1] * len(self.sockets)
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def open_ui(browser: Browser, suite: Suite) -> tuple[Page, Recorder]:
+    context = await browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    page = await context.new_page()
+    recorder = Recorder()
+
+    async def local_only(route: Route) -> None:
+        if route.request.url.startswith(suite.http_url + "/"):
+            await route.continue_()
+            return
+        if route.request.frame == page.main_frame:
+            recorder.external.append(route.request.url)
+        await route.abort()
+
+    def on_websocket(ws: WebSocket) -> None:
+        frames: list[dict[str, Any]] = []
+        recorder.sockets.append(frames)
+        ws.on("framesent", lambda payload: frames.append(json.loads(payload)))
+
+    await context.route("**/*", local_only)
+    page.on("websocket", on_websocket)
+    page.on("pageerror", lambda error: recorder.errors.append(str(error)))
+    await page.goto(suite.http_url + "/")
+    await expect(page.locator("html")).to_have_attribute("data-ready", "true")
+    return page, recorder
+
+
+def screenshot_png(path: Path) -> Path:
+    """A small mock-up of a landing page, as a user's screenshot."""
+    image = Image.new("RGB", (640, 400), "#f8fafc")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, 640, 48), fill="#1e293b")
+    draw.rectangle((180, 110, 460, 150), fill="#4f46e5")
+    draw.rectangle((240, 180, 400, 200), fill="#94a3b8")
+    for x in (60, 250, 440):
+        draw.rounded_rectangle((x, 260, x + 140, 360), radius=12, fill="#e2e8f0")
+    image.save(path)
+    return path
+
+
+async def save_screenshot(page: Page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    await page.screenshot(path=path, full_page=True)
+    return path
+
+
+async def wait_complete(page: Page, variants: int = 2) -> None:
+    for i in range(variants):
+        await expect(page.get_by_test_id(f"variant-{i}-status")).to_have_attribute(
+            "data-state", "complete", timeout=GENERATION_TIMEOUT_MS
+        )
+
+
+def generations(suite: Suite) -> list[Generation]:
+    return list(suite.agent.manager._generations.values())
+
+
+async def test_create_from_screenshot_streams_previews_and_activity(
+    tmp_path: Path, browser: Browser
+) -> None:
+    png = screenshot_png(tmp_path / "screenshot.png")
+    # A paced demo model, and screenshot_preview on, so the feed shows every kind of step.
+    agent = AgentSettings(demo_pace_s=0.02)
+    tools = ToolsSettings(screenshots_enabled=True)
+    async with running_suite(tmp_path, agent=agent, tools=tools) as suite:
+        page, recorder = await open_ui(browser, suite)
+        await expect(page.get_by_test_id("empty-state")).to_be_visible()
+        await page.get_by_test_id("file-input").set_input_files(png)
+        await expect(page.get_by_test_id("input-mode")).to_have_attribute("data-mode", "image")
+        await expect(page.get_by_test_id("screenshots").get_by_role("img")).to_have_count(1)
+        await page.get_by_label("Stack").select_option("html_css")
+        await page.get_by_test_id("generate-button").click()
+
+        # The preview renders while the page is still being written.
+        await expect(page.get_by_test_id("cancel-button")).to_be_visible()
+        preview = page.get_by_test_id("variant-0-preview").content_frame
+        await expect(preview.locator("h1")).to_be_visible(timeout=GENERATION_TIMEOUT_MS)
+        await expect(page.get_by_test_id("variant-0-status")).to_have_attribute(
+            "data-state", "generating"
+        )
+        await save_screenshot(page, "ui-generating.png")
+
+        await wait_complete(page)
+        await expect(page.get_by_test_id("run-status")).to_have_attribute("data-state", "done")
+        await expect(page.get_by_test_id("cancel-button")).to_be_hidden()
+        for i in range(2):
+            frame = page.get_by_test_id(f"variant-{i}-preview").content_frame
+            await expect(frame.locator(f'body[data-demo-variant="{i}"]')).to_have_count(1)
+            import time as _t
+            t0 = _t.monotonic()
+            try:
+                await expect(frame.get_by_text("Start your free 14-day trial")).to_be_visible()
+            except AssertionError:
+                for _ in range(12):
+                    print("DBG", i, round(_t.monotonic()-t0,1), await frame.locator("html").evaluate("e => [document.readyState, innerWidth, innerHeight, e.getBoundingClientRect().height, document.querySelector('.cta a').getBoundingClientRect().height, document.styleSheets.length, performance.getEntriesByType('resource').map(r => [r.name.slice(0,40), Math.round(r.duration)])]"))
+                    for el in await page.locator(f"[data-testid=variant-{i}] iframe").all():
+                        print("IFRAME", await el.evaluate("e => [e.dataset.testid, e.className, e.srcdoc.length]"))
+                    await page.wait_for_timeout(1000)
+                raise
+            print("OK after", round(_t.monotonic()-t0,1))
+            await expect(page.get_by_test_id(f"variant-{i}-model")).to_have_text("demo")
+
+            activity = page.get_by_test_id(f"activity-{i}")
+            for tool in ("create_file", "screenshot_preview", "edit_file"):
+                step = activity.locator(f'[data-tool="{tool}"]')
+                await expect(step).to_have_attribute("data-state", "ok")
+                await expect(step.get_by_test_id("tool-state")).to_have_text("ok")
+                await expect(step.get_by_test_id("tool-time")).to_have_text(re.compile(r"^\d+(\.\d)?s$"))
+            create = activity.locator('[data-tool="create_file"]')
+            await expect(create.get_by_test_id("tool-input")).to_contain_text("index.html")
+            await expect(create.get_by_test_id("tool-output")).to_contain_text("chars")
+            edit = activity.locator('[data-tool="edit_file"]')
+            await expect(edit.get_by_test_id("edit-diff")).to_contain_text("Get started today")
+            await expect(edit.get_by_test_id("edit-diff")).to_contain_text(
+                "Start your free 14-day trial"
+            )
+            await expect(edit.get_by_test_id("tool-output")).to_have_text("replaced 1 occurrence")
+            shots = activity.locator('[data-tool="screenshot_preview"]').get_by_role("img")
+            await expect(shots).to_have_count(2)
+            await expect(activity.locator('[data-kind="thinking"]').first).to_be_visible()
+            await expect(activity.locator('[data-kind="assistant"]').last).to_contain_text("Built")
+            await expect(page.get_by_test_id(f"activity-{i}-summary")).to_contain_text(
+                "Worked through"
+            )
+
+        async with page.expect_download() as download_info:
+            await page.get_by_test_id("variant-0-download").click()
+        download = await download_info.value
+        assert download.suggested_filename == "index.html"
+        assert "Start your free 14-day trial" in Path(await download.path()).read_text()
+
+        final = await save_screenshot(page, "ui-complete.png")
+        DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(final, DOCS_SCREENSHOTS / "ui.png")
+
+        [params] = recorder.sockets[0]
+        assert params["generationType"] == "create"
+        assert params["inputMode"] == "image"
+        assert params["generatedCodeConfig"] == "html_css"
+        assert params["prompt"]["text"] == ""
+        assert params["prompt"]["videos"] == []
+        [image] = params["prompt"]["images"]
+        assert image.startswith("data:image/png;base64,")
+        assert params["isImageGenerationEnabled"] is True
+        assert params["isAssetExtractionEnabled"] is True
+        assert {key: params[key] for key in KEY_FIELDS} == dict.fromkeys(KEY_FIELDS)
+        recorder.check_clean()
+        [generation] = generations(suite)
+        assert generation.status == "completed"
+        assert generation.request.prompt.images == (image,)
+
+
+async def test_follow_up_update_on_a_selected_variant(tmp_path: Path, browser: Browser) -> None:
+    async with running_suite(tmp_path) as suite:
+        page, recorder = await open_ui(browser, suite)
+        await page.get_by_test_id("prompt-input").fill("A landing page for a bakery")
+        await expect(page.get_by_test_id("input-mode")).to_have_attribute("data-mode", "text")
+        await page.get_by_test_id("stack-select").select_option("html_css")
+        await page.get_by_test_id("generate-button").click()
+        await wait_complete(page)
+
+        await page.get_by_test_id("variant-1-select").click()
+        await expect(page.get_by_test_id("variant-1")).to_have_class(re.compile(r"\bis-selected\b"))
+        await expect(page.get_by_test_id("update-target")).to_contain_text("option 2 of v1")
+        await page.get_by_test_id("update-input").fill("Make the header blue")
+        await page.get_by_test_id("update-button").click()
+
+        await expect(page.get_by_test_id("version-2")).to_have_attribute("aria-current", "true")
+        await wait_complete(page)
+        for i in range(2):
+            frame = page.get_by_test_id(f"variant-{i}-preview").content_frame
+            await expect(frame.locator("h1")).to_be_visible()
+        await expect(page.get_by_test_id("run-status")).to_have_attribute("data-state", "done")
+
+        # The update request is built exactly like upstream's, from option 2's history.
+        create, update = generations(suite)
+        parent_code = create.variants[1].code
+        assert parent_code
+        [params] = recorder.sockets[1]
+        assert params["generationType"] == "update"
+        assert params["inputMode"] == "text"
+        assert params["generatedCodeConfig"] == "html_css"
+        assert params["prompt"] == {"text": "Make the header blue", "images": [], "videos": []}
+        assert params["history"] == [
+            {"role": "user", "text": "A landing page for a bakery", "images": [], "videos": []},
+            {"role": "assistant", "text": parent_code, "images": [], "videos": []},
+            {"role": "user", "text": "Make the header blue", "images": [], "videos": []},
+        ]
+        assert params["fileState"] == {"path": "index.html", "content": parent_code}
+        assert params["optionCodes"] == [v.code for v in create.variants]
+        # ... and the agent accepted it as such.
+        assert update.status == "completed"
+        assert update.request.generation_type == "update"
+        assert [m.role for m in update.request.history] == ["user", "assistant", "user"]
+        assert update.request.file_state is not None
+        assert update.request.file_state.content == parent_code
+
+        # The first version is still there to look at.
+        await page.get_by_test_id("version-1").click()
+        await expect(page.get_by_test_id("variant-1")).to_have_class(re.compile(r"\bis-selected\b"))
+        await expect(page.get_by_test_id("variant-1-status")).to_have_attribute(
+            "data-state", "complete"
+        )
+        recorder.check_clean()
+
+
+async def test_cancel_stops_the_generation_in_the_ui_and_on_the_server(
+    tmp_path: Path, browser: Browser
+) -> None:
+    # A slow demo model, so the generation is surely still running when we cancel.
+    async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=0.05)) as suite:
+        page, recorder = await open_ui(browser, suite)
+        await page.get_by_test_id("prompt-input").fill("A pricing page")
+        await page.get_by_test_id("generate-button").click()
+        create_step = page.get_by_test_id("activity-0").locator('[data-tool="create_file"]')
+        await expect(create_step).to_have_attribute("data-state", "running")
+
+        await page.get_by_test_id("cancel-button").click()
+        for i in range(2):
+            await expect(page.get_by_test_id(f"variant-{i}-status")).to_have_attribute(
+                "data-state", "cancelled"
+            )
+        await expect(create_step).to_have_attribute("data-state", "cancelled")
+        await expect(
+            page.get_by_test_id("toast").filter(has_text="Code generation cancelled")
+        ).to_be_visible()
+        await expect(page.get_by_test_id("run-status")).to_have_attribute(
+            "data-state", "cancelled"
+        )
+        await expect(page.get_by_test_id("cancel-button")).to_be_hidden()
+        await expect(page.get_by_test_id("generate-button")).to_be_enabled()
+
+        [generation] = generations(suite)
+        assert generation.task is not None
+        await asyncio.wait({generation.task}, timeout=10)
+        assert generation.status == "cancelled"
+        assert {v.status for v in generation.variants} == {"cancelled"}
+        await save_screenshot(page, "ui-cancelled.png")
+        recorder.check_clean()
