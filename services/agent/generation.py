@@ -39,6 +39,7 @@ from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import ToolCallContext, ToolExecutor
 from services.common.metrics import AgentMetrics
+from services.tools.assets import decode_image_data_url, digest_of
 
 log = logging.getLogger(__name__)
 
@@ -288,9 +289,12 @@ class GenerationManager:
             tools = await self._tools.list_tools(context)
         except ToolServiceError as exc:
             return self._fail(generation, str(exc))
+        names = {t.name for t in tools}
         try:
             messages = build_prompt_messages(
-                request, screenshot_available=any(t.name == "screenshot_preview" for t in tools)
+                request,
+                screenshot_available="screenshot_preview" in names,
+                uploaded_asset_ids=upload_ids(request) if "save_assets" in names else None,
             )
         except PromptError as exc:
             return self._fail(generation, f"Error assembling prompt: {exc}")
@@ -380,6 +384,17 @@ class GenerationManager:
                 m.tokens.labels(provider, kind).inc(count)
         if state.cost_usd:
             m.cost.labels(provider).inc(state.cost_usd)
+
+
+def upload_ids(request: GenerationRequest) -> dict[str, str]:
+    """Uploaded image → its `tmp_asset_…` id. Ids are content hashes, so the tool
+    worker that later runs save_assets derives the same id from the same image."""
+    ids: dict[str, str] = {}
+    for url in _input_images(request):
+        image = decode_image_data_url(url)
+        if image is not None:
+            ids[url] = f"tmp_asset_{digest_of(image.data)}"
+    return ids
 
 
 def _input_images(request: GenerationRequest) -> tuple[str, ...]:

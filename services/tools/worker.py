@@ -6,8 +6,12 @@ import time
 
 from services.common.credentials import Credentials
 from services.common.metrics import ToolsMetrics
+from services.tools.asset_tools import asset_tool_handlers, stage_uploads
+from services.tools.assets import AssetStore
 from services.tools.definitions import ToolDefinition
+from services.tools.extract_assets import extract_assets_handler
 from services.tools.file_tools import file_tool_handlers
+from services.tools.image_tools import image_tool_handlers
 from services.tools.runtime import ToolRuntime
 from services.tools.screenshot import ScreenshotSettings, Screenshotter, screenshot_preview_handler
 from services.tools.settings import ToolsSettings
@@ -28,7 +32,13 @@ class ToolWorker:
     def __init__(self, settings: ToolsSettings, metrics: ToolsMetrics | None = None) -> None:
         self.settings = settings
         self.metrics = metrics or ToolsMetrics()
-        handlers: dict[str, ToolHandler] = dict(file_tool_handlers())
+        self.store = AssetStore(settings.data_dir)
+        handlers: dict[str, ToolHandler] = {
+            **file_tool_handlers(),
+            **image_tool_handlers(self.store),
+            **asset_tool_handlers(self.store),
+            "extract_assets": extract_assets_handler(self.store),
+        }
         self.screenshotter: Screenshotter | None = None
         if settings.screenshots_enabled:
             self.screenshotter = Screenshotter(
@@ -67,6 +77,10 @@ class ToolWorker:
             asset_base_url=ctx.asset_base_url,
         )
         started = time.monotonic()
+        if call.name == "save_assets":
+            # Uploads are staged on demand from the request's own images: their ids are
+            # content hashes, so no worker needs to have seen the upload before.
+            await stage_uploads(self.store, ctx.input_images, ctx.asset_base_url)
         outcome = await self.runtime.execute(call, file, merged)
         self.metrics.tool_seconds.labels(call.name, str(outcome.ok).lower()).observe(
             time.monotonic() - started
