@@ -23,7 +23,9 @@ def _run_agent(args: argparse.Namespace) -> None:
     from services.agent.settings import AgentSettings
 
     settings = AgentSettings.from_env(listen=args.listen, metrics_listen=args.metrics_listen)
-    setup_logging("agent", settings.credentials.secrets(), args.log_level)
+    setup_logging(
+        "agent", [*settings.credentials.secrets(), settings.grpc_security.token], args.log_level
+    )
 
     async def serve() -> None:
         # gRPC channels belong to the loop they are created in: build inside it.
@@ -37,7 +39,9 @@ def _run_tools(args: argparse.Namespace) -> None:
     from services.tools.settings import ToolsSettings
 
     settings = ToolsSettings.from_env(listen=args.listen, metrics_listen=args.metrics_listen)
-    setup_logging("tools", settings.credentials.secrets(), args.log_level)
+    setup_logging(
+        "tools", [*settings.credentials.secrets(), settings.grpc_security.token], args.log_level
+    )
 
     async def serve() -> None:
         await ToolsServer(settings).serve()
@@ -50,7 +54,7 @@ def _run_gateway(args: argparse.Namespace) -> None:
     from services.gateway.settings import GatewaySettings
 
     settings = GatewaySettings.from_env(host=args.host, port=args.port)
-    setup_logging("gateway", (), args.log_level)
+    setup_logging("gateway", [settings.access.token, settings.grpc_security.token], args.log_level)
     asyncio.run(serve(settings))
 
 

@@ -130,10 +130,10 @@ class VariantView:
     state: str = "running"  # running | completed | failed | cancelled | interrupted
     tool: str = ""  # the tool running now
     tool_calls: int = 0
-    note: str = ""  # the latest status line, or the error
+    note: str = ""  # the latest status line or assistant message, or the error
+    note_id: str = ""  # the event_id of the message in `note`
     code: str = ""
     usage: common_pb2.Usage = field(default_factory=common_pb2.Usage)
-    file: Path | None = None
 
     @property
     def number(self) -> int:
@@ -152,6 +152,7 @@ class GenerationView:
     variants: list[VariantView] = field(default_factory=list)
     error: str = ""
     status: int | None = None  # RunStatus, once generation_complete arrived
+    stopped: str = ""  # how the stream ended early, when it did
     started: float = field(default_factory=time.monotonic)
 
     def variant(self, index: int) -> VariantView:
@@ -176,7 +177,13 @@ class GenerationView:
             return
         variant = self.variant(event.variant_index)
         if kind == "status":
-            variant.note = event.status.text
+            variant.note, variant.note_id = event.status.text, ""
+        elif kind == "thinking_delta":
+            variant.note, variant.note_id = "thinking…", event.event_id
+        elif kind == "assistant_delta":
+            if variant.note_id != event.event_id:
+                variant.note, variant.note_id = "", event.event_id
+            variant.note += event.assistant_delta.text
         elif kind == "tool_start":
             variant.tool = event.tool_start.name
             variant.tool_calls += 1
@@ -200,6 +207,8 @@ class GenerationView:
 
     def stop_running(self, state: str) -> None:
         """The stream is over early: whatever still ran ends as `state`."""
+        if self.status is None:
+            self.stopped = self.stopped or state
         for variant in self.variants:
             if variant.state == "running":
                 variant.state, variant.tool = state, ""
@@ -207,7 +216,7 @@ class GenerationView:
     @property
     def outcome(self) -> str:
         if self.status is None:
-            return "interrupted"
+            return self.stopped or "running"
         name = pb.RunStatus.Name(self.status)
         return name.removeprefix("RUN_STATUS_").lower()
 
@@ -251,12 +260,13 @@ def progress_table(view: GenerationView, spinners: dict[int, Spinner]) -> Render
     elapsed = time.monotonic() - view.started
     header = Text(f"s2c generation {view.generation_id} · {elapsed:.0f}s", style="bold")
     table = Table()
-    table.add_column("#", justify="right")
-    table.add_column("model")
-    table.add_column("state")
-    table.add_column("tool")
-    table.add_column("code", justify="right")
-    table.add_column("status", max_width=60, no_wrap=True, overflow="ellipsis")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("model", no_wrap=True)
+    table.add_column("state", no_wrap=True, min_width=11)
+    table.add_column("tool", no_wrap=True, min_width=11)
+    table.add_column("code", justify="right", no_wrap=True, min_width=9)
+    # The only column that gives way on a narrow terminal; its text is cut to one line.
+    table.add_column("status", max_width=72)
     for v in view.variants:
         state: RenderableType
         if v.state == "running":
@@ -269,18 +279,21 @@ def progress_table(view: GenerationView, spinners: dict[int, Spinner]) -> Render
             state,
             escape(v.tool) if v.tool else "",
             _size(v.code_bytes),
-            escape(v.note),
+            Text(" ".join(v.note.split()), no_wrap=True, overflow="ellipsis"),
         )
     if not view.variants:
         return Group(header, spinners.setdefault(-1, Spinner("dots", "waiting for the agent…")))
     return Group(header, table)
 
 
-def summary_table(view: GenerationView) -> Table:
+def summary_table(view: GenerationView) -> RenderableType:
     """The final picture, printed once at the end."""
     elapsed = time.monotonic() - view.started
-    title = f"generation {view.generation_id}: {view.outcome} in {elapsed:.1f}s"
-    table = Table(title=title, title_justify="left")
+    style = "green" if view.outcome == "completed" else "red"
+    header = Text.assemble(
+        f"generation {view.generation_id}: ", (view.outcome, f"bold {style}"), f" in {elapsed:.1f}s"
+    )
+    table = Table()
     table.add_column("#", justify="right")
     table.add_column("model")
     table.add_column("result")
@@ -301,7 +314,7 @@ def summary_table(view: GenerationView) -> Table:
             _tokens(v.usage),
             _cost(v.usage),
         )
-    return table
+    return Group(header, table)
 
 
 class Reporter(Protocol):
@@ -515,31 +528,33 @@ def _write(variant: VariantView, out: Path, outcome: Outcome) -> None:
     except OSError as exc:
         outcome.write_errors.append(f"cannot write {target}: {exc.strerror}")
         return
-    variant.file = target
     outcome.written.append(target)
 
 
 def _report(outcome: Outcome, args: argparse.Namespace, err: Console) -> int:
     """Prints the summary (unless --json) and the reason for a non-zero exit code."""
     view = outcome.view
+    if not (args.json or outcome.broken_pipe):
+        out = Console()
+        try:
+            if view.variants:
+                out.print(summary_table(view))
+            for path in outcome.written:
+                out.print(f"wrote {escape(str(path))}", soft_wrap=True, highlight=False)
+        except BrokenPipeError:
+            outcome.broken_pipe = True
     if outcome.broken_pipe:
         # Nobody reads stdout any more; keep the interpreter from complaining at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 128 + signal.SIGPIPE
-    if not args.json:
-        out = Console()
-        if view.variants:
-            out.print(summary_table(view))
-        for path in outcome.written:
-            out.print(f"wrote {escape(str(path))}", soft_wrap=True, highlight=False)
     for message in outcome.write_errors:
         _error(err, message)
     if outcome.signal is not None:
         _error(err, f"cancelled generation {view.generation_id}")
         return 128 + outcome.signal
     if outcome.rpc_error is not None:
-        _error(err, _describe_rpc_error(outcome.rpc_error, args.agent))
+        _error(err, _describe_rpc_error(outcome.rpc_error, args.agent, bool(view.variants)))
         return EXIT_USAGE
     if view.status is None:
         _error(err, "the agent ended the stream before the generation completed")
@@ -557,8 +572,10 @@ def _report(outcome: Outcome, args: argparse.Namespace, err: Console) -> int:
     return EXIT_OK
 
 
-def _describe_rpc_error(exc: grpc.aio.AioRpcError, target: str) -> str:
+def _describe_rpc_error(exc: grpc.aio.AioRpcError, target: str, streaming: bool) -> str:
     code = exc.code()
+    if code == grpc.StatusCode.UNAVAILABLE and streaming:
+        return f"lost the connection to the agent at {target} mid-generation ({exc.details()})"
     if code == grpc.StatusCode.UNAVAILABLE:
         return (
             f"cannot reach the agent at {target} ({exc.details()}). Is it running? Start the "

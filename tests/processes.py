@@ -39,7 +39,16 @@ class Service:
 
 def base_env(data_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in MODEL_KEYS}
-    env.update({"S2C_DATA_DIR": str(data_dir), "S2C_DEMO_PACE_MS": "0", "NO_PROXY": "127.0.0.1"})
+    env.update(
+        {
+            "S2C_DATA_DIR": str(data_dir),
+            "S2C_DEMO_PACE_MS": "0",
+            "NO_PROXY": "127.0.0.1",
+            # Every test client comes from 127.0.0.1: no per-client limits unless asked.
+            "S2C_MAX_CONCURRENT_PER_CLIENT": "0",
+            "S2C_STARTS_PER_MINUTE": "0",
+        }
+    )
     env.update(extra or {})
     return env
 

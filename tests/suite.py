@@ -17,6 +17,7 @@ from PIL import Image
 
 from services.agent.server import AgentServer
 from services.agent.settings import AgentSettings
+from services.gateway.access import AccessSettings
 from services.gateway.app import create_app
 from services.gateway.settings import GatewaySettings
 from services.tools.server import ToolsServer
@@ -123,7 +124,8 @@ async def running_suite(
     agent_server = AgentServer(agent_settings)
     await agent_server.start()
     gateway_settings = replace(
-        gateway or GatewaySettings(),
+        gateway
+        or GatewaySettings(access=AccessSettings(max_concurrent_per_client=0, starts_per_minute=0)),
         port=0,
         agent_addr=f"127.0.0.1:{agent_server.port}",
         data_dir=data_dir,

@@ -33,7 +33,7 @@ class AgentServer:
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
         self.metrics = AgentMetrics()
-        self.tools = GrpcToolExecutor(settings.tools_addr)
+        self.tools = GrpcToolExecutor(settings.tools_addr, security=settings.grpc_security)
         self.store = open_run_store(settings.data_dir, settings.database_url or None)
         self.manager = GenerationManager(
             settings, self.tools, SessionFactory(settings), self.metrics, self.store
@@ -56,7 +56,9 @@ class AgentServer:
             pb_grpc.add_AgentServiceServicer_to_server(servicer, server)
             return [pb.DESCRIPTOR.services_by_name["AgentService"].full_name]
 
-        self.running = await start_server(self.settings.listen, register)
+        self.running = await start_server(
+            self.settings.listen, register, self.settings.grpc_security
+        )
         if self.settings.metrics_listen:
             host, port = split_host_port(self.settings.metrics_listen)
             self._metrics_server, _ = serve_metrics(self.metrics.registry, host, port)

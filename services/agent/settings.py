@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.common.credentials import Credentials
+from services.common.security import GrpcSecurity
 
 
 def _csv(value: str) -> tuple[str, ...]:
@@ -39,6 +40,7 @@ class AgentSettings:
     shutdown_grace_s: float = 30.0
     provider_max_retries: int = 2
     metrics_listen: str = ""  # host:port of the /metrics endpoint; empty: off
+    grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
     database_url: str = ""  # postgresql://… for a shared run store; empty: SQLite in data_dir
 
     @classmethod
@@ -67,6 +69,7 @@ class AgentSettings:
             "local_models": _csv(env.get("S2C_LOCAL_MODELS", "")),
             "local_base_url": env.get("S2C_LOCAL_BASE_URL", ""),
             "database_url": env.get("S2C_DATABASE_URL", ""),
+            "grpc_security": GrpcSecurity.from_env(env),
             "shutdown_grace_s": float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
         }
         values.update(overrides)

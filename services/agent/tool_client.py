@@ -19,6 +19,7 @@ from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.agent.tooling import ToolCallContext, ToolOutcome
 from services.common.credentials import credentials_to_proto
 from services.common.grpc_server import CHANNEL_OPTIONS
+from services.common.security import GrpcSecurity, create_channel
 from services.common.structs import from_struct, to_struct
 
 _SERVICE_CONFIG = json.dumps(
@@ -58,10 +59,16 @@ def channel_target(addr: str) -> str:
 
 
 class GrpcToolExecutor:
-    def __init__(self, target: str, *, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        target: str,
+        *,
+        call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+        security: GrpcSecurity | None = None,
+    ) -> None:
         options = [*CHANNEL_OPTIONS, ("grpc.service_config", _SERVICE_CONFIG)]
         self._target = target
-        self._channel = grpc.aio.insecure_channel(channel_target(target), options=options)
+        self._channel = create_channel(channel_target(target), security or GrpcSecurity(), options)
         self._stub = pb_grpc.ToolServiceStub(self._channel)
         self._call_timeout_s = call_timeout_s
 

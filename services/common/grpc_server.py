@@ -12,6 +12,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from services.common.security import GrpcSecurity, add_port, server_interceptors
+
 log = logging.getLogger(__name__)
 
 # Screenshots travel as PNG bytes and requests carry screenshots and videos as
@@ -56,21 +58,23 @@ class RunningServer:
 async def start_server(
     address: str,
     register: Callable[[grpc.aio.Server], Sequence[str]],
+    security: GrpcSecurity | None = None,
 ) -> RunningServer:
     """Starts an aio server on `address` (port 0 picks a free one).
 
     `register` adds the servicers and returns their full service names, which
     health and reflection then announce.
     """
-    server = grpc.aio.server(options=list(SERVER_OPTIONS))
+    security = security or GrpcSecurity()
+    server = grpc.aio.server(
+        options=list(SERVER_OPTIONS), interceptors=server_interceptors(security)
+    )
     names = list(register(server))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
     reflection.enable_server_reflection([*names, health_name, reflection.SERVICE_NAME], server)
-    port = server.add_insecure_port(address)
-    if port == 0:
-        raise OSError(f"could not bind {address}")
+    port = add_port(server, address, security)
     await server.start()
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)

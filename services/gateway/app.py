@@ -8,13 +8,14 @@ import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-import grpc
 from aiohttp import web
 
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.metrics import GatewayMetrics, render
+from services.common.security import create_channel
+from services.gateway.access import ClientLimiter, access_middleware, allowed_origin
 from services.gateway.generate import generate_code, hold_context
-from services.gateway.keys import CHANNEL_KEY, METRICS_KEY, SETTINGS_KEY
+from services.gateway.keys import CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
 from services.gateway.routes import add_routes
 from services.gateway.settings import GatewaySettings
 
@@ -44,26 +45,35 @@ async def index(request: web.Request) -> web.FileResponse:
 
 @web.middleware
 async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    # Upstream allows every origin; the upstream UI may be served from another port.
+    # Like upstream, every origin by default (the upstream UI may be served from another
+    # port); with an allow-list, only the listed origins are echoed.
     if request.method == "OPTIONS":
         response: web.StreamResponse = web.Response(status=204)
     else:
         response = await handler(request)
-    response.headers["Access-Control-Allow-Origin"] = "*"
+    origin = allowed_origin(request, request.app[SETTINGS_KEY].access)
+    if origin is not None:
+        response.headers["Access-Control-Allow-Origin"] = origin
+        if origin != "*":
+            response.headers["Vary"] = "Origin"
     response.headers["Access-Control-Allow-Methods"] = "GET, POST, PATCH, DELETE, OPTIONS"
-    response.headers["Access-Control-Allow-Headers"] = "*"
+    response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type"
     return response
 
 
 def create_app(settings: GatewaySettings) -> web.Application:
-    app = web.Application(middlewares=[cors], client_max_size=settings.max_frame_bytes)
+    app = web.Application(
+        middlewares=[cors, access_middleware(settings.access)],
+        client_max_size=settings.access.max_frame_bytes,
+    )
     app[SETTINGS_KEY] = settings
     app[METRICS_KEY] = GatewayMetrics()
+    app[LIMITER_KEY] = ClientLimiter(settings.access)
 
     async def channel_context(app: web.Application) -> AsyncIterator[None]:
         # Channels must be created inside the running loop.
-        app[CHANNEL_KEY] = grpc.aio.insecure_channel(
-            settings.agent_addr, options=list(CHANNEL_OPTIONS)
+        app[CHANNEL_KEY] = create_channel(
+            settings.agent_addr, settings.grpc_security, CHANNEL_OPTIONS
         )
         yield
         await app[CHANNEL_KEY].close()

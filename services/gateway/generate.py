@@ -25,8 +25,15 @@ from aiohttp import WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
+from services.gateway.access import FrameLimitedWebSocketResponse, client_identity
 from services.gateway.frames import FrameBuilder, frame
-from services.gateway.keys import CHANNEL_KEY, HOLDS_KEY, METRICS_KEY, SETTINGS_KEY
+from services.gateway.keys import (
+    CHANNEL_KEY,
+    HOLDS_KEY,
+    LIMITER_KEY,
+    METRICS_KEY,
+    SETTINGS_KEY,
+)
 from services.gateway.params import ParamsError, parse_params
 from services.gateway.preview_policy import PreviewPolicyConfig
 from services.gateway.relay import APP_ERROR, USER_CANCEL, Relay
@@ -83,8 +90,24 @@ async def _read_params(ws: web.WebSocketResponse, settings: GatewaySettings) -> 
 
 async def generate_code(request: web.Request) -> web.StreamResponse:
     settings = request.app[SETTINGS_KEY]
-    ws = web.WebSocketResponse(max_msg_size=settings.max_frame_bytes, heartbeat=20.0)
+    ws = FrameLimitedWebSocketResponse(max_msg_size=settings.access.max_frame_bytes, heartbeat=20.0)
     await ws.prepare(request)
+    limiter = request.app[LIMITER_KEY]
+    client = client_identity(request, settings.access)
+    # Refused before the (possibly 50 MB) params frame is even read.
+    refusal = limiter.try_start(client)
+    if refusal is not None:
+        await _fail(ws, refusal.message)
+        return ws
+    try:
+        return await _generate(request, ws, settings)
+    finally:
+        limiter.finish(client)
+
+
+async def _generate(
+    request: web.Request, ws: web.WebSocketResponse, settings: GatewaySettings
+) -> web.WebSocketResponse:
     stub = pb_grpc.AgentServiceStub(request.app[CHANNEL_KEY])
     call: grpc.aio.UnaryStreamCall[Any, pb.GenerationEvent]
     try:

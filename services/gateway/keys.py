@@ -8,10 +8,12 @@ import grpc
 from aiohttp import web
 
 from services.common.metrics import GatewayMetrics
+from services.gateway.access import ClientLimiter
 from services.gateway.settings import GatewaySettings
 
 SETTINGS_KEY = web.AppKey("settings", GatewaySettings)
 CHANNEL_KEY = web.AppKey("channel", grpc.aio.Channel)
 METRICS_KEY = web.AppKey("metrics", GatewayMetrics)
+LIMITER_KEY = web.AppKey("limiter", ClientLimiter)
 # Streams of dropped resumable browsers, held open for a grace period.
 HOLDS_KEY: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("holds")

@@ -167,7 +167,7 @@ class _Routes:
         return web.Response(status=204)
 
     async def export(self, request: web.Request) -> web.StreamResponse:
-        fields = _json_object(await _json_body(request, self._settings.max_frame_bytes))
+        fields = _json_object(await _json_body(request, self._settings.access.max_frame_bytes))
         code = fields.get("code")
         if not isinstance(code, str):
             raise ApiError(400, "code must be a string holding the page's HTML")

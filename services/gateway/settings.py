@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from services.common.security import GrpcSecurity
+from services.gateway.access import AccessSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,8 +23,9 @@ class GatewaySettings:
     preview_max_bytes_per_s: int = 1_000_000
     # Consecutive thinking/assistant deltas of one message within this window go out as one frame.
     coalesce_s: float = 0.05
-    # The params frame carries screenshots and videos as data URLs.
-    max_frame_bytes: int = 50 * 1024 * 1024
+    grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
+    # Token, origins, per-client limits and the frame size (params carry videos).
+    access: AccessSettings = field(default_factory=AccessSettings)
     params_timeout_s: float = 60.0
     screenshot_available: bool = True
     # How long a dropped resumable browser's generation keeps running, waiting for it.
@@ -35,7 +39,8 @@ class GatewaySettings:
         values: dict[str, object] = {
             "agent_addr": env.get("S2C_AGENT_ADDR", "127.0.0.1:50051"),
             "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
-            "max_frame_bytes": int(env.get("S2C_MAX_FRAME_BYTES", str(50 * 1024 * 1024))),
+            "grpc_security": GrpcSecurity.from_env(env),
+            "access": AccessSettings.from_env(env),
             "preview_min_interval_s": int(env.get("S2C_PREVIEW_INTERVAL_MS", "200")) / 1000,
             "preview_max_bytes_per_s": int(env.get("S2C_PREVIEW_MAX_BPS", "1000000")),
         }

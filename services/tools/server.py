@@ -43,7 +43,9 @@ class ToolsServer:
             pb_grpc.add_ToolServiceServicer_to_server(servicer, server)
             return [pb.DESCRIPTOR.services_by_name["ToolService"].full_name]
 
-        self.running = await start_server(self.settings.listen, register)
+        self.running = await start_server(
+            self.settings.listen, register, self.settings.grpc_security
+        )
         if self.settings.metrics_listen:
             host, port = split_host_port(self.settings.metrics_listen)
             self._metrics_server, _ = serve_metrics(self.worker.metrics.registry, host, port)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.common.credentials import Credentials
+from services.common.security import GrpcSecurity
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,7 @@ class ToolsSettings:
     # Only the image-tool keys matter here; model keys never reach the workers' env.
     credentials: Credentials = field(default_factory=Credentials)
     shutdown_grace_s: float = 30.0
+    grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
     metrics_listen: str = ""  # host:port of the /metrics endpoint; empty: off
 
     @classmethod
@@ -27,6 +29,7 @@ class ToolsSettings:
         values: dict[str, object] = {
             "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
             "chromium_path": env.get("S2C_CHROMIUM_PATH", "/usr/bin/chromium"),
+            "grpc_security": GrpcSecurity.from_env(env),
             "screenshots_enabled": env.get("S2C_SCREENSHOTS", "1") not in ("0", "false", "no"),
             "credentials": Credentials(
                 gemini_api_key=env.get("GEMINI_API_KEY", ""),

@@ -166,6 +166,12 @@ async def test_create_from_screenshot_streams_previews_and_activity(
                     for el in await page.locator(f"[data-testid=variant-{i}] iframe").all():
                         print("IFRAME", await el.evaluate("e => [e.dataset.testid, e.className, e.srcdoc.length]"))
                     await page.wait_for_timeout(1000)
+                    if _ == 3:
+                        print("NUDGE raf");
+                        await page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+                    if _ == 6:
+                        print("NUDGE style");
+                        await page.evaluate("document.body.style.outline = '1px solid transparent'")
                 raise
             print("OK after", round(_t.monotonic()-t0,1))
             await expect(page.get_by_test_id(f"variant-{i}-model")).to_have_text("demo")

@@ -280,7 +280,7 @@ def test_the_view_follows_code_deltas_in_code_points_and_snapshots() -> None:
     view.apply(event(0, variant_error=pb.VariantError(message="no key")))
     view.apply(event(1, variant_complete=pb.VariantComplete()))
     assert [(v.state, v.note) for v in view.variants] == [("failed", "no key"), ("completed", "")]
-    assert view.outcome == "interrupted"  # no generation_complete yet
+    assert view.outcome == "running"  # no generation_complete yet
     complete = pb.GenerationComplete(status=pb.RUN_STATUS_COMPLETED)
     view.apply(event(0, generation_complete=complete))
     assert view.outcome == "completed"

@@ -1,0 +1,212 @@
+"""The load model of `bench/load.py`: the demo model at token granularity, on a clock, stamped.
+
+It plays exactly the demo's script (`services.agent.demo.demo_script`: think, create
+`index.html`, edit it, summarise) with three changes that make it a model *server* under
+load rather than a demo:
+
+* **Token-sized deltas.** Every step (thinking, text, tool-call arguments) is re-cut into
+  `chunk_chars`-character deltas (default 4, about one token), the granularity at which
+  the real APIs stream, instead of the demo's 12/48-character pieces.
+* **A fixed schedule.** Delta k of a turn is due at `turn start + k × pace`, whatever the
+  agent's event loop is doing: a late wake-up does not slow the model down, the deltas that
+  fell due meanwhile are delivered at once (yielding between them), as a socket backlog
+  would be read. So the offered load is fixed, and a saturated agent shows up as latency.
+* **Stamps.** Each thinking/assistant delta starts with `[t:<µs>]`, the CLOCK_MONOTONIC time
+  (µs) at which the model server was due to send it. The gateway passes text through
+  verbatim, so a browser on the same machine reads the stamps out of `thinking`/`assistant`
+  frames and gets the added latency of each delta (model server → browser). Tool-call
+  arguments are not stamped: the page and its edit stay the demo's, byte for byte.
+
+Only the benchmark uses it: run the agent as `python -m services.agent.loadmodel [s2c agent
+options]` with `S2C_DEMO_PACE_MS` (ms between deltas; 20 ms of 4-character deltas is
+200 characters/s, about 50 tokens/s), `S2C_LOAD_CHUNK_CHARS` (default 4) and
+`S2C_LOAD_STAMPS` (default 1). The launcher routes the demo model's sessions here and then
+runs `s2c agent` unchanged; every other model is untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from services.agent.demo import demo_script
+from services.agent.domain import GenerationRequest
+from services.agent.models import ModelSpec
+from services.agent.providers import factory
+from services.agent.providers.base import (
+    AssistantDelta,
+    ExecutedTool,
+    OnEvent,
+    PromptMessage,
+    ProviderSession,
+    ProviderTurn,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolSpec,
+)
+from services.agent.providers.scripted import (
+    CallTool,
+    Say,
+    ScriptedTurn,
+    Step,
+    Think,
+    TurnSource,
+    chunk_text,
+)
+
+DEFAULT_CHUNK_CHARS = 4
+STAMP_PATTERN = re.compile(r"\[t:(\d+)\]")
+
+
+def stamp(due_s: float) -> str:
+    """The marker put in front of a text delta: its due time in CLOCK_MONOTONIC µs."""
+    return f"[t:{int(due_s * 1_000_000)}]"
+
+
+def read_stamps(text: str) -> list[int]:
+    """Due times (CLOCK_MONOTONIC µs) of the stamped deltas in a frame's text."""
+    return [int(m) for m in STAMP_PATTERN.findall(text)]
+
+
+def rechunk(script: TurnSource, chunk_chars: int) -> TurnSource:
+    """`script` with every step's text re-cut into `chunk_chars`-character deltas."""
+
+    def recut(step: Step) -> Step:
+        if isinstance(step, Think):
+            return Think(chunk_text("".join(step.chunks), chunk_chars))
+        if isinstance(step, Say):
+            return Say(chunk_text("".join(step.chunks), chunk_chars))
+        return CallTool(step.id, step.name, chunk_text("".join(step.argument_chunks), chunk_chars))
+
+    def next_turn(turn: int, results: Sequence[Sequence[ExecutedTool]]) -> ScriptedTurn | None:
+        scripted = script(turn, results)
+        if scripted is None:
+            return None
+        return ScriptedTurn(tuple(recut(s) for s in scripted.steps), scripted.usage)
+
+    return next_turn
+
+
+@dataclass
+class LoadSession:
+    """Replays a script on a fixed schedule, `pace_s` between deltas, stamping text deltas."""
+
+    script: TurnSource
+    pace_s: float
+    stamps: bool = True
+    tool_results: list[list[ExecutedTool]] = field(default_factory=list)
+    _turn: int = 0
+    _due: float = 0.0
+
+    async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
+        turn = self.script(self._turn, self.tool_results) or ScriptedTurn(())
+        self._due = time.monotonic()
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for step in turn.steps:
+            if isinstance(step, Think | Say):
+                for chunk in step.chunks:
+                    due = await self._tick()
+                    marked = stamp(due) + chunk if self.stamps else chunk
+                    if isinstance(step, Think):
+                        await on_event(ThinkingDelta(marked))
+                    else:
+                        text.append(chunk)
+                        await on_event(AssistantDelta(marked))
+            else:
+                for chunk in step.argument_chunks:
+                    await self._tick()
+                    await on_event(ToolCallDelta(step.id, step.name, chunk))
+                calls.append(_parse(step))
+        self._turn += 1
+        return ProviderTurn("".join(text), calls, turn.usage, native=turn)
+
+    def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
+        self.tool_results.append(list(executed))
+
+    def total_cost_usd(self) -> float:
+        return 0.0
+
+    async def close(self) -> None:
+        return None
+
+    async def _tick(self) -> float:
+        """Waits until the next delta is due (only yields when already late); its due time."""
+        self._due += self.pace_s
+        await asyncio.sleep(max(0.0, self._due - time.monotonic()))
+        return self._due
+
+
+def _parse(step: CallTool) -> ToolCall:
+    raw = "".join(step.argument_chunks)
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError:
+        return ToolCall(step.id, step.name, {}, invalid_json=raw)
+    if not isinstance(arguments, dict):
+        return ToolCall(step.id, step.name, {}, invalid_json=raw)
+    return ToolCall(step.id, step.name, arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadModelConfig:
+    pace_s: float = 0.02
+    chunk_chars: int = DEFAULT_CHUNK_CHARS
+    stamps: bool = True
+
+    @classmethod
+    def from_env(cls) -> LoadModelConfig:
+        return cls(
+            pace_s=int(os.environ.get("S2C_DEMO_PACE_MS", "20")) / 1000,
+            chunk_chars=int(os.environ.get("S2C_LOAD_CHUNK_CHARS", str(DEFAULT_CHUNK_CHARS))),
+            stamps=os.environ.get("S2C_LOAD_STAMPS", "1") not in ("0", "false", "no"),
+        )
+
+
+def install(config: LoadModelConfig) -> None:
+    """Routes the demo model's sessions of every `SessionFactory` to `LoadSession`."""
+    demo_factory = factory.SessionFactory.__call__
+
+    def load_factory(
+        self: factory.SessionFactory,
+        spec: ModelSpec,
+        *,
+        variant_index: int,
+        messages: Sequence[PromptMessage],
+        tools: Sequence[ToolSpec],
+        request: GenerationRequest,
+    ) -> ProviderSession:
+        if spec.provider != "demo":
+            return demo_factory(
+                self,
+                spec,
+                variant_index=variant_index,
+                messages=messages,
+                tools=tools,
+                request=request,
+            )
+        script = demo_script(
+            request.prompt.text, request.stack, variant_index, [t.name for t in tools]
+        )
+        return LoadSession(rechunk(script, config.chunk_chars), config.pace_s, config.stamps)
+
+    setattr(factory.SessionFactory, "__call__", load_factory)  # noqa: B010
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`s2c agent ARGV` with the demo model replaced by the load model."""
+    from services.cli import main as cli_main
+
+    install(LoadModelConfig.from_env())
+    cli_main(["agent", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    main()
