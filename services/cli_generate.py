@@ -10,6 +10,10 @@ running now, bytes of code so far) and a line per step otherwise, both on stderr
 summary table follows on stdout. `--json` prints every event as one JSON line on stdout
 (proto field names, default values included) and nothing else there.
 
+The agent is dialled as the other services dial it: `--agent` (default `S2C_AGENT_ADDR`),
+with TLS and the bearer token from `S2C_GRPC_TLS_CA`, `S2C_GRPC_TOKEN`, … when they are set
+(see `services.common.security`); plaintext otherwise.
+
 Each variant that completes is written to `OUT/variant-N.html` (N counts from 1) as soon
 as it completes; a variant that fails writes nothing.
 
@@ -52,6 +56,7 @@ from s2c.common.v1 import common_pb2
 
 from services.common.errors import bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
+from services.common.security import GrpcSecurity, create_channel
 from services.gateway.params import STACKS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -424,6 +429,7 @@ class Outcome:
     rpc_error: grpc.aio.AioRpcError | None = None
     signal: int | None = None
     broken_pipe: bool = False
+    setup_error: str = ""
     written: list[Path] = field(default_factory=list)
     write_errors: list[str] = field(default_factory=list)
 
@@ -433,6 +439,10 @@ def generate(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     try:
         request = build_request(args)
+        try:
+            security = GrpcSecurity.from_env()
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         out = Path(args.out)
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -450,7 +460,7 @@ def generate(args: argparse.Namespace) -> int:
     else:
         reporter = StepLog(view, err)
     try:
-        outcome = asyncio.run(_run(request, args.agent, out, view, reporter))
+        outcome = asyncio.run(_run(request, args.agent, security, out, view, reporter))
     except KeyboardInterrupt:  # before the handler was in place, or a second Ctrl+C
         _error(err, "interrupted")
         return 128 + signal.SIGINT
@@ -460,13 +470,19 @@ def generate(args: argparse.Namespace) -> int:
 async def _run(
     request: pb.GenerateCodeRequest,
     target: str,
+    security: GrpcSecurity,
     out: Path,
     view: GenerationView,
     reporter: Reporter,
 ) -> Outcome:
     outcome = Outcome(view)
     loop = asyncio.get_running_loop()
-    async with grpc.aio.insecure_channel(target, options=list(CHANNEL_OPTIONS)) as channel:
+    try:
+        channel = create_channel(target, security, CHANNEL_OPTIONS)
+    except OSError as exc:  # an unreadable certificate or CA file
+        outcome.setup_error = f"cannot read {exc.filename}: {exc.strerror}"
+        return outcome
+    async with channel:
         stub = pb_grpc.AgentServiceStub(channel)
         call = stub.GenerateCode(request)
 
@@ -550,6 +566,9 @@ def _report(outcome: Outcome, args: argparse.Namespace, err: Console) -> int:
         return 128 + signal.SIGPIPE
     for message in outcome.write_errors:
         _error(err, message)
+    if outcome.setup_error:
+        _error(err, outcome.setup_error)
+        return EXIT_USAGE
     if outcome.signal is not None:
         _error(err, f"cancelled generation {view.generation_id}")
         return 128 + outcome.signal
@@ -579,7 +598,13 @@ def _describe_rpc_error(exc: grpc.aio.AioRpcError, target: str, streaming: bool)
     if code == grpc.StatusCode.UNAVAILABLE:
         return (
             f"cannot reach the agent at {target} ({exc.details()}). Is it running? Start the "
-            "suite with `s2c up`, or point --agent / S2C_AGENT_ADDR at it."
+            "suite with `s2c up`, or point --agent / S2C_AGENT_ADDR at it (and if it serves "
+            "TLS, set S2C_GRPC_TLS_CA)."
+        )
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return (
+            f"the agent at {target} refused the call ({exc.details()}): set S2C_GRPC_TOKEN to "
+            "the suite's gRPC token"
         )
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         violations = bad_request_violations(exc)

@@ -8,6 +8,9 @@
 # printed as grpcurl's JSON as they arrive. Set GRPCURL to use a grpcurl binary that
 # is not on PATH (e.g. GRPCURL=.venv/bin/grpcurl).
 #
+# A locked-down suite: S2C_GRPC_TOKEN is sent as `authorization: Bearer …` (reflection
+# needs it too), and S2C_GRPC_TLS_CA (a PEM CA bundle) switches from plaintext to TLS.
+#
 # Exit status: 0 when the generation completed, 1 when it did not (failed, cancelled),
 # 2 on bad usage or when the call failed (agent unreachable, request rejected).
 set -euo pipefail
@@ -75,13 +78,28 @@ request=$(
 EOF
 )
 
+transport=(-plaintext)
+if [[ -n "${S2C_GRPC_TLS_CA:-}" ]]; then
+  transport=(-cacert "$S2C_GRPC_TLS_CA")
+  if [[ -n "${S2C_GRPC_TLS_SERVER_NAME:-}" ]]; then
+    transport+=(-servername "$S2C_GRPC_TLS_SERVER_NAME")
+  fi
+fi
+auth=()
+if [[ -n "${S2C_GRPC_TOKEN:-}" ]]; then
+  # grpcurl expands the variable itself, so the token never shows in the process list.
+  # shellcheck disable=SC2016
+  auth=(-expand-headers -H 'authorization: Bearer ${S2C_GRPC_TOKEN}')
+fi
+
 events=$(mktemp)
 trap 'rm -f "$events"' EXIT
 
 # Events print live; a copy is kept to check how the generation ended.
 set +e
 printf '%s\n' "$request" |
-  "$grpcurl" -plaintext -max-msg-sz 67108864 -d @ "$addr" s2c.agent.v1.AgentService/GenerateCode |
+  "$grpcurl" "${transport[@]}" ${auth[@]+"${auth[@]}"} -max-msg-sz 67108864 -d @ "$addr" \
+    s2c.agent.v1.AgentService/GenerateCode |
   tee "$events"
 statuses=("${PIPESTATUS[@]}")
 set -e

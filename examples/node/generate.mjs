@@ -3,9 +3,10 @@
 //
 //   node generate.mjs [--out DIR] [--stack STACK] [--variants N] [--model ID]... PROMPT_OR_IMAGE
 //
-// The agent address comes from S2C_AGENT_ADDR (default 127.0.0.1:50051). The .proto
-// files are loaded at runtime from the repository's protos/ directory; nothing is
-// generated ahead of time.
+// The agent address comes from S2C_AGENT_ADDR (default 127.0.0.1:50051). When the suite
+// is locked down, S2C_GRPC_TOKEN is sent as a bearer token and S2C_GRPC_TLS_CA (a PEM CA
+// bundle) switches to TLS, as for the services themselves. The .proto files are loaded
+// at runtime from the repository's protos/ directory; nothing is generated ahead of time.
 //
 // Exit codes: 0 when the generation completed and every variant produced code,
 // 1 when the generation or a variant failed (or was cancelled), 2 on bad usage or
@@ -179,15 +180,36 @@ function describe(event) {
   }
 }
 
+// Plaintext by default; TLS (verified against S2C_GRPC_TLS_CA) when that is set.
+function channelCredentials(channelOptions) {
+  const ca = process.env.S2C_GRPC_TLS_CA;
+  if (!ca) return grpc.credentials.createInsecure();
+  let rootCerts;
+  try {
+    rootCerts = readFileSync(ca);
+  } catch (error) {
+    fail(`cannot read S2C_GRPC_TLS_CA ${ca}: ${error.message}`);
+  }
+  const serverName = process.env.S2C_GRPC_TLS_SERVER_NAME;
+  if (serverName) channelOptions['grpc.ssl_target_name_override'] = serverName;
+  return grpc.credentials.createSsl(rootCerts);
+}
+
 function main() {
   const options = parseCommandLine();
   const request = buildRequest(options);
   const address = process.env.S2C_AGENT_ADDR || '127.0.0.1:50051';
   const AgentService = loadAgentService();
-  const client = new AgentService(address, grpc.credentials.createInsecure(), {
+  const channelOptions = {
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     'grpc.max_send_message_length': 64 * 1024 * 1024,
-  });
+  };
+  const credentials = channelCredentials(channelOptions);
+  const client = new AgentService(address, credentials, channelOptions);
+  const metadata = new grpc.Metadata();
+  if (process.env.S2C_GRPC_TOKEN) {
+    metadata.set('authorization', `Bearer ${process.env.S2C_GRPC_TOKEN}`);
+  }
 
   // Each variant's code as an array of code points: code_delta offsets count code points.
   const code = new Map();
@@ -196,7 +218,7 @@ function main() {
   let finalStatus = null;
   let interrupted = false;
 
-  const call = client.GenerateCode(request);
+  const call = client.GenerateCode(request, metadata);
   process.once('SIGINT', () => {
     interrupted = true;
     call.cancel(); // the agent cancels the generation when its stream goes away

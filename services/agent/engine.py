@@ -8,12 +8,14 @@ and leaves as append-only `CodeDelta`s.
 
 from __future__ import annotations
 
+import asyncio
+import re
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from services.agent.argscan import ArgumentScanner
+from services.agent.argscan import ArgumentScanner, DeltaBatcher, TextEdit
 from services.agent.domain import FileState
 from services.agent.events import (
     AssistantText,
@@ -99,7 +101,10 @@ class VariantEngine:
         try:
             for _ in range(self.max_turns):
                 stream = _TurnStream(self)
-                turn = await self.session.stream_turn(stream.on_event)
+                try:
+                    turn = await self.session.stream_turn(stream.on_event)
+                finally:
+                    stream.flush()
                 self.usage = self.usage + turn.usage
                 self.emit("", TurnUsage(turn.usage, self.session.total_cost_usd()))
                 if not turn.tool_calls:
@@ -123,7 +128,7 @@ class VariantEngine:
         )
         if outcome.updated_file is not None:
             self.file = outcome.updated_file
-            self.emit(call.id, CodeSnapshot(self.file.path, self.file.content))
+            self.emit(call.id, CodeSnapshot(self.file.path, clean_text(self.file.content)))
         self.emit(call.id, ToolFinished(call.name, outcome.summary, outcome.ok))
         return ExecutedTool(call, outcome.ok, outcome.result, outcome.media)
 
@@ -137,7 +142,7 @@ class VariantEngine:
             if completion.strip():
                 self.file = FileState(path, completion)
         if completion:
-            self.emit("", CodeSnapshot(path, completion))
+            self.emit("", CodeSnapshot(path, clean_text(completion)))
         return completion
 
 
@@ -155,14 +160,18 @@ class _TurnStream:
         self._previews: dict[str, _Preview] = {}
         self.started_calls: set[str] = set()
 
+    def flush(self) -> None:
+        for preview in self._previews.values():
+            preview.flush()
+
     async def on_event(self, event: StreamEvent) -> None:
         emit = self._engine.emit
         if isinstance(event, AssistantDelta):
             if event.text:
-                emit(self._assistant_id, AssistantText(event.text))
+                emit(self._assistant_id, AssistantText(clean_text(event.text)))
         elif isinstance(event, ThinkingDelta):
             if event.text:
-                emit(self._thinking_id, ThinkingText(event.text))
+                emit(self._thinking_id, ThinkingText(clean_text(event.text)))
         elif event.name == "create_file":
             preview = self._previews.get(event.call_id)
             if preview is None:
@@ -172,20 +181,25 @@ class _TurnStream:
 
 
 class _Preview:
-    """Decodes one streamed create_file's content once and emits it as CodeDeltas."""
+    """Decodes one streamed create_file's content once and emits it as CodeDeltas.
+
+    Fragments are batched (each event costs a fixed framing) and flushed by size, by a
+    short timer, and before anything that must follow the preview.
+    """
 
     def __init__(self, call_id: str, engine: VariantEngine) -> None:
         self._call_id = call_id
         self._engine = engine
         self._scanner = ArgumentScanner(("path", "content"))
+        self._batcher = DeltaBatcher()
+        self._timer: asyncio.TimerHandle | None = None
         self.started = False
 
     def feed(self, event: ToolCallDelta) -> bool:
         """Returns True once the tool's start has been announced."""
-        emit = self._engine.emit
+        now = time.monotonic()
         for fragment in self._scanner.feed(event.arguments_delta):
-            text = fragment.text
-            if fragment.key != "content" or not text:
+            if fragment.key != "content" or (not fragment.text and fragment.offset > 0):
                 continue
             if not self.started:
                 self.started = True
@@ -193,9 +207,34 @@ class _Preview:
                 path = self._scanner.value("path") or (file.path if file else DEFAULT_PATH)
                 summary = {
                     "path": path,
-                    "contentLength": len(text),
-                    "preview": summarize_text(text, 200),
+                    "contentLength": len(fragment.text),
+                    "preview": summarize_text(fragment.text, 200),
                 }
-                emit(self._call_id, ToolStarted("create_file", summary))
-            emit(self._call_id, CodeDelta(fragment.offset, text))
+                self._engine.emit(self._call_id, ToolStarted("create_file", summary))
+            self._send(self._batcher.add(now, fragment.offset, fragment.text))
+        due = self._batcher.due()
+        if due is not None and self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_at(loop.time() + max(0.0, due - now), self.flush)
         return self.started
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._send(self._batcher.flush())
+
+    def _send(self, edit: TextEdit | None) -> None:
+        if edit is not None:
+            self._engine.emit(self._call_id, CodeDelta(edit.offset, clean_text(edit.text)))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """Text safe for protobuf and UTF-8: lone surrogates (which JSON allows and
+    json.loads keeps) become U+FFFD; the offsets stay the same."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)

@@ -21,7 +21,9 @@ Only the benchmark uses it: run the agent as `python -m services.agent.loadmodel
 options]` with `S2C_DEMO_PACE_MS` (ms between deltas; 20 ms of 4-character deltas is
 200 characters/s, about 50 tokens/s), `S2C_LOAD_CHUNK_CHARS` (default 4) and
 `S2C_LOAD_STAMPS` (default 1). The launcher routes the demo model's sessions here and then
-runs `s2c agent` unchanged; every other model is untouched.
+runs `s2c agent` unchanged; every other model is untouched. With `S2C_LOAD_STATS=PATH` it
+also counts the GenerationEvents the agent publishes and keeps `<monotonic s> <count>` in
+PATH, so the bench reads the agent's event rate without another endpoint.
 """
 
 from __future__ import annotations
@@ -31,12 +33,15 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from services.agent.demo import demo_script
 from services.agent.domain import GenerationRequest
+from services.agent.events import Payload
+from services.agent.generation import Generation
 from services.agent.models import ModelSpec
 from services.agent.providers import factory
 from services.agent.providers.base import (
@@ -160,6 +165,7 @@ class LoadModelConfig:
     pace_s: float = 0.02
     chunk_chars: int = DEFAULT_CHUNK_CHARS
     stamps: bool = True
+    stats_path: str = ""  # where the published-event count is written; empty: not counted
 
     @classmethod
     def from_env(cls) -> LoadModelConfig:
@@ -167,7 +173,39 @@ class LoadModelConfig:
             pace_s=int(os.environ.get("S2C_DEMO_PACE_MS", "20")) / 1000,
             chunk_chars=int(os.environ.get("S2C_LOAD_CHUNK_CHARS", str(DEFAULT_CHUNK_CHARS))),
             stamps=os.environ.get("S2C_LOAD_STAMPS", "1") not in ("0", "false", "no"),
+            stats_path=os.environ.get("S2C_LOAD_STATS", ""),
         )
+
+
+class EventCounter:
+    """Counts every GenerationEvent the agent publishes; a thread writes
+    `<monotonic s> <count>` to `path` every `interval_s` (atomically, by rename)."""
+
+    def __init__(self, path: str, interval_s: float = 0.1) -> None:
+        self.count = 0
+        self._path = path
+        self._interval_s = interval_s
+
+    def install(self) -> None:
+        publish = Generation.publish
+
+        def counting_publish(
+            generation: Generation, variant_index: int, event_id: str, payload: Payload
+        ) -> None:
+            if not generation.finished:
+                self.count += 1
+            publish(generation, variant_index, event_id, payload)
+
+        setattr(Generation, "publish", counting_publish)  # noqa: B010
+        threading.Thread(target=self._write_forever, name="load-stats", daemon=True).start()
+
+    def _write_forever(self) -> None:
+        temporary = self._path + ".tmp"
+        while True:
+            with open(temporary, "w") as f:
+                f.write(f"{time.monotonic()} {self.count}\n")
+            os.replace(temporary, self._path)
+            time.sleep(self._interval_s)
 
 
 def install(config: LoadModelConfig) -> None:
@@ -198,6 +236,8 @@ def install(config: LoadModelConfig) -> None:
         return LoadSession(rechunk(script, config.chunk_chars), config.pace_s, config.stamps)
 
     setattr(factory.SessionFactory, "__call__", load_factory)  # noqa: B010
+    if config.stats_path:
+        EventCounter(config.stats_path).install()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

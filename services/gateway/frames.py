@@ -147,9 +147,10 @@ class FrameBuilder:
             self._models = None
         if kind == "code_delta":
             code = self._variant(v)
+            restart = event.code_delta.offset == 0
             code.apply(event.code_delta.offset, event.code_delta.text)
             now = self._clock()
-            if code.policy.on_change(now, code.length):
+            if code.policy.on_change(now, code.length, restart=restart):
                 out.extend(self._set_code(v, code, now))
         elif kind == "code_snapshot":
             code = self._variant(v)

@@ -137,6 +137,15 @@ class Screenshotter:
                 self._probe_result = False
         return self._probe_result
 
+    async def warm(self) -> None:
+        """Launch Chromium if needed and wait until the spare pages are ready.
+
+        Also waits for the teardown of earlier captures, so the browser is idle afterwards.
+        """
+        await self._ready_browser()
+        pending = [task for _, task in self._spares.values()] + list(self._background)
+        await asyncio.gather(*pending, return_exceptions=True)
+
     async def capture(self, html: str, *, timeout_s: float | None = None) -> list[Capture]:
         """Desktop then mobile captures of `html`, rendered concurrently.
 

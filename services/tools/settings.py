@@ -6,9 +6,29 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from services.common.credentials import Credentials
 from services.common.security import GrpcSecurity
+
+# Wall-clock limit of a whole tool execution, on top of each Replicate or Gemini request's
+# own limit: a call may queue many predictions. A screenshot is two captures of at most
+# 30 s each; the file tools work in memory, so needing longer means something is wrong.
+DEFAULT_TOOL_TIMEOUT_S = 120.0
+DEFAULT_TOOL_TIMEOUTS_S: Mapping[str, float] = MappingProxyType(
+    {
+        "generate_images": 120.0,
+        "remove_background": 120.0,
+        "edit_image": 120.0,
+        "extract_assets": 120.0,
+        "screenshot_preview": 60.0,
+        "save_assets": 60.0,  # local copies only, but of up to 20 MiB each
+        "create_file": 10.0,
+        "edit_file": 10.0,
+        "retrieve_option": 10.0,
+    }
+)
+DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +42,11 @@ class ToolsSettings:
     shutdown_grace_s: float = 30.0
     grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
     metrics_listen: str = ""  # host:port of the /metrics endpoint; empty: off
+    # Tools not named here get default_tool_timeout_s.
+    tool_timeouts_s: Mapping[str, float] = field(default_factory=lambda: DEFAULT_TOOL_TIMEOUTS_S)
+    default_tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
+    # UTF-8 size of the app's file, for create_file and for the result of edit_file.
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> ToolsSettings:

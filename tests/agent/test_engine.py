@@ -287,3 +287,52 @@ async def test_duplicate_generation_id_is_refused(duplicate: str) -> None:
     with pytest.raises(ValueError, match="already in use"):
         manager.start(request(generation_id=duplicate))
     await manager.shutdown(0.0)
+
+
+async def test_a_lone_surrogate_in_streamed_content_is_replaced_not_fatal() -> None:
+    raw = '{"path": "index.html", "content": "<p>a\\ud800b</p>"}'
+    turns = [
+        ScriptedTurn((CallTool("s", "create_file", (raw[:30], raw[30:])),)),
+        ScriptedTurn((Say(("ok",)),)),
+    ]
+    manager = GenerationManager(settings(), InProcessTools(), scripted(turns))
+    events = await run(manager, request(variant_count=1))
+    deltas = "".join(e.payload.text for e in events if isinstance(e.payload, ev.CodeDelta))
+    assert deltas == "<p>a\ufffdb</p>"
+    snapshots = [e.payload for e in events if isinstance(e.payload, ev.CodeSnapshot)]
+    assert snapshots[-1].content == "<p>a\ufffdb</p>"
+    assert events[-1].payload == ev.GenerationComplete("completed")
+
+
+async def test_a_paused_stream_still_flushes_the_preview() -> None:
+    resume = asyncio.Event()
+    head = '{"path": "index.html", "content": "' + "x" * 50
+    tail = "y" * 2000 + '"}'
+
+    class Pausing(ScriptedSession):
+        async def stream_turn(self, on_event: Any) -> Any:
+            if self._turn == 0:
+                # The model stalls mid-content: the batched preview must not wait for it.
+                from services.agent.providers.base import ToolCallDelta
+
+                await on_event(ToolCallDelta("p", "create_file", head[:40]))
+                await on_event(ToolCallDelta("p", "create_file", head[40:]))
+                await resume.wait()
+            return await super().stream_turn(on_event)
+
+    turns = [
+        ScriptedTurn((CallTool("p", "create_file", (tail,)),)),
+        ScriptedTurn((Say(("ok",)),)),
+    ]
+    manager = GenerationManager(
+        settings(), InProcessTools(), lambda spec, **kw: Pausing(list(turns))
+    )
+    generation = manager.start(request(variant_count=1))
+    code = ""
+    async for event in generation.watch(0):
+        if isinstance(event.payload, ev.CodeDelta):
+            code = code[: event.payload.offset] + event.payload.text
+            if code == "x" * 50 and not resume.is_set():
+                resume.set()  # everything streamed so far reached the log while paused
+    assert resume.is_set()
+    assert code == "x" * 50 + "y" * 2000

@@ -161,17 +161,10 @@ async def test_create_from_screenshot_streams_previews_and_activity(
             try:
                 await expect(frame.get_by_text("Start your free 14-day trial")).to_be_visible()
             except AssertionError:
-                for _ in range(12):
-                    print("DBG", i, round(_t.monotonic()-t0,1), await frame.locator("html").evaluate("e => [document.readyState, innerWidth, innerHeight, e.getBoundingClientRect().height, document.querySelector('.cta a').getBoundingClientRect().height, document.styleSheets.length, performance.getEntriesByType('resource').map(r => [r.name.slice(0,40), Math.round(r.duration)])]"))
-                    for el in await page.locator(f"[data-testid=variant-{i}] iframe").all():
-                        print("IFRAME", await el.evaluate("e => [e.dataset.testid, e.className, e.srcdoc.length]"))
+                for _ in range(3):
+                    print("DBG", i, round(_t.monotonic()-t0,1), await frame.locator("html").evaluate("""e => new Promise(r => { let done = false; requestAnimationFrame(() => { done = true; r(['raf', document.documentElement.offsetHeight, getComputedStyle(e).display, document.body.children.length, document.hidden, document.fonts.status, e.checkVisibility()]); }); setTimeout(() => { if (!done) r(['NO-RAF', document.documentElement.offsetHeight, getComputedStyle(e).display, document.body.children.length, document.hidden, document.fonts.status]); }, 700); })"""))
+                    await page.screenshot(path=f"/tmp/ui/fail{_}.png")
                     await page.wait_for_timeout(1000)
-                    if _ == 3:
-                        print("NUDGE raf");
-                        await page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-                    if _ == 6:
-                        print("NUDGE style");
-                        await page.evaluate("document.body.style.outline = '1px solid transparent'")
                 raise
             print("OK after", round(_t.monotonic()-t0,1))
             await expect(page.get_by_test_id(f"variant-{i}-model")).to_have_text("demo")

@@ -16,6 +16,7 @@ from typing import Any
 
 from PIL import Image
 
+from tests.certs import make_pki
 from tests.processes import MODEL_KEYS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,6 +32,29 @@ class Finished:
     @property
     def lines(self) -> list[str]:
         return self.stdout.splitlines()
+
+
+GRPC_TOKEN = "clients-grpc-token-RECOGNISABLE-7"
+
+
+@dataclass
+class LockedDown:
+    """Environments of a suite with TLS and a gRPC token, and of a client that may call it."""
+
+    server_env: dict[str, str]
+    client_env: dict[str, str]
+
+
+def locked_down(directory: Path) -> LockedDown:
+    pki = make_pki(directory)
+    ca = str(pki.ca.cert_file)
+    server = {
+        "S2C_GRPC_TLS_CERT": str(pki.server.cert_file),
+        "S2C_GRPC_TLS_KEY": str(pki.server.key_file),
+        "S2C_GRPC_TLS_CA": ca,
+        "S2C_GRPC_TOKEN": GRPC_TOKEN,
+    }
+    return LockedDown(server, {"S2C_GRPC_TLS_CA": ca, "S2C_GRPC_TOKEN": GRPC_TOKEN})
 
 
 def client_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -19,11 +19,13 @@ from s2c.common.v1 import common_pb2
 
 from services.cli_generate import GenerationView
 from tests.clients import (
+    GRPC_TOKEN,
     REPO,
     assert_complete_document,
     client_env,
     closed_port,
     file_names,
+    locked_down,
     s2c,
     write_png,
 )
@@ -250,6 +252,36 @@ async def test_ctrl_c_cancels_the_generation_on_the_agent(tmp_path: Path) -> Non
             )
     assert log[-1].generation_complete.status == pb.RUN_STATUS_CANCELLED
     assert record.generation.status == pb.RUN_STATUS_CANCELLED
+
+
+async def test_a_locked_down_suite_is_called_with_tls_and_the_token(tmp_path: Path) -> None:
+    lock = locked_down(tmp_path / "pki")
+    async with running_processes(tmp_path / "data", lock.server_env) as suite:
+        args = ["generate", "A bakery landing page", "--agent", agent(suite), "--json"]
+        result = await s2c(
+            *args, "--variants", "1", "--out", str(tmp_path / "out"), env=lock.client_env
+        )
+        no_token = await s2c(
+            *args, "--out", str(tmp_path / "no-token"),
+            env={"S2C_GRPC_TLS_CA": lock.client_env["S2C_GRPC_TLS_CA"]},
+        )  # fmt: skip
+        plaintext = await s2c(
+            *args, "--out", str(tmp_path / "plaintext"), env={"S2C_GRPC_TOKEN": GRPC_TOKEN}
+        )
+    assert result.returncode == 0, result.stderr
+    assert json_lines(result.stdout)[-1]["generation_complete"] == {
+        "status": "RUN_STATUS_COMPLETED"
+    }
+    assert_complete_document((tmp_path / "out" / "variant-1.html").read_text())
+    assert no_token.returncode == 2
+    assert "refused the call" in no_token.stderr
+    assert "set S2C_GRPC_TOKEN" in no_token.stderr
+    assert plaintext.returncode == 2
+    assert "cannot reach the agent" in plaintext.stderr
+    for failed in (no_token, plaintext):
+        assert failed.stdout == ""
+        assert GRPC_TOKEN not in failed.stderr
+        assert "Traceback" not in failed.stderr
 
 
 def event(variant: int, **payload: Any) -> pb.GenerationEvent:

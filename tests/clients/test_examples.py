@@ -13,11 +13,13 @@ import pytest
 import pytest_asyncio
 
 from tests.clients import (
+    GRPC_TOKEN,
     REPO,
     assert_complete_document,
     closed_port,
     file_names,
     json_values,
+    locked_down,
     run,
     write_png,
 )
@@ -190,3 +192,31 @@ async def test_grpcurl_script_takes_the_address_as_an_argument_and_fails_clearly
     usage = await run(str(GRPCURL_SCRIPT), "-s", "cobol", "A page", env=env)
     assert usage.returncode == 2
     assert "unknown stack" in usage.stderr
+
+
+async def test_both_examples_call_a_locked_down_suite_with_tls_and_the_token(
+    node: str, tmp_path: Path
+) -> None:
+    lock = locked_down(tmp_path / "pki")
+    async with running_processes(tmp_path / "data", lock.server_env) as suite:
+        env = {**lock.client_env, "S2C_AGENT_ADDR": agent(suite), "GRPCURL": str(GRPCURL)}
+        from_node = await run(
+            node, "examples/node/generate.mjs", "--variants", "1", "--out", str(tmp_path / "out"),
+            "A bakery landing page", env=env,
+        )  # fmt: skip
+        from_grpcurl = await run(str(GRPCURL_SCRIPT), "-n", "1", "A bakery landing page", env=env)
+        no_token = {k: v for k, v in env.items() if k != "S2C_GRPC_TOKEN"}
+        node_refused = await run(node, "examples/node/generate.mjs", "A page", env=no_token)
+        grpcurl_refused = await run(str(GRPCURL_SCRIPT), "A page", env=no_token)
+    assert from_node.returncode == 0, from_node.stderr
+    assert "generation_complete RUN_STATUS_COMPLETED" in from_node.stdout
+    assert_complete_document((tmp_path / "out" / "variant-1.html").read_text())
+    assert from_grpcurl.returncode == 0, from_grpcurl.stderr
+    events = json_values(from_grpcurl.stdout)
+    assert events[-1]["generationComplete"] == {"status": "RUN_STATUS_COMPLETED"}
+    assert node_refused.returncode == 2
+    assert "UNAUTHENTICATED" in node_refused.stderr
+    assert grpcurl_refused.returncode == 2
+    assert "Unauthenticated" in grpcurl_refused.stderr
+    for result in (from_node, from_grpcurl, node_refused, grpcurl_refused):
+        assert GRPC_TOKEN not in result.stdout + result.stderr

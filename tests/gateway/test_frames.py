@@ -76,8 +76,11 @@ def test_code_deltas_are_flushed_before_tool_result() -> None:
 def test_a_delta_at_a_lower_offset_replaces_the_tail() -> None:
     b = builder(Clock())
     b.on_event(event(0, code_delta=pb.CodeDelta(offset=0, text="old page")))
-    b.on_event(event(0, code_delta=pb.CodeDelta(offset=0, text="new")))
-    assert b.flush_all() == [{"type": "setCode", "variantIndex": 0, "value": "new"}]
+    b.on_event(event(0, code_delta=pb.CodeDelta(offset=3, text=" and more")))
+    # A new file (offset 0) replaces the code and is shown at once, like a first preview.
+    restarted = b.on_event(event(0, code_delta=pb.CodeDelta(offset=0, text="new")))
+    assert restarted == [{"type": "setCode", "variantIndex": 0, "value": "new"}]
+    assert b.flush_all() == []
 
 
 def test_generation_error_is_remembered_for_the_close() -> None:

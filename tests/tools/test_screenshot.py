@@ -75,6 +75,7 @@ async def dns() -> FakeDNS:
 async def shooter(dns: FakeDNS) -> AsyncIterator[Screenshotter]:
     shooter = Screenshotter(ScreenshotSettings(chromium_path=CHROMIUM), resolver=dns.resolve)
     assert await shooter.probe(), f"Chromium did not launch from {CHROMIUM}"
+    await shooter.warm()
     yield shooter
     await shooter.close()
 

@@ -1,0 +1,597 @@
+"""Load bench: N concurrent generations, browser WebSocket → gateway → agent → tools.
+
+Run alone from the repository root:
+
+    .venv/bin/python bench/load.py            # N = 25, 50, 100, 200: about 4½ minutes
+    .venv/bin/python bench/load.py --quick    # N = 25, 100, shorter window: about 1½ minutes
+    .venv/bin/python bench/load.py --sizes 50,100 --window 30 --workers 3
+
+What runs. For each N, a fresh suite of real processes on 127.0.0.1: `s2c tools` (one worker
+unless `--workers`), the agent, and `s2c gateway`. The agent is `s2c agent` started through
+`python -m services.agent.loadmodel`, which routes the demo model to the *load model*: the
+demo's own script (think, create_file of a ~6 KB page, edit_file, summary) re-cut into
+4-character deltas (≈ 1 token) due every 20 ms on a fixed clock, i.e. 200 characters/s ≈ 50
+tokens/s per variant, and every thinking/assistant delta starts with `[t:<µs>]`, the
+CLOCK_MONOTONIC time the model server was due to send it. `S2C_MODELS=demo` pins the demo
+model, so each generation has **4 variants** (upstream's create count), not the demo's 2.
+A variant streams ~1 700 deltas and lasts ~35 s. A separate load-client process (asyncio,
+one WebSocket per generation, like the upstream UI) keeps N generations open: slot i starts
+its first at i × ramp / N (ramp = one generation, so the variants are spread over every
+phase of the script), and starts a new one whenever one closes. After the ramp it measures
+for `--window` seconds, then closes every socket and exits; the suite is killed.
+
+How to read the table (one row per N, all rates over the window):
+
+* `events/s`: GenerationEvents the agent published (counted in the agent process by the
+  launcher; the offered load is 4 N × 50 deltas/s less the pauses for tool calls).
+  `frames/s`, `MB/s`: WebSocket frames and bytes the browsers received.
+* `p50`/`p99`/`max ms`: added latency of each stamped thinking/assistant delta, from the
+  time the model server was due to send it to the time the browser process read the frame
+  carrying it. It includes the gateway's deliberate coalescing of text deltas (≤ 50 ms) and
+  everything the event loops add under load; code (setCode) frames are not stamped. `lag
+  ms` is the load client's own worst event-loop lag (a busy client inflates latency).
+* `CPU %` per process (gateway, agent, tools summed over workers, client), as a share of
+  one core, from /proc/<pid>/stat; the machine has 2 cores in all.
+* `RSS MB` of gateway and agent at the end of the window, and `KB/var`: their growth over
+  the idle suite divided by the live variants (4 × the open generations). The agent keeps
+  finished generations' event logs (the last 256), which counts here too.
+
+Below the table: the knee (where p99 crosses 100 ms, interpolated between sizes), the
+process that saturates first there (≥ 90 % of a core; "machine" when the processes use both
+cores), and each target of the issue as met / NOT MET. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Final
+
+import aiohttp
+
+from services.agent.loadmodel import read_stamps
+
+SCRIPT: Final = Path(__file__).resolve()
+ROOT: Final = SCRIPT.parents[1]
+CLK_TCK: Final = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE: Final = os.sysconf("SC_PAGE_SIZE")
+
+VARIANTS_PER_GENERATION: Final = 4
+PACE_MS: Final = 20  # between deltas
+CHUNK_CHARS: Final = 4  # per delta: 4 characters ≈ 1 token, so 50 tokens/s
+GENERATION_S: Final = 36.0  # one load-model generation, about (the ramp)
+
+TARGET_KNEE_GENERATIONS: Final = 100
+TARGET_P99_MS: Final = 100.0
+TARGET_RSS_PER_VARIANT_KB: Final = 1024.0
+SATURATED_CPU: Final = 90.0
+MODEL_KEYS: Final = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "REPLICATE_API_TOKEN",
+    "REPLICATE_API_KEY",
+    "S2C_LOCAL_MODELS",
+)
+
+PARAMS: Final = {
+    "generationType": "create",
+    "inputMode": "text",
+    "prompt": {"text": "A landing page for a neighbourhood bakery", "images": [], "videos": []},
+    "generatedCodeConfig": "html_tailwind",
+    "codeGenerationModel": "claude-opus-4-8",
+    "isImageGenerationEnabled": False,
+    "isAssetExtractionEnabled": False,
+    "isTermOfServiceAccepted": True,
+}
+
+
+# -- /proc ---------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * PAGE_SIZE
+
+
+# -- the suite -----------------------------------------------------------------------------
+
+
+@dataclass
+class Proc:
+    name: str
+    process: asyncio.subprocess.Process
+    port: int
+    log: list[str] = field(default_factory=list)
+    drain: asyncio.Task[None] | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def start(name: str, argv: Sequence[str], env: dict[str, str]) -> Proc:
+    """Starts `python ARGV` and waits for its "<name> listening" log line."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *argv,
+        env=env,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    log: list[str] = []
+    while True:
+        line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        if not line:
+            raise RuntimeError(f"{name} exited before listening:\n" + "".join(log[-20:]))
+        log.append(line)
+        with contextlib.suppress(json.JSONDecodeError):
+            record = json.loads(line)
+            if record.get("msg") == f"{name} listening":
+                proc = Proc(name, process, int(record["port"]), log)
+                proc.drain = asyncio.create_task(_drain(process.stderr, log))
+                return proc
+
+
+async def _drain(stream: asyncio.StreamReader, log: list[str]) -> None:
+    while line := await stream.readline():
+        log.append(line.decode())
+        del log[:-200]
+
+
+@dataclass
+class Suite:
+    tools: list[Proc]
+    agent: Proc
+    gateway: Proc
+    stats_file: Path
+
+    @property
+    def servers(self) -> list[Proc]:
+        return [*self.tools, self.agent, self.gateway]
+
+    def agent_events(self) -> tuple[float, int]:
+        """(monotonic time, GenerationEvents published so far) as the agent last wrote them."""
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            stamp, count = self.stats_file.read_text().split()
+            return float(stamp), int(count)
+        return time.monotonic(), 0
+
+    async def kill(self) -> None:
+        for proc in self.servers:
+            if proc.process.returncode is None:
+                proc.process.kill()
+            await proc.process.wait()
+            if proc.drain is not None:
+                proc.drain.cancel()
+
+
+async def start_suite(data_dir: Path, workers: int) -> Suite:
+    env = {k: v for k, v in os.environ.items() if k not in MODEL_KEYS}
+    stats_file = data_dir / "agent-events"
+    env.update(
+        {
+            "S2C_DATA_DIR": str(data_dir),
+            "NO_PROXY": "127.0.0.1",
+            "S2C_SCREENSHOTS": "0",
+            "S2C_MODELS": "demo",
+            "S2C_DEMO_PACE_MS": str(PACE_MS),
+            "S2C_LOAD_CHUNK_CHARS": str(CHUNK_CHARS),
+            "S2C_LOAD_STATS": str(stats_file),
+        }
+    )
+    tool_ports = [free_port() for _ in range(workers)]
+    agent_port = free_port()
+    tools_addr = "ipv4:" + ",".join(f"127.0.0.1:{p}" for p in tool_ports)
+    cli = ["-m", "services.cli"]
+    no_metrics = ["--metrics-listen", ""]
+    starting = [
+        *(
+            start("tools", [*cli, "tools", "--listen", f"127.0.0.1:{p}", *no_metrics], env)
+            for p in tool_ports
+        ),
+        start(
+            "agent",
+            ["-m", "services.agent.loadmodel", "--listen", f"127.0.0.1:{agent_port}", *no_metrics],
+            {**env, "S2C_TOOLS_ADDR": tools_addr},
+        ),
+        start(
+            "gateway",
+            [*cli, "gateway", "--port", "0"],
+            {**env, "S2C_AGENT_ADDR": f"127.0.0.1:{agent_port}"},
+        ),
+    ]
+    results = await asyncio.gather(*starting, return_exceptions=True)
+    procs = [r for r in results if isinstance(r, Proc)]
+    failed = [r for r in results if isinstance(r, BaseException)]
+    if failed:
+        for proc in procs:
+            proc.process.kill()
+            await proc.process.wait()
+        raise failed[0]
+    return Suite(procs[:workers], procs[workers], procs[workers + 1], stats_file)
+
+
+# -- the load client (its own process) -----------------------------------------------------
+
+
+@dataclass
+class ClientConfig:
+    url: str
+    generations: int
+    start_at: float  # monotonic
+    ramp_s: float
+    window_start: float
+    window_end: float
+
+
+@dataclass
+class ClientResult:
+    frames: int = 0
+    frame_bytes: int = 0
+    latencies_us: list[int] = field(default_factory=list)
+    generations_started: int = 0
+    generations_completed: int = 0
+    variants_completed: int = 0
+    errors: int = 0
+    error_samples: list[str] = field(default_factory=list)
+    live_generations: int = 0
+    max_loop_lag_ms: float = 0.0
+
+
+_TEXT_PREFIXES: Final = ('{"type":"thinking"', '{"type":"assistant"')
+_COMPLETE: Final = '{"type":"variantComplete"'
+_FAILURES: Final = ('{"type":"error"', '{"type":"variantError"')
+
+
+async def run_client(config: ClientConfig) -> ClientResult:
+    result = ClientResult()
+    params = json.dumps(PARAMS)
+    live = 0
+    window_start, window_end = config.window_start, config.window_end
+
+    async def one_generation(session: aiohttp.ClientSession) -> None:
+        nonlocal live
+        async with session.ws_connect(config.url, max_msg_size=0, heartbeat=None) as ws:
+            await ws.send_str(params)
+            result.generations_started += 1
+            live += 1
+            try:
+                async for message in ws:
+                    if message.type != aiohttp.WSMsgType.TEXT:
+                        continue
+                    now = time.monotonic()
+                    data: str = message.data
+                    if window_start <= now < window_end:
+                        result.frames += 1
+                        result.frame_bytes += len(data)
+                        if data.startswith(_TEXT_PREFIXES):
+                            now_us = int(now * 1_000_000)
+                            result.latencies_us.extend(now_us - t for t in read_stamps(data))
+                    if data.startswith(_COMPLETE):
+                        result.variants_completed += 1
+                    elif data.startswith(_FAILURES):
+                        result.errors += 1
+                        if len(result.error_samples) < 5:
+                            result.error_samples.append(data[:300])
+            finally:
+                live -= 1
+            if ws.close_code == 1000:
+                result.generations_completed += 1
+
+    async def slot(index: int, session: aiohttp.ClientSession) -> None:
+        begin = config.start_at + index * config.ramp_s / config.generations
+        await asyncio.sleep(max(0.0, begin - time.monotonic()))
+        while time.monotonic() < window_end:
+            try:
+                await one_generation(session)
+            except (aiohttp.ClientError, OSError) as exc:
+                result.errors += 1
+                if len(result.error_samples) < 5:
+                    result.error_samples.append(repr(exc))
+                await asyncio.sleep(0.5)
+
+    async def lag_probe() -> None:
+        while True:
+            before = time.monotonic()
+            await asyncio.sleep(0.05)
+            lag = time.monotonic() - before - 0.05
+            if window_start <= before < window_end:
+                result.max_loop_lag_ms = max(result.max_loop_lag_ms, lag * 1000)
+
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        tasks = [asyncio.create_task(slot(i, session)) for i in range(config.generations)]
+        probe = asyncio.create_task(lag_probe())
+        await asyncio.sleep(max(0.0, window_end - time.monotonic()))
+        result.live_generations = live
+        for task in [*tasks, probe]:
+            task.cancel()
+        # Closing a socket cancels its generation (a non-resumable client, like upstream's UI).
+        await asyncio.wait([*tasks, probe], timeout=10)
+    return result
+
+
+def client_main(raw: str) -> None:
+    config = ClientConfig(**json.loads(raw))
+    result = asyncio.run(run_client(config))
+    print(json.dumps(asdict(result)), flush=True)
+
+
+# -- one size ------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    generations: int
+    variants: int
+    events_per_s: float
+    frames_per_s: float
+    mb_per_s: float
+    samples: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    cpu: dict[str, float]  # % of one core
+    rss_mb: dict[str, float]
+    rss_per_variant_kb: float
+    live_variants: int
+    completed: int
+    errors: int
+    client_lag_ms: float
+    error_samples: list[str]
+
+
+def percentile(sorted_values: Sequence[int], q: float) -> float:
+    if not sorted_values:
+        return math.nan
+    index = min(len(sorted_values) - 1, max(0, math.ceil(q * len(sorted_values)) - 1))
+    return float(sorted_values[index])
+
+
+def process_groups(suite: Suite, client_pid: int) -> dict[str, list[int]]:
+    return {
+        "gateway": [suite.gateway.pid],
+        "agent": [suite.agent.pid],
+        "tools": [p.pid for p in suite.tools],
+        "client": [client_pid],
+    }
+
+
+def group_cpu(groups: dict[str, list[int]]) -> dict[str, float]:
+    return {name: sum(cpu_seconds(pid) for pid in pids) for name, pids in groups.items()}
+
+
+async def measure(generations: int, *, ramp_s: float, window_s: float, workers: int) -> Row:
+    with tempfile.TemporaryDirectory(prefix="s2c-load-") as tmp:
+        suite = await start_suite(Path(tmp), workers)
+        try:
+            return await _measure(suite, generations, ramp_s=ramp_s, window_s=window_s)
+        finally:
+            await suite.kill()
+
+
+async def _measure(suite: Suite, generations: int, *, ramp_s: float, window_s: float) -> Row:
+    await asyncio.sleep(1.0)  # let the fresh processes settle before the idle sample
+    idle_rss = {p.name: rss_bytes(p.pid) for p in (suite.gateway, suite.agent)}
+    start_at = time.monotonic() + 1.5  # the client's imports
+    window_start = start_at + ramp_s
+    window_end = window_start + window_s
+    config = ClientConfig(
+        f"ws://127.0.0.1:{suite.gateway.port}/generate-code",
+        generations,
+        start_at,
+        ramp_s,
+        window_start,
+        window_end,
+    )
+    client = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(SCRIPT),
+        "--client",
+        json.dumps(asdict(config)),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    output = asyncio.create_task(client.communicate())
+    groups = process_groups(suite, client.pid)
+    await asyncio.sleep(max(0.0, window_start - time.monotonic()))
+    cpu_before, wall_before = group_cpu(groups), time.monotonic()
+    events_before = suite.agent_events()
+    await asyncio.sleep(max(0.0, window_end - 0.05 - time.monotonic()))
+    cpu_after, wall_after = group_cpu(groups), time.monotonic()
+    events_after = suite.agent_events()
+    rss = {p.name: rss_bytes(p.pid) for p in (suite.gateway, suite.agent)}
+    rss["tools"] = sum(rss_bytes(p.pid) for p in suite.tools)
+    try:
+        stdout, _ = await asyncio.wait_for(output, 30)
+    except TimeoutError:
+        client.kill()
+        raise RuntimeError("the load client did not finish in time") from None
+    dead = [p.name for p in suite.servers if p.process.returncode is not None]
+    if dead or client.returncode != 0:
+        tail = "".join(suite.agent.log[-10:] + suite.gateway.log[-10:])
+        raise RuntimeError(f"exited early: {dead or ['client']}\n{tail}")
+    result = ClientResult(**json.loads(stdout.decode().strip().splitlines()[-1]))
+
+    wall = wall_after - wall_before
+    cpu = {name: 100 * (cpu_after[name] - cpu_before[name]) / wall for name in groups}
+    latencies = sorted(result.latencies_us)
+    live_variants = max(1, result.live_generations * VARIANTS_PER_GENERATION)
+    growth = sum(rss[name] - idle_rss[name] for name in idle_rss)
+    events_wall = events_after[0] - events_before[0]
+    return Row(
+        generations=generations,
+        variants=generations * VARIANTS_PER_GENERATION,
+        events_per_s=(events_after[1] - events_before[1]) / events_wall if events_wall else 0,
+        frames_per_s=result.frames / window_s,
+        mb_per_s=result.frame_bytes / window_s / 1e6,
+        samples=len(latencies),
+        p50_ms=percentile(latencies, 0.50) / 1000,
+        p99_ms=percentile(latencies, 0.99) / 1000,
+        max_ms=(latencies[-1] / 1000) if latencies else math.nan,
+        cpu=cpu,
+        rss_mb={name: value / 1e6 for name, value in rss.items()},
+        rss_per_variant_kb=growth / live_variants / 1024,
+        live_variants=result.live_generations * VARIANTS_PER_GENERATION,
+        completed=result.generations_completed,
+        errors=result.errors,
+        client_lag_ms=result.max_loop_lag_ms,
+        error_samples=result.error_samples,
+    )
+
+
+# -- the report ----------------------------------------------------------------------------
+
+HEADER: Final = (
+    f"{'N gen':>5} {'vars':>5} {'events/s':>9} {'frames/s':>9} {'MB/s':>6} "
+    f"{'samples':>8} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
+    f"{'CPU% gw':>8} {'agent':>6} {'tools':>6} {'client':>6} "
+    f"{'RSS MB gw':>9} {'agent':>6} {'KB/var':>7} {'done':>5} {'err':>4} {'lag ms':>7}"
+)
+
+
+def format_row(row: Row) -> str:
+    return (
+        f"{row.generations:>5} {row.variants:>5} {row.events_per_s:>9.0f} "
+        f"{row.frames_per_s:>9.0f} {row.mb_per_s:>6.2f} {row.samples:>8} "
+        f"{row.p50_ms:>7.1f} {row.p99_ms:>7.1f} {row.max_ms:>7.0f} "
+        f"{row.cpu['gateway']:>8.0f} {row.cpu['agent']:>6.0f} {row.cpu['tools']:>6.0f} "
+        f"{row.cpu['client']:>6.0f} {row.rss_mb['gateway']:>9.1f} {row.rss_mb['agent']:>6.1f} "
+        f"{row.rss_per_variant_kb:>7.0f} {row.completed:>5} {row.errors:>4} "
+        f"{row.client_lag_ms:>7.0f}"
+    )
+
+
+def knee(rows: Sequence[Row]) -> tuple[str, Row]:
+    """Where p99 crosses the target (log-interpolated between sizes), and the row to blame."""
+    for previous, row in zip([None, *rows], rows, strict=False):
+        if not row.p99_ms > TARGET_P99_MS:
+            continue
+        if previous is None:
+            return f"< {row.generations} generations (already over at the smallest size)", row
+        low, high = math.log(previous.p99_ms), math.log(row.p99_ms)
+        share = (math.log(TARGET_P99_MS) - low) / (high - low) if high > low else 0.0
+        at = previous.generations * (row.generations / previous.generations) ** share
+        return (
+            f"≈ {at:.0f} generations ({4 * at:.0f} variants), between "
+            f"{previous.generations} and {row.generations}",
+            row,
+        )
+    return f"> {rows[-1].generations} generations (p99 never crossed 100 ms)", rows[-1]
+
+
+def bottleneck(row: Row) -> str:
+    servers = {k: v for k, v in row.cpu.items() if k != "client"}
+    name, busiest = max(servers.items(), key=lambda item: item[1])
+    total = sum(row.cpu.values())
+    parts = [f"{name} at {busiest:.0f}% of a core"]
+    if busiest >= SATURATED_CPU:
+        parts.append("saturated (one Python event loop)")
+    else:
+        parts.append("not saturated")
+    if total >= 2 * SATURATED_CPU:
+        parts.append(f"and the machine is full ({total:.0f}% of 200%, client included)")
+    if row.cpu["client"] >= SATURATED_CPU:
+        parts.append("WARNING: the load client itself is saturated; latency is inflated")
+    return "; ".join(parts)
+
+
+def report(rows: Sequence[Row]) -> None:
+    print()
+    print(HEADER)
+    for row in rows:
+        print(format_row(row))
+    where, row = knee(rows)
+    print()
+    print(f"knee (p99 added latency > {TARGET_P99_MS:.0f} ms): {where}")
+    print(f"bottleneck at N={row.generations}: {bottleneck(row)}")
+    knee_ok = all(r.p99_ms <= TARGET_P99_MS for r in rows if r.generations <= 100) and any(
+        r.generations >= TARGET_KNEE_GENERATIONS for r in rows
+    )
+    print(
+        f"target knee ≥ {TARGET_KNEE_GENERATIONS} generations: "
+        + ("met" if knee_ok else "NOT MET")
+        + "  ("
+        + ", ".join(f"N={r.generations}: p99/100 ms = {r.p99_ms / TARGET_P99_MS:.2f}" for r in rows)
+        + ")"
+    )
+    rss_ok = all(r.rss_per_variant_kb <= TARGET_RSS_PER_VARIANT_KB for r in rows)
+    print(
+        "target RSS ≤ 1 MB per variant: "
+        + ("met" if rss_ok else "NOT MET")
+        + "  ("
+        + ", ".join(f"N={r.generations}: {r.rss_per_variant_kb:.0f} KB" for r in rows)
+        + ")"
+    )
+    for r in rows:
+        if r.errors:
+            print(f"N={r.generations}: {r.errors} error frames, e.g. {r.error_samples[:2]}")
+
+
+async def run(sizes: Sequence[int], *, ramp_s: float, window_s: float, workers: int) -> None:
+    print(
+        f"load model: {CHUNK_CHARS}-character deltas every {PACE_MS} ms "
+        f"({1000 * CHUNK_CHARS / PACE_MS / 4:.0f} tokens/s per variant), "
+        f"{VARIANTS_PER_GENERATION} variants per generation; {workers} tool worker(s); "
+        f"ramp {ramp_s:.0f} s, window {window_s:.0f} s; {os.cpu_count()} cores",
+        flush=True,
+    )
+    rows: list[Row] = []
+    print(HEADER, flush=True)
+    for size in sizes:
+        row = await measure(size, ramp_s=ramp_s, window_s=window_s, workers=workers)
+        rows.append(row)
+        print(format_row(row), flush=True)
+    report(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="N = 25, 100; 10 s window")
+    parser.add_argument("--sizes", help="comma list of concurrent generations")
+    parser.add_argument("--window", type=float, help="seconds measured per size")
+    parser.add_argument("--ramp", type=float, default=GENERATION_S, help="seconds to ramp up")
+    parser.add_argument("--workers", type=int, default=1, help="tool workers")
+    parser.add_argument("--client", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.client:
+        client_main(args.client)
+        return
+    default_sizes = "25,100" if args.quick else "25,50,100,200"
+    sizes = [int(s) for s in (args.sizes or default_sizes).split(",") if s.strip()]
+    window = args.window or (10.0 if args.quick else 20.0)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    asyncio.run(run(sizes, ramp_s=args.ramp, window_s=window, workers=args.workers))
+
+
+if __name__ == "__main__":
+    main()
