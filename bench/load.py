@@ -71,7 +71,7 @@ PAGE_SIZE: Final = os.sysconf("SC_PAGE_SIZE")
 VARIANTS_PER_GENERATION: Final = 4
 PACE_MS: Final = 20  # between deltas
 CHUNK_CHARS: Final = 4  # per delta: 4 characters ≈ 1 token, so 50 tokens/s
-GENERATION_S: Final = 36.0  # one load-model generation, about (the ramp)
+GENERATION_S: Final = 40.0  # one load-model generation (4 variants), about: the ramp
 
 TARGET_KNEE_GENERATIONS: Final = 100
 TARGET_P99_MS: Final = 100.0
@@ -206,6 +206,9 @@ async def start_suite(data_dir: Path, workers: int) -> Suite:
             "S2C_DEMO_PACE_MS": str(PACE_MS),
             "S2C_LOAD_CHUNK_CHARS": str(CHUNK_CHARS),
             "S2C_LOAD_STATS": str(stats_file),
+            # One client address opens every socket: lift the gateway's per-client limits.
+            "S2C_MAX_CONCURRENT_PER_CLIENT": "0",
+            "S2C_STARTS_PER_MINUTE": "0",
         }
     )
     tool_ports = [free_port() for _ in range(workers)]
@@ -267,9 +270,14 @@ class ClientResult:
     max_loop_lag_ms: float = 0.0
 
 
-_TEXT_PREFIXES: Final = ('{"type":"thinking"', '{"type":"assistant"')
-_COMPLETE: Final = '{"type":"variantComplete"'
-_FAILURES: Final = ('{"type":"error"', '{"type":"variantError"')
+_TYPE_PREFIX: Final = '{"type":"'  # the gateway's frames: compact JSON, type first
+
+
+def frame_type(data: str) -> str:
+    """A frame's type without parsing the whole frame (a setCode carries the whole page)."""
+    if data.startswith(_TYPE_PREFIX):
+        return data[len(_TYPE_PREFIX) : data.index('"', len(_TYPE_PREFIX))]
+    return str(json.loads(data).get("type"))
 
 
 async def run_client(config: ClientConfig) -> ClientResult:
@@ -278,7 +286,7 @@ async def run_client(config: ClientConfig) -> ClientResult:
     live = 0
     window_start, window_end = config.window_start, config.window_end
 
-    async def one_generation(session: aiohttp.ClientSession) -> None:
+    async def one_generation(session: aiohttp.ClientSession) -> bool:
         nonlocal live
         async with session.ws_connect(config.url, max_msg_size=0, heartbeat=None) as ws:
             await ws.send_str(params)
@@ -290,34 +298,38 @@ async def run_client(config: ClientConfig) -> ClientResult:
                         continue
                     now = time.monotonic()
                     data: str = message.data
+                    kind = frame_type(data)
                     if window_start <= now < window_end:
                         result.frames += 1
                         result.frame_bytes += len(data)
-                        if data.startswith(_TEXT_PREFIXES):
+                        if kind in ("thinking", "assistant"):
                             now_us = int(now * 1_000_000)
                             result.latencies_us.extend(now_us - t for t in read_stamps(data))
-                    if data.startswith(_COMPLETE):
+                    if kind == "variantComplete":
                         result.variants_completed += 1
-                    elif data.startswith(_FAILURES):
+                    elif kind in ("error", "variantError"):
                         result.errors += 1
                         if len(result.error_samples) < 5:
                             result.error_samples.append(data[:300])
             finally:
                 live -= 1
-            if ws.close_code == 1000:
-                result.generations_completed += 1
+        if ws.close_code == 1000:
+            result.generations_completed += 1
+            return True
+        return False
 
     async def slot(index: int, session: aiohttp.ClientSession) -> None:
         begin = config.start_at + index * config.ramp_s / config.generations
         await asyncio.sleep(max(0.0, begin - time.monotonic()))
         while time.monotonic() < window_end:
             try:
-                await one_generation(session)
+                if await one_generation(session):
+                    continue
             except (aiohttp.ClientError, OSError) as exc:
                 result.errors += 1
                 if len(result.error_samples) < 5:
                     result.error_samples.append(repr(exc))
-                await asyncio.sleep(0.5)
+            await asyncio.sleep(1.0)  # a refused or failed generation: do not spin
 
     async def lag_probe() -> None:
         while True:
@@ -390,29 +402,62 @@ def group_cpu(groups: dict[str, list[int]]) -> dict[str, float]:
     return {name: sum(cpu_seconds(pid) for pid in pids) for name, pids in groups.items()}
 
 
-async def measure(generations: int, *, ramp_s: float, window_s: float, workers: int) -> Row:
+async def measure(
+    generations: int, *, ramp_s: float, window_s: float, workers: int, profile: Path | None
+) -> Row:
     with tempfile.TemporaryDirectory(prefix="s2c-load-") as tmp:
         suite = await start_suite(Path(tmp), workers)
         try:
-            return await _measure(suite, generations, ramp_s=ramp_s, window_s=window_s)
+            return await _measure(
+                suite, generations, ramp_s=ramp_s, window_s=window_s, profile=profile
+            )
         finally:
             await suite.kill()
 
 
-async def _measure(suite: Suite, generations: int, *, ramp_s: float, window_s: float) -> Row:
-    await asyncio.sleep(1.0)  # let the fresh processes settle before the idle sample
+async def warm_up(url: str, seconds: float) -> None:
+    """One generation for `seconds` (then cancelled), so lazy imports and first-use buffers
+    are in the idle baseline rather than counted per variant."""
+    async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
+        await ws.send_str(json.dumps(PARAMS))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                async for _ in ws:
+                    pass
+
+
+async def py_spy(pid: int, seconds: float, out: Path) -> asyncio.subprocess.Process:
+    """Samples `pid` for `seconds` (100 Hz, without pausing it) into collapsed stacks."""
+    return await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).with_name("py-spy")),
+        "record",
+        "--pid",
+        str(pid),
+        "--duration",
+        str(max(1, round(seconds))),
+        "--rate",
+        "100",
+        "--nonblocking",
+        "--format",
+        "raw",
+        "--output",
+        str(out),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+
+
+async def _measure(
+    suite: Suite, generations: int, *, ramp_s: float, window_s: float, profile: Path | None
+) -> Row:
+    url = f"ws://127.0.0.1:{suite.gateway.port}/generate-code"
+    await warm_up(url, 2.5)
+    await asyncio.sleep(1.0)  # the cancelled warm-up winds down
     idle_rss = {p.name: rss_bytes(p.pid) for p in (suite.gateway, suite.agent)}
     start_at = time.monotonic() + 1.5  # the client's imports
     window_start = start_at + ramp_s
     window_end = window_start + window_s
-    config = ClientConfig(
-        f"ws://127.0.0.1:{suite.gateway.port}/generate-code",
-        generations,
-        start_at,
-        ramp_s,
-        window_start,
-        window_end,
-    )
+    config = ClientConfig(url, generations, start_at, ramp_s, window_start, window_end)
     client = await asyncio.create_subprocess_exec(
         sys.executable,
         str(SCRIPT),
@@ -426,6 +471,11 @@ async def _measure(suite: Suite, generations: int, *, ramp_s: float, window_s: f
     await asyncio.sleep(max(0.0, window_start - time.monotonic()))
     cpu_before, wall_before = group_cpu(groups), time.monotonic()
     events_before = suite.agent_events()
+    spies: list[asyncio.subprocess.Process] = []
+    if profile is not None:
+        for name in ("gateway", "agent", "client"):
+            out = profile / f"{name}-{generations}.txt"
+            spies.append(await py_spy(groups[name][0], window_s - 1, out))
     await asyncio.sleep(max(0.0, window_end - 0.05 - time.monotonic()))
     cpu_after, wall_after = group_cpu(groups), time.monotonic()
     events_after = suite.agent_events()
@@ -436,6 +486,8 @@ async def _measure(suite: Suite, generations: int, *, ramp_s: float, window_s: f
     except TimeoutError:
         client.kill()
         raise RuntimeError("the load client did not finish in time") from None
+    for spy in spies:
+        await asyncio.wait_for(spy.wait(), 30)
     dead = [p.name for p in suite.servers if p.process.returncode is not None]
     if dead or client.returncode != 0:
         tail = "".join(suite.agent.log[-10:] + suite.gateway.log[-10:])
@@ -467,6 +519,44 @@ async def _measure(suite: Suite, generations: int, *, ramp_s: float, window_s: f
         client_lag_ms=result.max_loop_lag_ms,
         error_samples=result.error_samples,
     )
+
+
+def top_functions(path: Path, limit: int = 15) -> list[str]:
+    """The functions with the most samples of their own (leaf frame) in a py-spy raw file,
+    and their inclusive share."""
+    own: dict[str, int] = {}
+    inclusive: dict[str, int] = {}
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        total += count
+        frames = [_short(f) for f in stack.split(";") if f]
+        if not frames:
+            continue
+        own[frames[-1]] = own.get(frames[-1], 0) + count
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + count
+    if not total:
+        return ["(no samples)"]
+    ranked = sorted(own.items(), key=lambda item: -item[1])[:limit]
+    return [
+        f"{100 * n / total:5.1f}% self {100 * inclusive[name] / total:5.1f}% incl  {name}"
+        for name, n in ranked
+    ]
+
+
+def _short(frame: str) -> str:
+    """`func (path/to/file.py:123)` → `func (file.py:123)` with the path from the package."""
+    name, _, where = frame.partition(" (")
+    where = where.rstrip(")")
+    for marker in ("site-packages/", "/work/main/", "lib/python3.11/"):
+        if marker in where:
+            where = where.split(marker, 1)[1]
+            break
+    return f"{name} ({where})"
 
 
 # -- the report ----------------------------------------------------------------------------
@@ -557,7 +647,9 @@ def report(rows: Sequence[Row]) -> None:
             print(f"N={r.generations}: {r.errors} error frames, e.g. {r.error_samples[:2]}")
 
 
-async def run(sizes: Sequence[int], *, ramp_s: float, window_s: float, workers: int) -> None:
+async def run(
+    sizes: Sequence[int], *, ramp_s: float, window_s: float, workers: int, profile: Path | None
+) -> None:
     print(
         f"load model: {CHUNK_CHARS}-character deltas every {PACE_MS} ms "
         f"({1000 * CHUNK_CHARS / PACE_MS / 4:.0f} tokens/s per variant), "
@@ -568,10 +660,19 @@ async def run(sizes: Sequence[int], *, ramp_s: float, window_s: float, workers: 
     rows: list[Row] = []
     print(HEADER, flush=True)
     for size in sizes:
-        row = await measure(size, ramp_s=ramp_s, window_s=window_s, workers=workers)
+        row = await measure(
+            size, ramp_s=ramp_s, window_s=window_s, workers=workers, profile=profile
+        )
         rows.append(row)
         print(format_row(row), flush=True)
     report(rows)
+    if profile is not None:
+        for size in sizes:
+            for name in ("agent", "gateway", "client"):
+                path = profile / f"{name}-{size}.txt"
+                if path.exists():
+                    print(f"\npy-spy {name}, N={size} (own samples; {path}):")
+                    print("\n".join(top_functions(path)))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -581,6 +682,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--window", type=float, help="seconds measured per size")
     parser.add_argument("--ramp", type=float, default=GENERATION_S, help="seconds to ramp up")
     parser.add_argument("--workers", type=int, default=1, help="tool workers")
+    parser.add_argument(
+        "--profile", type=Path, help="py-spy gateway, agent and client into this folder"
+    )
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client:
@@ -589,8 +693,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     default_sizes = "25,100" if args.quick else "25,50,100,200"
     sizes = [int(s) for s in (args.sizes or default_sizes).split(",") if s.strip()]
     window = args.window or (10.0 if args.quick else 20.0)
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    asyncio.run(run(sizes, ramp_s=args.ramp, window_s=window, workers=args.workers))
+    asyncio.run(
+        run(sizes, ramp_s=args.ramp, window_s=window, workers=args.workers, profile=args.profile)
+    )
 
 
 if __name__ == "__main__":

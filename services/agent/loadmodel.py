@@ -181,7 +181,7 @@ class EventCounter:
     """Counts every GenerationEvent the agent publishes; a thread writes
     `<monotonic s> <count>` to `path` every `interval_s` (atomically, by rename)."""
 
-    def __init__(self, path: str, interval_s: float = 0.1) -> None:
+    def __init__(self, path: str, interval_s: float = 0.25) -> None:
         self.count = 0
         self._path = path
         self._interval_s = interval_s

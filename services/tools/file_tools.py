@@ -3,22 +3,40 @@
 Arguments come from a protobuf Struct, so every number is a float (2.0) and OpenAI's
 strict schemas send null for each optional field it leaves out: null always means
 "absent" here, and numbers are coerced to ints before they reach a result.
+
+The app is one HTML document, so a `path` given to create_file must name one: a relative
+name ending in .html or .htm (`path_problem`). Upstream only ever uses index.html, but a
+model asked for "about.html" has a reason to, and any such name is harmless: `/`-separated
+segments with no `..`, `.` or empty segment, no absolute or drive form, no backslash,
+colon, Windows-reserved character or invisible character. Only the model's argument is
+judged; the current file's path is the agent's own. The file's UTF-8 size is capped
+(`max_file_bytes`) for create_file and, at every step, for edit_file: a replace-all can
+multiply a file's size, so the size is checked before the replacement is built.
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
+import functools
+import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
 from services.common.html import extract_html_content
 from services.common.tool_summaries import summarize_text
+from services.tools.settings import DEFAULT_MAX_FILE_BYTES
 from services.tools.types import FileState, ToolContext, ToolHandler, ToolOutcome, failure
 
 DEFAULT_PATH = "index.html"
+MAX_PATH_CHARS = 255
+PATH_RULE = "create_file path must be a relative file name like index.html"
+_HTML_SUFFIXES = (".html", ".htm")
+_WINDOWS_RESERVED = frozenset('<>:"|?*')
+_SHOWN_PATH_CHARS = 80
 CREATE_PREVIEW_CHARS = 320
 EDIT_SUMMARY_CHARS = 140
 NOT_FOUND_SUMMARY_CHARS = 160
@@ -63,17 +81,95 @@ def _nonempty_str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+# -- limits --------------------------------------------------------------------------------
+
+
+def path_problem(path: str) -> str | None:
+    """Why `path` cannot name the app's file, or None when it can."""
+    if not path:
+        return "it is empty"
+    if len(path) > MAX_PATH_CHARS:
+        return f"it is longer than {MAX_PATH_CHARS} characters"
+    if any(_invisible(char) for char in path):
+        return "it contains control or invisible characters"
+    if "\\" in path:
+        return "backslashes are not allowed; separate folders with /"
+    if path.startswith("/"):
+        return "absolute paths are not allowed"
+    if ":" in path:
+        return "drive letters, URLs and colons are not allowed"
+    if any(char in _WINDOWS_RESERVED for char in path):
+        return 'the characters < > " | ? * are not allowed'
+    segments = path.split("/")
+    if ".." in segments:
+        return ".. segments are not allowed"
+    if any(segment in ("", ".") for segment in segments):
+        return "empty or . segments are not allowed"
+    name = segments[-1]
+    if not any(name.lower().endswith(s) and len(name) > len(s) for s in _HTML_SUFFIXES):
+        return "it must end in .html or .htm"
+    return None
+
+
+def _invisible(char: str) -> bool:
+    # C* covers control, format (bidi overrides, zero-width), surrogate, private and
+    # unassigned code points; Zl/Zp are the line and paragraph separators.
+    category = unicodedata.category(char)
+    return category[0] == "C" or category in ("Zl", "Zp")
+
+
+def _bad_path(value: Any, problem: str) -> ToolOutcome:
+    shown = json.dumps(value, ensure_ascii=True)
+    if len(shown) > _SHOWN_PATH_CHARS:
+        shown = shown[: _SHOWN_PATH_CHARS - 3] + "..."
+    return failure(f"{PATH_RULE}; got {shown} ({problem})", "Invalid path")
+
+
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def file_too_large(size: int, limit: int) -> ToolOutcome:
+    return failure(
+        f"File too large: {size} bytes; the limit is {_human_bytes(limit)}.",
+        "File too large",
+        size_bytes=size,
+        limit_bytes=limit,
+    )
+
+
+def _human_bytes(n: int) -> str:
+    for unit, scale in (("MB", 1024 * 1024), ("KB", 1024)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} bytes"
+
+
 # -- create_file ---------------------------------------------------------------------------
 
 
 async def create_file(
-    args: dict[str, Any], file: FileState | None, ctx: ToolContext
+    args: dict[str, Any],
+    file: FileState | None,
+    ctx: ToolContext,
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> ToolOutcome:
     raw = args.get("content")
     if not isinstance(raw, str) or not raw:
         return failure("create_file requires non-empty content", "Missing content")
-    path = _nonempty_str(args.get("path")) or (file.path if file else "") or DEFAULT_PATH
+    asked = args.get("path")
+    if asked is not None and not isinstance(asked, str):
+        return _bad_path(asked, "it must be a string")
+    if asked:
+        problem = path_problem(asked)
+        if problem is not None:
+            return _bad_path(asked, problem)
+    path = asked or (file.path if file else "") or DEFAULT_PATH
     content = extract_html_content(raw) or raw
+    size = utf8_size(content)
+    if size > max_file_bytes:
+        return file_too_large(size, max_file_bytes)
     return ToolOutcome(
         ok=True,
         result={
@@ -120,7 +216,7 @@ def _parse_edit(item: Any) -> _Edit:
     return _Edit(old_text, new_text or "", count)
 
 
-def _apply(content: str, edit: _Edit) -> tuple[str, int]:
+def _apply(content: str, edit: _Edit, max_file_bytes: int) -> tuple[str, int]:
     occurrences = content.count(edit.old_text)
     if edit.count is None:
         wanted = 1
@@ -141,6 +237,12 @@ def _apply(content: str, edit: _Edit) -> tuple[str, int]:
                 },
             )
         )
+    grows_by = utf8_size(edit.new_text) - utf8_size(edit.old_text)
+    if grows_by > 0:
+        # Exact: the replaced occurrences do not overlap, and UTF-8 encodes by code point.
+        size = utf8_size(content) + replaced * grows_by
+        if size > max_file_bytes:
+            raise _EditRejected(file_too_large(size, max_file_bytes))
     return content.replace(edit.old_text, edit.new_text, replaced), replaced
 
 
@@ -160,7 +262,7 @@ def unified_diff(old: str, new: str, path: str) -> tuple[str, int | None]:
     return diff, first_changed
 
 
-def _edit_file(args: dict[str, Any], file: FileState | None) -> ToolOutcome:
+def _edit_file(args: dict[str, Any], file: FileState | None, max_file_bytes: int) -> ToolOutcome:
     if file is None or not file.content:
         return failure("No file exists yet. Call create_file first.", "No file to edit")
     edits_arg = args.get("edits")
@@ -177,7 +279,7 @@ def _edit_file(args: dict[str, Any], file: FileState | None) -> ToolOutcome:
         # All on a working copy: the caller's file only changes if every edit succeeds.
         for item in items:
             edit = _parse_edit(item)
-            working, replaced = _apply(working, edit)
+            working, replaced = _apply(working, edit, max_file_bytes)
             applied.append(
                 {
                     "old_text": summarize_text(edit.old_text, EDIT_SUMMARY_CHARS),
@@ -187,6 +289,10 @@ def _edit_file(args: dict[str, Any], file: FileState | None) -> ToolOutcome:
             )
     except _EditRejected as rejected:
         return rejected.outcome
+    size = utf8_size(working)
+    if size > max_file_bytes:
+        # Only reachable when the file was over the limit before this call.
+        return file_too_large(size, max_file_bytes)
     diff, first_changed = unified_diff(file.content, working, path)
     return ToolOutcome(
         ok=True,
@@ -205,10 +311,16 @@ def _edit_file(args: dict[str, Any], file: FileState | None) -> ToolOutcome:
     )
 
 
-async def edit_file(args: dict[str, Any], file: FileState | None, ctx: ToolContext) -> ToolOutcome:
+async def edit_file(
+    args: dict[str, Any],
+    file: FileState | None,
+    ctx: ToolContext,
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> ToolOutcome:
     if file is not None and len(file.content) > _THREAD_THRESHOLD:
-        return await asyncio.to_thread(_edit_file, args, file)
-    return _edit_file(args, file)
+        return await asyncio.to_thread(_edit_file, args, file, max_file_bytes)
+    return _edit_file(args, file, max_file_bytes)
 
 
 # -- retrieve_option -----------------------------------------------------------------------
@@ -250,6 +362,10 @@ async def retrieve_option(
     )
 
 
-def file_tool_handlers() -> dict[str, ToolHandler]:
+def file_tool_handlers(*, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> dict[str, ToolHandler]:
     """The three tools that need nothing but the request itself."""
-    return {"create_file": create_file, "edit_file": edit_file, "retrieve_option": retrieve_option}
+    return {
+        "create_file": functools.partial(create_file, max_file_bytes=max_file_bytes),
+        "edit_file": functools.partial(edit_file, max_file_bytes=max_file_bytes),
+        "retrieve_option": retrieve_option,
+    }

@@ -1,5 +1,10 @@
 """Routes tool calls to their handlers, with the checks every call shares.
 
+Checks, in order: unparsable arguments (INVALID_JSON), unknown tool, image generation
+disabled, then the arguments against the tool's canonical JSON Schema (see
+`services.tools.validation` for how that defers to the handlers' own upstream checks).
+Each execution then runs under its tool's time limit; running out cancels the handler.
+
 Calls are idempotent by tool-call id: the outcome of a call is remembered (bounded
 LRU) under its id plus a digest of everything it read, so a retried RPC gets the
 same answer without running the tool twice, and a duplicate arriving while the
@@ -13,12 +18,14 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from services.tools.definitions import TOOL_DEFINITIONS, ToolDefinition
 from services.tools.file_tools import file_tool_handlers
+from services.tools.settings import DEFAULT_TOOL_TIMEOUT_S, DEFAULT_TOOL_TIMEOUTS_S
 from services.tools.types import (
     FileState,
     ToolCall,
@@ -28,6 +35,7 @@ from services.tools.types import (
     ToolOutcome,
     failure,
 )
+from services.tools.validation import check_arguments, unsupported_keywords
 
 __all__ = ["ToolRuntime", "file_tool_handlers"]
 
@@ -59,8 +67,21 @@ class ToolRuntime:
         *,
         cache_size: int = DEFAULT_CACHE_SIZE,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+        timeouts_s: Mapping[str, float] = DEFAULT_TOOL_TIMEOUTS_S,
+        default_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
     ) -> None:
         self._handlers = dict(handlers)
+        self._schemas = {d.name: d.input_schema for d in TOOL_DEFINITIONS}
+        for name, schema in self._schemas.items():
+            unknown = unsupported_keywords(schema)
+            if unknown:
+                # Refuse to start rather than let a definition promise checks nobody makes.
+                raise ValueError(f"{name}: schema uses unsupported keywords {sorted(unknown)}")
+        for name, limit in {**timeouts_s, "(default)": default_timeout_s}.items():
+            if not (math.isfinite(limit) and limit > 0):
+                raise ValueError(f"timeout for {name} must be a positive number of seconds")
+        self._timeouts_s = dict(timeouts_s)
+        self._default_timeout_s = default_timeout_s
         self._cache_size = cache_size
         self._cache_max_bytes = cache_max_bytes
         self._cache: OrderedDict[_Key, _Cached] = OrderedDict()
@@ -70,6 +91,10 @@ class ToolRuntime:
     @property
     def tool_names(self) -> frozenset[str]:
         return frozenset(self._handlers)
+
+    def timeout_for(self, name: str) -> float:
+        """Seconds one execution of tool `name` may take before it is cancelled."""
+        return self._timeouts_s.get(name, self._default_timeout_s)
 
     def definitions(self, flags: ToolFlags, available: Collection[str]) -> list[ToolDefinition]:
         """Canonical definitions, in canonical order, of the tools to offer.
@@ -101,9 +126,12 @@ class ToolRuntime:
             return failure(f"Unknown tool: {call.name}", f"Unknown tool: {call.name}")
         if call.name == "generate_images" and not ctx.flags.image_generation_enabled:
             return failure("Image generation is disabled.", "Image generation disabled")
+        rejected = check_arguments(call.name, self._schemas.get(call.name), call.arguments)
+        if rejected is not None:
+            return rejected
         if not call.id:
             # Without an id there is no promise to keep; identical calls may differ by design.
-            return await _guarded(handler, call, file, ctx)
+            return await _guarded(handler, call, file, ctx, self.timeout_for(call.name))
         key = (call.id, _digest(call, file, ctx))
         cached = self._cache.get(key)
         if cached is not None:
@@ -122,7 +150,8 @@ class ToolRuntime:
         entry = self._inflight.get(key)
         if entry is None:
             task = asyncio.create_task(
-                _guarded(handler, call, file, ctx), name=f"tool:{call.name}:{call.id}"
+                _guarded(handler, call, file, ctx, self.timeout_for(call.name)),
+                name=f"tool:{call.name}:{call.id}",
             )
             entry = _InFlight(task)
             self._inflight[key] = entry
@@ -162,15 +191,33 @@ class ToolRuntime:
 
 
 async def _guarded(
-    handler: ToolHandler, call: ToolCall, file: FileState | None, ctx: ToolContext
+    handler: ToolHandler,
+    call: ToolCall,
+    file: FileState | None,
+    ctx: ToolContext,
+    timeout_s: float,
 ) -> ToolOutcome:
+    # The deadline cancels the handler's task, so its awaits stop where they are; work it
+    # handed to a thread (edit_file on large files) cannot be interrupted and finishes alone.
+    deadline = asyncio.timeout(timeout_s)
     try:
-        return await handler(call.arguments, file, ctx)
+        async with deadline:
+            return await handler(call.arguments, file, ctx)
+    except TimeoutError as exc:
+        if not deadline.expired():
+            # The tool's own timeout (a slow upstream API), not ours: an ordinary failure.
+            return _failed(call, exc)
+        logger.warning("tool %s timed out after %g s (call %s)", call.name, timeout_s, call.id)
+        return failure(f"{call.name} timed out after {timeout_s:g} s", "Timed out")
     except Exception as exc:
-        # One broken tool call must not take the worker (or the generation) down:
-        # the model sees the failure and can carry on.
-        logger.exception("tool %s failed (call %s)", call.name, call.id)
-        return failure(f"{call.name} failed: {exc}", f"{call.name} failed")
+        return _failed(call, exc)
+
+
+def _failed(call: ToolCall, exc: Exception) -> ToolOutcome:
+    # One broken tool call must not take the worker (or the generation) down:
+    # the model sees the failure and can carry on.
+    logger.error("tool %s failed (call %s)", call.name, call.id, exc_info=exc)
+    return failure(f"{call.name} failed: {exc}", f"{call.name} failed")
 
 
 def _flag_enabled(name: str, flags: ToolFlags) -> bool:

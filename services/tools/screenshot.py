@@ -226,7 +226,7 @@ class Screenshotter:
                     # exemption so 127.0.0.1 reaches the guard like any other host.
                     "--proxy-bypass-list=<-loopback>",
                 ],
-                timeout=self.settings.page_load_timeout_s * 1000,
+                timeout=self.settings.capture_timeout_s * 1000,
             )
             self._browser = browser
             for _, stale in self._spares.values():

@@ -34,7 +34,7 @@ class ToolWorker:
         self.metrics = metrics or ToolsMetrics()
         self.store = AssetStore(settings.data_dir)
         handlers: dict[str, ToolHandler] = {
-            **file_tool_handlers(),
+            **file_tool_handlers(max_file_bytes=settings.max_file_bytes),
             **image_tool_handlers(self.store),
             **asset_tool_handlers(self.store),
             "extract_assets": extract_assets_handler(self.store),
@@ -45,7 +45,11 @@ class ToolWorker:
                 ScreenshotSettings(chromium_path=settings.chromium_path)
             )
             handlers["screenshot_preview"] = screenshot_preview_handler(self.screenshotter)
-        self.runtime = ToolRuntime(handlers)
+        self.runtime = ToolRuntime(
+            handlers,
+            timeouts_s=settings.tool_timeouts_s,
+            default_timeout_s=settings.default_tool_timeout_s,
+        )
 
     async def close(self) -> None:
         if self.screenshotter is not None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -400,9 +401,12 @@ async def test_retrieve_option_empty_code(codes: tuple[str, ...]) -> None:
 
 
 def test_file_tool_handlers_registry() -> None:
-    handlers = file_tool_handlers()
-    assert handlers == {
-        "create_file": create_file,
-        "edit_file": edit_file,
-        "retrieve_option": retrieve_option,
-    }
+    handlers = file_tool_handlers(max_file_bytes=1234)
+    assert set(handlers) == {"create_file", "edit_file", "retrieve_option"}
+    # The size limit is bound into the two tools that produce a file.
+    for name, tool in (("create_file", create_file), ("edit_file", edit_file)):
+        bound = handlers[name]
+        assert isinstance(bound, functools.partial)
+        assert bound.func is tool
+        assert bound.keywords == {"max_file_bytes": 1234}
+    assert handlers["retrieve_option"] is retrieve_option
