@@ -215,6 +215,7 @@ class GenerationManager:
         return await self._store.get(generation_id) if self._store is not None else None
 
     async def _run(self, generation: Generation) -> None:
+        log.info("generation started", extra={"generation_id": generation.id})
         await self._save(generation)
         try:
             status = await self._run_variants(generation)
@@ -233,6 +234,15 @@ class GenerationManager:
         finally:
             generation.publish(0, "", GenerationComplete(generation.status))
             self._metrics.generations.labels(generation.status).inc()
+            log.info(
+                "generation finished",
+                extra={
+                    "generation_id": generation.id,
+                    "status": generation.status,
+                    "variants": [v.status for v in generation.variants],
+                    "seconds": round(time.time() - generation.started_at, 3),
+                },
+            )
             # Shielded inside the store, so a cancelled generation still closes its record.
             await self._save(generation)
 
@@ -364,9 +374,21 @@ class GenerationManager:
                 state.tool_calls = list(engine.tool_records)
                 state.usage = engine.usage
                 state.cost_usd = engine.session.total_cost_usd()
-            self._observe(spec.provider, state)
+            self._observe(generation.id, spec.provider, state)
 
-    def _observe(self, provider: str, state: VariantState) -> None:
+    def _observe(self, generation_id: str, provider: str, state: VariantState) -> None:
+        log.info(
+            "variant finished",
+            extra={
+                "generation_id": generation_id,
+                "variant_index": state.index,
+                "model": state.model,
+                "status": state.status,
+                "error": state.error,
+                "tool_calls": [(t.id, t.name, t.ok, t.duration_ms) for t in state.tool_calls],
+                "cost_usd": state.cost_usd,
+            },
+        )
         m = self._metrics
         m.variants.labels(provider, state.status).inc()
         for record in state.tool_calls:
