@@ -22,16 +22,19 @@ for `--window` seconds, then closes every socket and exits; the suite is killed.
 
 How to read the table (one row per N, all rates over the window):
 
-* `events/s`: GenerationEvents the agent published (counted in the agent process by the
-  launcher; the offered load is 4 N × 50 deltas/s less the pauses for tool calls).
-  `frames/s`, `MB/s`: WebSocket frames and bytes the browsers received.
+* `deltas/s`: the load model's deltas (the offered load: 4 N variants × 50/s, less the
+  pauses for tool calls); `events/s`: GenerationEvents the agent published (both counted
+  in the agent process by the launcher; fewer events than deltas is the agent's
+  coalescing). `frames/s`, `MB/s`: WebSocket frames and bytes the browsers received.
 * `p50`/`p99`/`max ms`: added latency of each stamped thinking/assistant delta, from the
   time the model server was due to send it to the time the browser process read the frame
   carrying it. It includes the gateway's deliberate coalescing of text deltas (≤ 50 ms) and
   everything the event loops add under load; code (setCode) frames are not stamped. `lag
   ms` is the load client's own worst event-loop lag (a busy client inflates latency).
 * `CPU %` per process (gateway, agent, tools summed over workers, client), as a share of
-  one core, from /proc/<pid>/stat; the machine has 2 cores in all.
+  one core, from /proc/<pid>/stat; the machine has 2 cores in all. `other` is what the
+  rest of the machine used meanwhile (/proc/stat busy time less ours): when it is high,
+  something else competed for the cores and the latencies are pessimistic.
 * `RSS MB` of gateway and agent at the end of the window, and `KB/var`: their growth over
   the idle suite divided by the live variants (4 × the open generations). The agent keeps
   finished generations' event logs (the last 256), which counts here too.
@@ -109,6 +112,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def machine_busy_seconds() -> float:
+    """CPU time all cores spent busy (not idle, not waiting for I/O) since boot."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / CLK_TCK
+
+
 def rss_bytes(pid: int) -> int:
     with open(f"/proc/{pid}/statm") as f:
         return int(f.read().split()[1]) * PAGE_SIZE
@@ -178,12 +189,13 @@ class Suite:
     def servers(self) -> list[Proc]:
         return [*self.tools, self.agent, self.gateway]
 
-    def agent_events(self) -> tuple[float, int]:
-        """(monotonic time, GenerationEvents published so far) as the agent last wrote them."""
+    def agent_counts(self) -> tuple[float, int, int]:
+        """(monotonic time, GenerationEvents published, model deltas) as the agent last
+        wrote them."""
         with contextlib.suppress(FileNotFoundError, ValueError):
-            stamp, count = self.stats_file.read_text().split()
-            return float(stamp), int(count)
-        return time.monotonic(), 0
+            stamp, events, deltas = self.stats_file.read_text().split()
+            return float(stamp), int(events), int(deltas)
+        return time.monotonic(), 0, 0
 
     async def kill(self) -> None:
         for proc in self.servers:
@@ -365,6 +377,7 @@ def client_main(raw: str) -> None:
 class Row:
     generations: int
     variants: int
+    deltas_per_s: float
     events_per_s: float
     frames_per_s: float
     mb_per_s: float
@@ -372,7 +385,7 @@ class Row:
     p50_ms: float
     p99_ms: float
     max_ms: float
-    cpu: dict[str, float]  # % of one core
+    cpu: dict[str, float]  # % of one core: gateway, agent, tools, client, other
     rss_mb: dict[str, float]
     rss_per_variant_kb: float
     live_variants: int
@@ -399,7 +412,10 @@ def process_groups(suite: Suite, client_pid: int) -> dict[str, list[int]]:
 
 
 def group_cpu(groups: dict[str, list[int]]) -> dict[str, float]:
-    return {name: sum(cpu_seconds(pid) for pid in pids) for name, pids in groups.items()}
+    """CPU seconds so far of each group, and of the whole machine as "machine"."""
+    cpu = {name: sum(cpu_seconds(pid) for pid in pids) for name, pids in groups.items()}
+    cpu["machine"] = machine_busy_seconds()
+    return cpu
 
 
 async def measure(
@@ -470,7 +486,7 @@ async def _measure(
     groups = process_groups(suite, client.pid)
     await asyncio.sleep(max(0.0, window_start - time.monotonic()))
     cpu_before, wall_before = group_cpu(groups), time.monotonic()
-    events_before = suite.agent_events()
+    counts_before = suite.agent_counts()
     spies: list[asyncio.subprocess.Process] = []
     if profile is not None:
         for name in ("gateway", "agent", "client"):
@@ -478,7 +494,7 @@ async def _measure(
             spies.append(await py_spy(groups[name][0], window_s - 1, out))
     await asyncio.sleep(max(0.0, window_end - 0.05 - time.monotonic()))
     cpu_after, wall_after = group_cpu(groups), time.monotonic()
-    events_after = suite.agent_events()
+    counts_after = suite.agent_counts()
     rss = {p.name: rss_bytes(p.pid) for p in (suite.gateway, suite.agent)}
     rss["tools"] = sum(rss_bytes(p.pid) for p in suite.tools)
     try:
@@ -495,15 +511,18 @@ async def _measure(
     result = ClientResult(**json.loads(stdout.decode().strip().splitlines()[-1]))
 
     wall = wall_after - wall_before
-    cpu = {name: 100 * (cpu_after[name] - cpu_before[name]) / wall for name in groups}
+    cpu = {name: 100 * (cpu_after[name] - cpu_before[name]) / wall for name in cpu_before}
+    # Whatever else ran on the machine meanwhile (other processes compete for the 2 cores).
+    cpu["other"] = max(0.0, cpu.pop("machine") - sum(cpu.values()))
     latencies = sorted(result.latencies_us)
     live_variants = max(1, result.live_generations * VARIANTS_PER_GENERATION)
     growth = sum(rss[name] - idle_rss[name] for name in idle_rss)
-    events_wall = events_after[0] - events_before[0]
+    counts_wall = counts_after[0] - counts_before[0] or math.inf
     return Row(
         generations=generations,
         variants=generations * VARIANTS_PER_GENERATION,
-        events_per_s=(events_after[1] - events_before[1]) / events_wall if events_wall else 0,
+        deltas_per_s=(counts_after[2] - counts_before[2]) / counts_wall,
+        events_per_s=(counts_after[1] - counts_before[1]) / counts_wall,
         frames_per_s=result.frames / window_s,
         mb_per_s=result.frame_bytes / window_s / 1e6,
         samples=len(latencies),
@@ -562,20 +581,22 @@ def _short(frame: str) -> str:
 # -- the report ----------------------------------------------------------------------------
 
 HEADER: Final = (
-    f"{'N gen':>5} {'vars':>5} {'events/s':>9} {'frames/s':>9} {'MB/s':>6} "
+    f"{'N gen':>5} {'vars':>5} {'deltas/s':>9} {'events/s':>9} {'frames/s':>9} {'MB/s':>6} "
     f"{'samples':>8} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
-    f"{'CPU% gw':>8} {'agent':>6} {'tools':>6} {'client':>6} "
+    f"{'CPU% gw':>8} {'agent':>6} {'tools':>6} {'client':>6} {'other':>6} "
     f"{'RSS MB gw':>9} {'agent':>6} {'KB/var':>7} {'done':>5} {'err':>4} {'lag ms':>7}"
 )
 
 
 def format_row(row: Row) -> str:
     return (
-        f"{row.generations:>5} {row.variants:>5} {row.events_per_s:>9.0f} "
+        f"{row.generations:>5} {row.variants:>5} {row.deltas_per_s:>9.0f} "
+        f"{row.events_per_s:>9.0f} "
         f"{row.frames_per_s:>9.0f} {row.mb_per_s:>6.2f} {row.samples:>8} "
         f"{row.p50_ms:>7.1f} {row.p99_ms:>7.1f} {row.max_ms:>7.0f} "
         f"{row.cpu['gateway']:>8.0f} {row.cpu['agent']:>6.0f} {row.cpu['tools']:>6.0f} "
-        f"{row.cpu['client']:>6.0f} {row.rss_mb['gateway']:>9.1f} {row.rss_mb['agent']:>6.1f} "
+        f"{row.cpu['client']:>6.0f} {row.cpu['other']:>6.0f} "
+        f"{row.rss_mb['gateway']:>9.1f} {row.rss_mb['agent']:>6.1f} "
         f"{row.rss_per_variant_kb:>7.0f} {row.completed:>5} {row.errors:>4} "
         f"{row.client_lag_ms:>7.0f}"
     )
@@ -600,7 +621,7 @@ def knee(rows: Sequence[Row]) -> tuple[str, Row]:
 
 
 def bottleneck(row: Row) -> str:
-    servers = {k: v for k, v in row.cpu.items() if k != "client"}
+    servers = {k: v for k, v in row.cpu.items() if k not in ("client", "other")}
     name, busiest = max(servers.items(), key=lambda item: item[1])
     total = sum(row.cpu.values())
     parts = [f"{name} at {busiest:.0f}% of a core"]
@@ -609,9 +630,14 @@ def bottleneck(row: Row) -> str:
     else:
         parts.append("not saturated")
     if total >= 2 * SATURATED_CPU:
-        parts.append(f"and the machine is full ({total:.0f}% of 200%, client included)")
+        parts.append(f"and the machine is full ({total:.0f}% of 200%, all processes)")
     if row.cpu["client"] >= SATURATED_CPU:
         parts.append("WARNING: the load client itself is saturated; latency is inflated")
+    if row.cpu["other"] >= 20:
+        parts.append(
+            f"WARNING: other processes used {row.cpu['other']:.0f}% of a core meanwhile; "
+            "latency and the knee are pessimistic"
+        )
     return "; ".join(parts)
 
 

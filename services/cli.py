@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 
 from services.common.logs import setup_logging
+from services.common.tracing import setup_tracing
 
 AGENT_PORT, TOOLS_PORT, GATEWAY_PORT = 50051, 50052, 7001
 # /metrics of the gRPC services (the gateway serves its own on GATEWAY_PORT).
@@ -23,6 +24,7 @@ def _run_agent(args: argparse.Namespace) -> None:
     from services.agent.settings import AgentSettings
 
     settings = AgentSettings.from_env(listen=args.listen, metrics_listen=args.metrics_listen)
+    setup_tracing("agent")
     setup_logging(
         "agent", [*settings.credentials.secrets(), settings.grpc_security.token], args.log_level
     )
@@ -39,6 +41,7 @@ def _run_tools(args: argparse.Namespace) -> None:
     from services.tools.settings import ToolsSettings
 
     settings = ToolsSettings.from_env(listen=args.listen, metrics_listen=args.metrics_listen)
+    setup_tracing("tools")
     setup_logging(
         "tools", [*settings.credentials.secrets(), settings.grpc_security.token], args.log_level
     )

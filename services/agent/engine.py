@@ -40,6 +40,7 @@ from services.agent.providers.base import (
 from services.agent.tooling import ToolCallContext, ToolExecutor
 from services.common.html import extract_html_content
 from services.common.tool_summaries import summarize_text, summarize_tool_input
+from services.common.tracing import tracer
 
 DEFAULT_PATH = "index.html"
 
@@ -122,7 +123,11 @@ class VariantEngine:
             summary = summarize_tool_input(call.name, call.arguments, path)
             self.emit(call.id, ToolStarted(call.name, summary))
         started = time.monotonic()
-        outcome = await self.tools.execute(call, self.file, self.context)
+        with tracer("s2c.agent").start_as_current_span(
+            f"tool {call.name}", attributes={"s2c.tool_call_id": call.id}
+        ) as span:
+            outcome = await self.tools.execute(call, self.file, self.context)
+            span.set_attribute("s2c.ok", outcome.ok)
         self.tool_records.append(
             ToolRecord(call.id, call.name, outcome.ok, int((time.monotonic() - started) * 1000))
         )

@@ -17,6 +17,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
 from services.agent.domain import GenerationRequest
 from services.agent.engine import CostBudget, EngineError, ToolRecord, VariantEngine
 from services.agent.events import (
@@ -39,6 +42,7 @@ from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import ToolCallContext, ToolExecutor
 from services.common.metrics import AgentMetrics
+from services.common.tracing import tracer
 from services.tools.assets import decode_image_data_url, digest_of
 
 log = logging.getLogger(__name__)
@@ -337,6 +341,10 @@ class GenerationManager:
             generation.publish(index, event_id, payload)
 
         engine: VariantEngine | None = None
+        span = tracer("s2c.agent").start_span(
+            f"variant {index}", attributes={"s2c.model": spec.id, "s2c.variant_index": index}
+        )
+        token = otel_context.attach(trace.set_span_in_context(span))
         try:
             session = self._sessions(
                 spec, variant_index=index, messages=messages, tools=tools, request=request
@@ -375,6 +383,9 @@ class GenerationManager:
                 state.usage = engine.usage
                 state.cost_usd = engine.session.total_cost_usd()
             self._observe(generation.id, spec.provider, state)
+            span.set_attribute("s2c.status", state.status)
+            span.end()
+            otel_context.detach(token)
 
     def _observe(self, generation_id: str, provider: str, state: VariantState) -> None:
         log.info(

@@ -22,8 +22,9 @@ options]` with `S2C_DEMO_PACE_MS` (ms between deltas; 20 ms of 4-character delta
 200 characters/s, about 50 tokens/s), `S2C_LOAD_CHUNK_CHARS` (default 4) and
 `S2C_LOAD_STAMPS` (default 1). The launcher routes the demo model's sessions here and then
 runs `s2c agent` unchanged; every other model is untouched. With `S2C_LOAD_STATS=PATH` it
-also counts the GenerationEvents the agent publishes and keeps `<monotonic s> <count>` in
-PATH, so the bench reads the agent's event rate without another endpoint.
+also counts the model's deltas and the GenerationEvents the agent publishes, and keeps
+`<monotonic s> <events> <deltas>` in PATH, so the bench reads both rates without another
+endpoint.
 """
 
 from __future__ import annotations
@@ -99,6 +100,38 @@ def rechunk(script: TurnSource, chunk_chars: int) -> TurnSource:
     return next_turn
 
 
+class LoadStats:
+    """Counts the model's deltas and the GenerationEvents the agent publishes; a thread
+    writes `<monotonic s> <events> <deltas>` to `path` every `interval_s` (atomically)."""
+
+    def __init__(self, path: str, interval_s: float = 0.25) -> None:
+        self.events = 0
+        self.deltas = 0
+        self._path = path
+        self._interval_s = interval_s
+
+    def install(self) -> None:
+        publish = Generation.publish
+
+        def counting_publish(
+            generation: Generation, variant_index: int, event_id: str, payload: Payload
+        ) -> None:
+            if not generation.finished:
+                self.events += 1
+            publish(generation, variant_index, event_id, payload)
+
+        setattr(Generation, "publish", counting_publish)  # noqa: B010
+        threading.Thread(target=self._write_forever, name="load-stats", daemon=True).start()
+
+    def _write_forever(self) -> None:
+        temporary = self._path + ".tmp"
+        while True:
+            with open(temporary, "w") as f:
+                f.write(f"{time.monotonic()} {self.events} {self.deltas}\n")
+            os.replace(temporary, self._path)
+            time.sleep(self._interval_s)
+
+
 @dataclass
 class LoadSession:
     """Replays a script on a fixed schedule, `pace_s` between deltas, stamping text deltas."""
@@ -106,6 +139,7 @@ class LoadSession:
     script: TurnSource
     pace_s: float
     stamps: bool = True
+    stats: LoadStats | None = None
     tool_results: list[list[ExecutedTool]] = field(default_factory=list)
     _turn: int = 0
     _due: float = 0.0
@@ -146,6 +180,8 @@ class LoadSession:
         """Waits until the next delta is due (only yields when already late); its due time."""
         self._due += self.pace_s
         await asyncio.sleep(max(0.0, self._due - time.monotonic()))
+        if self.stats is not None:
+            self.stats.deltas += 1
         return self._due
 
 
@@ -165,7 +201,7 @@ class LoadModelConfig:
     pace_s: float = 0.02
     chunk_chars: int = DEFAULT_CHUNK_CHARS
     stamps: bool = True
-    stats_path: str = ""  # where the published-event count is written; empty: not counted
+    stats_path: str = ""  # where LoadStats are written; empty: not counted
 
     @classmethod
     def from_env(cls) -> LoadModelConfig:
@@ -177,40 +213,12 @@ class LoadModelConfig:
         )
 
 
-class EventCounter:
-    """Counts every GenerationEvent the agent publishes; a thread writes
-    `<monotonic s> <count>` to `path` every `interval_s` (atomically, by rename)."""
-
-    def __init__(self, path: str, interval_s: float = 0.25) -> None:
-        self.count = 0
-        self._path = path
-        self._interval_s = interval_s
-
-    def install(self) -> None:
-        publish = Generation.publish
-
-        def counting_publish(
-            generation: Generation, variant_index: int, event_id: str, payload: Payload
-        ) -> None:
-            if not generation.finished:
-                self.count += 1
-            publish(generation, variant_index, event_id, payload)
-
-        setattr(Generation, "publish", counting_publish)  # noqa: B010
-        threading.Thread(target=self._write_forever, name="load-stats", daemon=True).start()
-
-    def _write_forever(self) -> None:
-        temporary = self._path + ".tmp"
-        while True:
-            with open(temporary, "w") as f:
-                f.write(f"{time.monotonic()} {self.count}\n")
-            os.replace(temporary, self._path)
-            time.sleep(self._interval_s)
-
-
 def install(config: LoadModelConfig) -> None:
     """Routes the demo model's sessions of every `SessionFactory` to `LoadSession`."""
     demo_factory = factory.SessionFactory.__call__
+    stats = LoadStats(config.stats_path) if config.stats_path else None
+    if stats is not None:
+        stats.install()
 
     def load_factory(
         self: factory.SessionFactory,
@@ -233,11 +241,9 @@ def install(config: LoadModelConfig) -> None:
         script = demo_script(
             request.prompt.text, request.stack, variant_index, [t.name for t in tools]
         )
-        return LoadSession(rechunk(script, config.chunk_chars), config.pace_s, config.stamps)
+        return LoadSession(rechunk(script, config.chunk_chars), config.pace_s, config.stamps, stats)
 
     setattr(factory.SessionFactory, "__call__", load_factory)  # noqa: B010
-    if config.stats_path:
-        EventCounter(config.stats_path).install()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -14,6 +14,7 @@ from services.agent.models import CATALOGUE
 from services.agent.settings import AgentSettings
 from services.common.credentials import credentials_from_proto
 from services.common.errors import InvalidRequest, abort_invalid
+from services.common.tracing import incoming_context, tracer
 
 Context = grpc.aio.ServicerContext[object, object]
 
@@ -31,7 +32,14 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         except InvalidRequest as exc:
             await abort_invalid(context, exc)
         try:
-            generation = self._manager.start(domain)
+            parent = incoming_context(context.invocation_metadata())
+            # The generation task starts inside this span, so its spans are children.
+            with tracer("s2c.agent").start_as_current_span(
+                "GenerateCode",
+                context=parent,
+                attributes={"s2c.generation_id": domain.generation_id},
+            ):
+                generation = self._manager.start(domain)
         except ShuttingDown as exc:
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except ValueError as exc:

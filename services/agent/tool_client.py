@@ -21,6 +21,7 @@ from services.common.credentials import credentials_to_proto
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 from services.common.structs import from_struct, to_struct
+from services.common.tracing import outgoing_metadata
 
 _SERVICE_CONFIG = json.dumps(
     {
@@ -109,7 +110,9 @@ class GrpcToolExecutor:
         if context.time_left_s is not None:
             timeout = max(0.1, min(timeout, context.time_left_s))
         try:
-            response = await self._stub.ExecuteTool(request, timeout=timeout, wait_for_ready=True)
+            response = await self._stub.ExecuteTool(
+                request, timeout=timeout, wait_for_ready=True, metadata=outgoing_metadata()
+            )
         except grpc.aio.AioRpcError as exc:
             raise self._error(exc) from None
         updated = (

@@ -25,6 +25,7 @@ from aiohttp import WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
+from services.common.tracing import outgoing_metadata, tracer
 from services.gateway.access import FrameLimitedWebSocketResponse, client_identity
 from services.gateway.frames import FrameBuilder, frame
 from services.gateway.keys import (
@@ -100,7 +101,9 @@ async def generate_code(request: web.Request) -> web.StreamResponse:
         await _fail(ws, refusal.message)
         return ws
     try:
-        return await _generate(request, ws, settings)
+        # The trace of this browser generation; its context rides the gRPC metadata.
+        with tracer("s2c.gateway").start_as_current_span("generate-code"):
+            return await _generate(request, ws, settings)
     finally:
         limiter.finish(client)
 
@@ -116,13 +119,16 @@ async def _generate(
             return ws
         if isinstance(params, dict) and "resumeGenerationId" in params:
             generation_id, after = _resume_params(params)
-            call = stub.WatchGeneration(pb.WatchGenerationRequest(generation_id=generation_id))
+            call = stub.WatchGeneration(
+                pb.WatchGenerationRequest(generation_id=generation_id),
+                metadata=outgoing_metadata(),
+            )
             resumable, skip_until = True, after
         else:
             generate_request = parse_params(params, asset_base_url=asset_base_url(request))
             generation_id = uuid.uuid4().hex
             generate_request.generation_id = generation_id
-            call = stub.GenerateCode(generate_request)
+            call = stub.GenerateCode(generate_request, metadata=outgoing_metadata())
             resumable, skip_until = params.get("resumable") is True, 0
     except ParamsError as exc:
         await _fail(ws, str(exc))

@@ -113,9 +113,10 @@ def path_problem(path: str) -> str | None:
 
 def _invisible(char: str) -> bool:
     # C* covers control, format (bidi overrides, zero-width), surrogate, private and
-    # unassigned code points; Zl/Zp are the line and paragraph separators.
+    # unassigned code points; Z* other than the plain space are line breaks or blanks that
+    # look like a space but name a different file.
     category = unicodedata.category(char)
-    return category[0] == "C" or category in ("Zl", "Zp")
+    return category[0] == "C" or (category[0] == "Z" and char != " ")
 
 
 def _bad_path(value: Any, problem: str) -> ToolOutcome:

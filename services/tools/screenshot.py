@@ -100,8 +100,8 @@ class Screenshotter:
     """Owns the worker's Playwright driver, its Chromium and the egress proxy in front of it.
 
     It keeps one spare, unused page per viewport (each in its own fresh context) so a capture
-    does not wait for Chromium to start a renderer process; a spare is replaced the moment it
-    is taken, while the taken page sits in its network-idle wait, and is used exactly once.
+    does not wait for Chromium to start a renderer process. Each spare is used exactly once;
+    its replacement is started during the settle pause of the capture that took it.
 
     `resolver` and `upstream_opener` are the network seams of the guard (see `netguard`);
     production leaves them at the system defaults.

@@ -10,7 +10,15 @@ from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 from services.common.credentials import credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort_invalid
 from services.common.structs import from_struct, to_struct
-from services.tools.types import FileState, MediaPart, ToolCall, ToolContext, ToolFlags
+from services.common.tracing import incoming_context, tracer
+from services.tools.types import (
+    FileState,
+    MediaPart,
+    ToolCall,
+    ToolContext,
+    ToolFlags,
+    ToolOutcome,
+)
 from services.tools.worker import ToolWorker
 
 Context = grpc.aio.ServicerContext[object, object]
@@ -60,17 +68,13 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             else None
         )
         ctx = request.context
-        outcome = await self._worker.execute(
-            call,
-            file,
-            ToolContext(
-                input_images=tuple(ctx.input_images),
-                option_codes=tuple(ctx.option_codes),
-                flags=_flags(ctx.flags),
-                credentials=credentials_from_proto(ctx.credentials),
-                asset_base_url=ctx.asset_base_url,
-            ),
-        )
+        with tracer("s2c.tools").start_as_current_span(
+            f"ExecuteTool {call.name}",
+            context=incoming_context(context.invocation_metadata()),
+            attributes={"s2c.tool_call_id": call.id},
+        ) as span:
+            outcome = await self._execute(call, file, ctx)
+            span.set_attribute("s2c.ok", outcome.ok)
         response = pb.ExecuteToolResponse(
             ok=outcome.ok,
             result=to_struct(outcome.result),
@@ -84,6 +88,21 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                 )
             )
         return response
+
+    async def _execute(
+        self, call: ToolCall, file: FileState | None, ctx: pb.ToolContext
+    ) -> ToolOutcome:
+        return await self._worker.execute(
+            call,
+            file,
+            ToolContext(
+                input_images=tuple(ctx.input_images),
+                option_codes=tuple(ctx.option_codes),
+                flags=_flags(ctx.flags),
+                credentials=credentials_from_proto(ctx.credentials),
+                asset_base_url=ctx.asset_base_url,
+            ),
+        )
 
 
 def _flags(flags: pb.ToolFlags) -> ToolFlags:

@@ -161,10 +161,10 @@ async def test_create_from_screenshot_streams_previews_and_activity(
             try:
                 await expect(frame.get_by_text("Start your free 14-day trial")).to_be_visible()
             except AssertionError:
-                for _ in range(3):
-                    print("DBG", i, round(_t.monotonic()-t0,1), await frame.locator("html").evaluate("""e => new Promise(r => { let done = false; requestAnimationFrame(() => { done = true; r(['raf', document.documentElement.offsetHeight, getComputedStyle(e).display, document.body.children.length, document.hidden, document.fonts.status, e.checkVisibility()]); }); setTimeout(() => { if (!done) r(['NO-RAF', document.documentElement.offsetHeight, getComputedStyle(e).display, document.body.children.length, document.hidden, document.fonts.status]); }, 700); })"""))
-                    await page.screenshot(path=f"/tmp/ui/fail{_}.png")
-                    await page.wait_for_timeout(1000)
+                print("DBG", await frame.locator("html").evaluate("""e => [document.documentElement.offsetHeight, [...document.querySelectorAll('link')].map(l => [l.href.slice(0,30), !!l.sheet]), document.styleSheets.length, document.documentElement.getClientRects().length, location.href, document.compatMode, document.contentType, document.body.offsetHeight, document.body.getClientRects().length, window.innerWidth, document.scrollingElement && document.scrollingElement.scrollHeight]"""))
+                print("DBG2", await frame.locator("html").evaluate("""e => { document.documentElement.style.outline = '1px solid red'; const a = document.documentElement.offsetHeight; const d = document.createElement('div'); d.textContent='x'; document.body.appendChild(d); return [a, d.offsetHeight, d.getBoundingClientRect().width]; }"""))
+                await page.wait_for_timeout(500)
+                print("DBG3", await frame.locator("html").evaluate("""e => [document.documentElement.offsetHeight]"""))
                 raise
             print("OK after", round(_t.monotonic()-t0,1))
             await expect(page.get_by_test_id(f"variant-{i}-model")).to_have_text("demo")

@@ -1,0 +1,547 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from services.common.credentials import Credentials
+from services.tools.asset_tools import asset_tool_handlers
+from services.tools.assets import AssetStore
+from services.tools.definitions import EDIT_IMAGE_ASPECT_RATIOS, TOOL_DEFINITIONS
+from services.tools.extract_assets import extract_assets_handler
+from services.tools.file_tools import (
+    PATH_RULE,
+    create_file,
+    edit_file,
+    file_tool_handlers,
+    path_problem,
+)
+from services.tools.image_tools import image_tool_handlers
+from services.tools.runtime import ToolRuntime
+from services.tools.settings import DEFAULT_TOOL_TIMEOUTS_S, ToolsSettings
+from services.tools.types import FileState, ToolCall, ToolContext, ToolFlags, ToolOutcome
+from services.tools.validation import (
+    HANDLER_CHECKED,
+    MAX_REPORTED,
+    Violation,
+    unsupported_keywords,
+    validate,
+)
+from services.tools.worker import ToolWorker
+
+SCHEMAS = {d.name: d.input_schema for d in TOOL_DEFINITIONS}
+CTX = ToolContext()
+FILE = FileState("index.html", "<html><body>Hello</body></html>")
+MB = 1024 * 1024
+
+VALID: dict[str, list[dict[str, Any]]] = {
+    "create_file": [
+        {"content": "<html></html>"},
+        {"path": "index.html", "content": "<html></html>"},
+        {"path": None, "content": "<p>x</p>", "extra": 1},
+    ],
+    "edit_file": [
+        {"old_text": "a", "new_text": "b"},
+        {"old_text": "a", "new_text": "b", "count": -1.0},
+        {
+            "edits": [
+                {"old_text": "a", "new_text": "b", "count": 2},
+                {"old_text": "c", "new_text": ""},
+            ]
+        },
+        {"path": None, "old_text": None, "new_text": None, "count": None, "edits": None},
+    ],
+    "generate_images": [{"prompts": ["a red fox"]}, {"prompts": []}],
+    "remove_background": [{"image_urls": ["https://example.test/a.png"]}],
+    "edit_image": [
+        {"prompt": "make it blue", "image_urls": ["https://x.test/a.png"], "aspect_ratio": r}
+        for r in (*EDIT_IMAGE_ASPECT_RATIOS, None)
+    ],
+    "extract_assets": [{"asset_descriptions": ["the logo, top left"]}],
+    "screenshot_preview": [{}, {"anything": [1, 2]}],
+    "save_assets": [{"asset_ids": ["tmp_asset_0123456789abcdef01234567"]}],
+    "retrieve_option": [{"option_number": 2}, {"option_number": 2.0}],
+}
+
+INVALID: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
+    ("create_file", {"content": "x", "path": 5}, [("/path", "expected string, got integer")]),
+    ("create_file", {}, [("/content", "is required")]),
+    ("create_file", {"content": None}, [("/content", "is required and may not be null")]),
+    ("edit_file", {"new_text": ["x"]}, [("/new_text", "expected string, got array")]),
+    ("edit_file", {"count": 1.5}, [("/count", "expected integer, got number")]),
+    ("edit_file", {"count": True}, [("/count", "expected integer, got boolean")]),
+    ("edit_file", {"edits": ["x", {}]}, [("/edits/0", "expected object, got string"), ("/edits/1/old_text", "is required"),
+      ("/edits/1/new_text", "is required")]),
+    ("edit_file", {"edits": [{"old_text": "a", "new_text": {"t": 1}}]},
+     [("/edits/0/new_text", "expected string, got object")]),
+    ("generate_images", {"prompts": "x"}, [("/prompts", "expected array, got string")]),
+    ("generate_images", {"prompts": ["ok", 3, None]},
+     [("/prompts/1", "expected string, got integer"), ("/prompts/2", "expected string, got null")]),
+    ("remove_background", {"image_urls": [["a"]]}, [("/image_urls/0", "expected string, got array")]),
+    ("edit_image", {"prompt": "p", "image_urls": ["u"], "aspect_ratio": "21:9"},
+     [("/aspect_ratio", "must be one of " + ", ".join(json.dumps(r) for r in EDIT_IMAGE_ASPECT_RATIOS)
+       + '; got "21:9"')]),
+    ("edit_image", {"prompt": "p", "image_urls": ["u"], "aspect_ratio": 1},
+     [("/aspect_ratio", "expected string, got integer")]),
+    ("extract_assets", {"asset_descriptions": [{}]}, [("/asset_descriptions/0", "expected string, got object")]),
+    ("save_assets", {"asset_ids": [False]}, [("/asset_ids/0", "expected string, got boolean")]),
+    ("retrieve_option", {"option_number": "2"}, [("/option_number", "expected integer, got string")]),
+]  # fmt: skip
+
+
+# -- the validator -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_definitions_use_only_the_supported_subset(name: str) -> None:
+    assert unsupported_keywords(SCHEMAS[name]) == set()
+
+
+def test_unsupported_keywords_are_found_anywhere() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "array", "items": {"type": "string", "minLength": 1}}},
+        "additionalProperties": {"oneOf": []},
+        "if": {},
+    }
+    assert unsupported_keywords(schema) == {"minLength", "oneOf", "if"}
+    assert unsupported_keywords({"type": ["string", "decimal"]}) == {"type: decimal"}
+
+
+@pytest.mark.parametrize(("name", "args"), [(n, a) for n, cases in VALID.items() for a in cases])
+def test_valid_examples_pass(name: str, args: dict[str, Any]) -> None:
+    assert validate(SCHEMAS[name], args) == []
+
+
+@pytest.mark.parametrize(("name", "args", "expected"), INVALID)
+def test_invalid_examples_fail_at_the_right_pointer(
+    name: str, args: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    assert [(v.pointer, v.message) for v in validate(SCHEMAS[name], args)] == expected
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_null_counts_as_absent_for_every_optional_property(name: str) -> None:
+    schema = SCHEMAS[name]
+    args = dict(VALID[name][0])
+    optional = set(schema["properties"]) - set(schema.get("required", []))
+    args.update(dict.fromkeys(optional))
+    assert validate(schema, args) == []
+
+
+def test_the_supported_subset() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": ["integer", "null"]},
+            "a/b~": {"type": "array", "items": {"type": "number"}},
+            "flag": {"enum": [True, 1, "x"]},
+        },
+        "required": ["n"],
+        "additionalProperties": {"type": "string"},
+    }
+    assert validate(schema, {"n": None}) == []  # nullable by its type list, so null is a value
+    assert validate(schema, {}) == [Violation("/n", "is required")]
+    assert validate(schema, {"n": 2.0, "a/b~": [1, 2.5], "other": "s", "gone": None}) == []
+    assert validate(schema, {"n": "1", "a/b~": [math.nan, True], "other": 1}) == [
+        Violation("/n", "expected integer or null, got string"),
+        Violation("/a~1b~0/0", "expected number, got non-finite number"),
+        Violation("/a~1b~0/1", "expected number, got boolean"),
+        Violation("/other", "expected string, got integer"),
+    ]
+    assert validate(schema, {"n": 1, "flag": 1.0}) == []
+    assert [v.pointer for v in validate(schema, {"n": 1, "flag": False})] == ["/flag"]
+    closed = {"type": "object", "properties": {"a": {}}, "additionalProperties": False}
+    assert validate(closed, {"a": [], "b": 1}) == [
+        Violation("/b", "is not allowed (allowed properties: a)")
+    ]
+    assert validate({"type": "object"}, []) == [Violation("", "expected object, got array")]
+    assert str(Violation("", "expected object, got array")) == "(root): expected object, got array"
+
+
+def _without_optional_nulls(schema: dict[str, Any], value: Any) -> Any:
+    """The value as JSON Schema proper sees it once null means "absent" for optional keys."""
+    if isinstance(value, dict) and schema.get("type") == "object":
+        props = schema.get("properties", {})
+        required = set(schema.get("required", []))
+        return {
+            k: _without_optional_nulls(props.get(k, {}), v)
+            for k, v in value.items()
+            if v is not None or k in required
+        }
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_without_optional_nulls(schema["items"], v) for v in value]
+    return value
+
+
+def _near(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Values close to `schema`: mostly shaped like it, with wrong types mixed in."""
+    json_scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-3, 3) | st.text()
+    wrong = st.recursive(
+        json_scalars, lambda c: st.lists(c, max_size=2) | st.dictionaries(st.text(), c, max_size=2)
+    )
+    kind = schema.get("type")
+    if kind == "object":
+        parts = {k: _near(v) for k, v in schema.get("properties", {}).items()}
+        shaped: st.SearchStrategy[Any] = st.fixed_dictionaries({}, optional=parts)
+    elif kind == "array":
+        shaped = st.lists(_near(schema.get("items", {})), max_size=3)
+    elif "enum" in schema:
+        shaped = st.sampled_from(schema["enum"]) | st.text(max_size=4)
+    elif kind == "integer":
+        shaped = st.integers(-5, 5) | st.integers(-5, 5).map(float)
+    else:
+        shaped = st.text(max_size=4)
+    return shaped | shaped | wrong
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+@given(data=st.data())
+def test_verdicts_match_a_reference_validator(name: str, data: st.DataObject) -> None:
+    schema = SCHEMAS[name]
+    value = data.draw(_near(schema))
+    reference = jsonschema.Draft202012Validator(schema)
+    expected = reference.is_valid(_without_optional_nulls(schema, value))
+    assert (validate(schema, value) == []) is expected
+
+
+def test_every_handler_checked_location_exists_in_its_schema() -> None:
+    for tool, patterns in HANDLER_CHECKED.items():
+        for pattern in patterns:
+            node = SCHEMAS[tool]
+            for part in pattern.strip("/").split("/"):
+                node = node["items"] if part == "*" else node["properties"][part]
+            assert node, (tool, pattern)
+
+
+# -- the runtime: ordering -----------------------------------------------------------------
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> ToolRuntime:
+    store = AssetStore(tmp_path)
+    return ToolRuntime(
+        {
+            **file_tool_handlers(),
+            **image_tool_handlers(store),
+            **asset_tool_handlers(store),
+            "extract_assets": extract_assets_handler(store),
+        }
+    )
+
+
+UPSTREAM_TEXTS: list[tuple[str, dict[str, Any], str, str]] = [
+    ("create_file", {}, "create_file requires non-empty content", "Missing content"),
+    ("create_file", {"content": 42}, "create_file requires non-empty content", "Missing content"),
+    ("create_file", {"content": ""}, "create_file requires non-empty content", "Missing content"),
+    ("edit_file", {"edits": "old->new"}, "edits must be a list", "Invalid edits payload"),
+    ("edit_file", {"old_text": 7, "new_text": "x"}, "edit_file requires old_text", "Missing old_text"),
+    ("edit_file", {"edits": [{"old_text": None, "new_text": "x"}]}, "edit_file requires old_text", "Missing old_text"),
+    ("edit_file", {"old_text": "Hello", "count": "two"}, "count must be an integer", "Invalid count"),
+    ("generate_images", {}, "generate_images requires a non-empty prompts list", "Missing prompts"),
+    ("generate_images", {"prompts": "x"}, "generate_images requires a non-empty prompts list", "Missing prompts"),
+    ("generate_images", {"prompts": None}, "generate_images requires a non-empty prompts list", "Missing prompts"),
+    ("generate_images", {"prompts": [" "]}, "No valid prompts provided", "No valid prompts"),
+    ("generate_images", {"prompts": ["a fox"]}, "No API key available for image generation.", "Missing image generation API key"),
+    ("remove_background", {"image_urls": [3]}, "Background removal requires REPLICATE_API_KEY.", "Missing Replicate API key"),
+    ("edit_image", {"prompt": "p", "images": ["https://x.test/a.png"]}, "Image editing requires REPLICATE_API_KEY.", "Missing Replicate API key"),
+    ("extract_assets", {"descriptions": ["logo"]}, "Asset extraction requires GEMINI_API_KEY.", "Missing Gemini API key"),
+    ("save_assets", {"asset_ids": "tmp"}, "save_assets requires a non-empty asset_ids list", "Missing asset_ids"),
+    ("retrieve_option", {"option_number": True}, "retrieve_option requires option_number", "Missing option_number"),
+]  # fmt: skip
+
+KEYED = ToolContext(credentials=Credentials(replicate_api_token="r8_test"))
+
+
+@pytest.mark.parametrize(("name", "args", "error", "summary"), UPSTREAM_TEXTS)
+async def test_upstream_texts_still_win_where_they_apply(
+    runtime: ToolRuntime, name: str, args: dict[str, Any], error: str, summary: str
+) -> None:
+    outcome = await runtime.execute(ToolCall("call-1", name, args), FILE, CTX)
+    assert (outcome.ok, outcome.result, outcome.summary) == (
+        False,
+        {"error": error},
+        {"error": summary},
+    )
+
+
+async def test_handler_leniency_survives(runtime: ToolRuntime) -> None:
+    for args in (
+        {"edits": {}, "old_text": "Hello", "new_text": "Bye", "count": "1"},
+        {"path": None, "old_text": "Hello", "new_text": "Bye", "count": None, "edits": None},
+    ):
+        outcome = await runtime.execute(ToolCall("", "edit_file", args), FILE, CTX)
+        assert outcome.updated_file == FileState("index.html", "<html><body>Bye</body></html>")
+    ctx = ToolContext(option_codes=("<p>1</p>", "<p>2</p>"))
+    outcome = await runtime.execute(
+        ToolCall("", "retrieve_option", {"option_number": "2"}), None, ctx
+    )
+    assert outcome.result == {"option_number": 2, "code": "<p>2</p>"}
+    outcome = await runtime.execute(
+        ToolCall("", "create_file", {"content": "<p>x</p>", "path": None}), None, CTX
+    )
+    assert outcome.updated_file == FileState("index.html", "<p>x</p>")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "ctx", "pointers"),
+    [
+        ("create_file", {"content": "<p>x</p>", "path": 5}, CTX, ["/path"]),
+        ("edit_file", {"old_text": "Hello", "new_text": ["Bye"]}, CTX, ["/new_text"]),
+        ("edit_file", {"edits": ["Hello"]}, CTX, ["/edits/0"]),
+        ("generate_images", {"prompts": ["a fox", 1]}, CTX, ["/prompts/1"]),
+        ("remove_background", {"image_urls": [3]}, KEYED, ["/image_urls/0"]),
+        ("edit_image", {"prompt": "p", "image_urls": ["u"], "aspect_ratio": "21:9"}, KEYED, ["/aspect_ratio"]),
+        ("save_assets", {"asset_ids": [1, "tmp"]}, CTX, ["/asset_ids/0"]),
+        # Both broken: the report lists the handler-checked problem too, so one retry fixes all.
+        ("create_file", {"content": 5, "path": 5}, CTX, ["/content", "/path"]),
+        ("edit_file", {"count": "2", "new_text": 1, "old_text": "Hello"}, CTX, ["/count", "/new_text"]),
+    ],
+)  # fmt: skip
+async def test_schema_violations_are_refused_before_the_tool_runs(
+    runtime: ToolRuntime, name: str, args: dict[str, Any], ctx: ToolContext, pointers: list[str]
+) -> None:
+    outcome = await runtime.execute(ToolCall("call-1", name, args), FILE, ctx)
+    assert outcome.ok is False
+    assert outcome.summary == {"error": "Invalid arguments"}
+    assert [v["pointer"] for v in outcome.result["INVALID_ARGUMENTS"]] == pointers
+    assert outcome.result["error"].startswith(f"Invalid arguments for {name}: {pointers[0]}: ")
+    assert outcome.updated_file is None
+
+
+async def test_the_invalid_arguments_result_shape(runtime: ToolRuntime) -> None:
+    outcome = await runtime.execute(
+        ToolCall("c", "create_file", {"content": "x", "path": 5}), None, CTX
+    )
+    assert outcome.result == {
+        "error": "Invalid arguments for create_file: /path: expected string, got integer",
+        "INVALID_ARGUMENTS": [{"pointer": "/path", "message": "expected string, got integer"}],
+    }
+    many = await runtime.execute(ToolCall("c", "save_assets", {"asset_ids": [0] * 30}), None, CTX)
+    assert len(many.result["INVALID_ARGUMENTS"]) == MAX_REPORTED
+    assert many.result["error"].endswith(f"; and {30 - MAX_REPORTED} more")  # fmt: skip
+
+
+async def test_earlier_checks_come_before_the_schema() -> None:
+    calls: list[dict[str, Any]] = []
+
+    async def tool(args: dict[str, Any], file: FileState | None, ctx: ToolContext) -> ToolOutcome:
+        calls.append(args)
+        return ToolOutcome(True, {}, {})
+
+    rt = ToolRuntime({"generate_images": tool, "probe": tool})
+    bad = {"prompts": [1]}
+    broken = await rt.execute(ToolCall("c", "generate_images", bad, invalid_json="{"), None, CTX)
+    assert broken.summary == {"error": "Invalid JSON tool arguments"}
+    off = ToolContext(flags=ToolFlags(image_generation_enabled=False))
+    disabled = await rt.execute(ToolCall("c", "generate_images", bad), None, off)
+    assert disabled.result == {"error": "Image generation is disabled."}
+    unknown = await rt.execute(ToolCall("c", "nope", bad), None, CTX)
+    assert unknown.result == {"error": "Unknown tool: nope"}
+    refused = await rt.execute(ToolCall("c", "generate_images", bad), None, CTX)
+    assert refused.summary == {"error": "Invalid arguments"}
+    # A tool without a canonical definition has no schema to be held to.
+    assert (await rt.execute(ToolCall("c", "probe", bad), None, CTX)).ok is True
+    assert calls == [bad]
+
+
+# -- the runtime: timeouts -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("call_id", ["call-1", ""])
+async def test_a_timeout_cancels_the_handler(call_id: str) -> None:
+    started, never = asyncio.Event(), asyncio.Event()
+    seen: list[BaseException] = []
+
+    async def stuck(args: dict[str, Any], file: FileState | None, ctx: ToolContext) -> ToolOutcome:
+        started.set()
+        try:
+            await never.wait()
+        except BaseException as exc:
+            seen.append(exc)
+            raise
+        return ToolOutcome(True, {}, {})
+
+    rt = ToolRuntime({"probe": stuck}, timeouts_s={"probe": 0.05}, default_timeout_s=600)
+    outcome = await rt.execute(ToolCall(call_id, "probe", {}), None, CTX)
+    assert started.is_set()
+    assert outcome.ok is False
+    assert outcome.result == {"error": "probe timed out after 0.05 s"}
+    assert outcome.summary == {"error": "Timed out"}
+    assert len(seen) == 1
+    assert isinstance(seen[0], asyncio.CancelledError)
+
+
+async def test_a_tools_own_timeout_error_is_an_ordinary_failure() -> None:
+    async def slow_api(
+        args: dict[str, Any], file: FileState | None, ctx: ToolContext
+    ) -> ToolOutcome:
+        raise TimeoutError("Inference timed out")
+
+    outcome = await ToolRuntime({"probe": slow_api}).execute(ToolCall("", "probe", {}), None, CTX)
+    assert outcome.result == {"error": "probe failed: Inference timed out"}  # fmt: skip
+
+
+def test_timeout_defaults_and_configuration() -> None:
+    rt = ToolRuntime({})
+    assert [rt.timeout_for(n) for n in ("create_file", "edit_file", "retrieve_option")] == [10] * 3
+    assert rt.timeout_for("screenshot_preview") == 60
+    for name in ("generate_images", "remove_background", "edit_image", "extract_assets", "nope"):
+        assert rt.timeout_for(name) == 120
+    assert ToolsSettings().tool_timeouts_s == DEFAULT_TOOL_TIMEOUTS_S
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="positive"):
+            ToolRuntime({}, timeouts_s={"probe": bad})
+        with pytest.raises(ValueError, match="positive"):
+            ToolRuntime({}, default_timeout_s=bad)
+
+
+async def test_the_worker_passes_its_settings_on(tmp_path: Path) -> None:
+    settings = ToolsSettings(
+        data_dir=tmp_path,
+        screenshots_enabled=False,
+        tool_timeouts_s={"create_file": 3.0},
+        default_tool_timeout_s=7.0,
+        max_file_bytes=100,
+    )
+    worker = ToolWorker(settings)
+    assert worker.runtime.timeout_for("create_file") == 3.0
+    assert worker.runtime.timeout_for("edit_file") == 7.0
+    call = ToolCall("c", "create_file", {"content": "<p>" + "x" * 200 + "</p>"})
+    outcome = await worker.execute(call, None, CTX)
+    assert outcome.result["error"] == "File too large: 207 bytes; the limit is 100 bytes."
+
+
+# -- create_file: path rules ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["index.html", "about.htm", "INDEX.HTML", "pages/about.html", "my page.html", "café.html",
+     "a" * 250 + ".html", "~/x.html", "a..b.html"],
+)  # fmt: skip
+async def test_accepted_paths(path: str) -> None:
+    outcome = await create_file({"path": path, "content": "<p>x</p>"}, None, CTX)
+    assert outcome.updated_file == FileState(path, "<p>x</p>")
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/index.html", "absolute paths are not allowed"),
+        ("//server/share/x.html", "absolute paths are not allowed"),
+        ("../index.html", ".. segments are not allowed"),
+        ("a/../../index.html", ".. segments are not allowed"),
+        ("C:/site/index.html", "drive letters, URLs and colons are not allowed"),
+        ("c:index.html", "drive letters, URLs and colons are not allowed"),
+        ("file:///etc/x.html", "drive letters, URLs and colons are not allowed"),
+        ("index.html:stream.html", "drive letters, URLs and colons are not allowed"),
+        ("\\\\server\\share\\x.html", "backslashes are not allowed; separate folders with /"),
+        ("a\\b.html", "backslashes are not allowed; separate folders with /"),
+        ("index\x00.html", "it contains control or invisible characters"),
+        ("a\nb.html", "it contains control or invisible characters"),
+        ("in\u202edex.html", "it contains control or invisible characters"),
+        ("a" * 251 + ".html", "it is longer than 255 characters"),
+        ("index.php", "it must end in .html or .htm"),
+        ("index", "it must end in .html or .htm"),
+        (".html", "it must end in .html or .htm"),
+        ("pages/", "empty or . segments are not allowed"),
+        ("a//b.html", "empty or . segments are not allowed"),
+        ("./index.html", "empty or . segments are not allowed"),
+        ("index?.html", 'the characters < > " | ? * are not allowed'),
+        ("   ", "it must end in .html or .htm"),
+    ],
+)
+async def test_rejected_paths(path: str, reason: str) -> None:
+    outcome = await create_file({"path": path, "content": "<p>x</p>"}, FILE, CTX)
+    assert outcome.ok is False
+    assert outcome.updated_file is None
+    shown = json.dumps(path, ensure_ascii=True)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    assert outcome.result == {"error": f"{PATH_RULE}; got {shown} ({reason})"}
+    assert outcome.summary == {"error": "Invalid path"}
+    assert PATH_RULE == "create_file path must be a relative file name like index.html"
+
+
+async def test_a_non_string_path_is_refused_by_the_tool_itself() -> None:
+    outcome = await create_file({"path": ["index.html"], "content": "<p>x</p>"}, None, CTX)
+    assert outcome.result == {"error": f'{PATH_RULE}; got ["index.html"] (it must be a string)'}
+
+
+_PIECES = st.sampled_from(
+    ["..", ".", "/", "\\", "C:", "a", "index", ".html", ".htm", "\x00", " ", "~", "%2e", "\u2028"]
+)
+
+
+@given(st.text() | st.lists(_PIECES, max_size=8).map("".join))
+def test_no_accepted_path_escapes_or_is_absolute(path: str) -> None:
+    if path_problem(path) is not None:
+        return
+    assert ".." not in path.replace("\\", "/").split("/")
+    assert not path.startswith(("/", "\\"))
+    assert not (len(path) >= 2 and path[1] == ":")
+    assert ":" not in path
+    assert len(path) <= 255
+    assert path.lower().endswith((".html", ".htm"))
+    assert all(ch.isprintable() or ch == " " for ch in path)
+
+
+# -- file size limits ----------------------------------------------------------------------
+
+
+async def test_create_file_refuses_content_over_the_default_limit() -> None:
+    body = "x" * (2 * MB + 1)
+    outcome = await create_file({"content": body}, None, CTX)
+    assert outcome.result == {
+        "error": f"File too large: {2 * MB + 1} bytes; the limit is 2 MB.",
+        "size_bytes": 2 * MB + 1,
+        "limit_bytes": 2 * MB,
+    }
+    assert outcome.summary == {"error": "File too large"}
+    assert (await create_file({"content": body[:-1]}, None, CTX)).ok is True
+
+
+async def test_sizes_are_utf8_bytes() -> None:
+    outcome = await create_file({"content": "é" * 6}, None, CTX, max_file_bytes=10)
+    assert outcome.result["error"] == "File too large: 12 bytes; the limit is 10 bytes."
+    assert (await create_file({"content": "é" * 5}, None, CTX, max_file_bytes=10)).ok is True
+
+
+@pytest.mark.parametrize(
+    ("new_text", "ok"), [("ab", True), ("abc", False), ("é", True), ("éa", False)]
+)
+async def test_edit_file_result_is_held_to_the_limit(new_text: str, ok: bool) -> None:
+    file = FileState("index.html", "0123456789")  # 10 bytes; "5" becomes new_text
+    outcome = await edit_file({"old_text": "5", "new_text": new_text}, file, CTX, max_file_bytes=11)
+    assert outcome.ok is ok
+    if not ok:
+        assert outcome.result["error"] == "File too large: 12 bytes; the limit is 11 bytes."
+        assert outcome.updated_file is None  # fmt: skip
+
+
+async def test_a_replace_all_blow_up_is_refused_before_it_is_built() -> None:
+    file = FileState("index.html", "a" * 1000)
+    huge = "b" * MB
+    outcome = await edit_file({"old_text": "a", "new_text": huge, "count": -1}, file, CTX)
+    assert outcome.result["error"] == f"File too large: {1000 * MB} bytes; the limit is 2 MB."
+
+
+async def test_a_file_already_over_the_limit_must_come_back_under_it() -> None:
+    file = FileState("index.html", "<p>" + "x" * 20 + "</p>")  # 27 bytes
+    shrink = await edit_file({"old_text": "xxxxx", "new_text": ""}, file, CTX, max_file_bytes=24)
+    assert shrink.ok is True
+    still = await edit_file({"old_text": "xx", "new_text": ""}, file, CTX, max_file_bytes=24)
+    assert still.result["error"] == "File too large: 25 bytes; the limit is 24 bytes."
+
+
+async def test_limits_are_shown_in_round_units() -> None:
+    handlers = file_tool_handlers(max_file_bytes=512 * 1024)
+    outcome = await handlers["create_file"]({"content": "x" * (600 * 1024)}, None, CTX)
+    assert outcome.result["error"] == f"File too large: {600 * 1024} bytes; the limit is 512 KB."
