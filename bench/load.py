@@ -668,6 +668,17 @@ def report(rows: Sequence[Row]) -> None:
         + ", ".join(f"N={r.generations}: {r.rss_per_variant_kb:.0f} KB" for r in rows)
         + ")"
     )
+    print("CPU cost per unit of work (robust to a busy machine) and where a core would fill up:")
+    for r in rows:
+        agent_us = 1e4 * r.cpu["agent"] / r.deltas_per_s if r.deltas_per_s else math.nan
+        gateway_us = 1e4 * r.cpu["gateway"] / r.events_per_s if r.events_per_s else math.nan
+        print(
+            f"  N={r.generations}: agent {agent_us:.0f} µs per model delta, gateway "
+            f"{gateway_us:.0f} µs per event in ({r.events_per_s / max(r.frames_per_s, 1):.1f} "
+            f"events per frame out); one core full at N ≈ "
+            f"{r.generations * 100 / max(r.cpu['agent'], 1):.0f} (agent), "
+            f"{r.generations * 100 / max(r.cpu['gateway'], 1):.0f} (gateway)"
+        )
     for r in rows:
         if r.errors:
             print(f"N={r.generations}: {r.errors} error frames, e.g. {r.error_samples[:2]}")

@@ -41,6 +41,7 @@ from services.agent.runstore import RunRow, RunStore, snapshot
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import ToolCallContext, ToolExecutor
+from services.common.credentials import Credentials
 from services.common.metrics import AgentMetrics
 from services.common.tracing import tracer
 from services.tools.assets import decode_image_data_url, digest_of
@@ -165,6 +166,11 @@ class GenerationManager:
         self._store = store
         self._generations: OrderedDict[str, Generation] = OrderedDict()
         self.closing = False
+
+    async def tool_names(self, credentials: Credentials) -> list[str]:
+        """The tools a generation with these credentials would be offered."""
+        context = ToolCallContext(credentials=credentials, assume_input_images=True)
+        return [tool.name for tool in await self._tools.list_tools(context)]
 
     def get(self, generation_id: str) -> Generation | None:
         return self._generations.get(generation_id)

@@ -12,6 +12,7 @@ from services.agent.convert import event_to_proto, request_from_proto, run_to_pr
 from services.agent.generation import Generation, GenerationManager, ShuttingDown
 from services.agent.models import CATALOGUE
 from services.agent.settings import AgentSettings
+from services.agent.tool_client import ToolServiceError
 from services.common.credentials import credentials_from_proto
 from services.common.errors import InvalidRequest, abort_invalid
 from services.common.tracing import incoming_context, tracer
@@ -110,6 +111,17 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             for name in self._settings.local_models
         ]
         return pb.ListModelsResponse(models=models)
+
+    async def GetCapabilities(
+        self, request: pb.GetCapabilitiesRequest, context: Context
+    ) -> pb.GetCapabilitiesResponse:
+        try:
+            names = await self._manager.tool_names(credentials_from_proto(request.credentials))
+        except ToolServiceError as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        return pb.GetCapabilitiesResponse(
+            tools=names, screenshot_preview="screenshot_preview" in names
+        )
 
     async def _find(self, generation_id: str, context: Context) -> Generation:
         generation = self._manager.get(generation_id)

@@ -138,7 +138,7 @@ def _flags(context: ToolCallContext) -> pb.ToolFlags:
     return pb.ToolFlags(
         image_generation_enabled=context.image_generation_enabled,
         asset_extraction_enabled=context.asset_extraction_enabled,
-        has_input_images=bool(context.input_images),
+        has_input_images=bool(context.input_images) or context.assume_input_images,
     )
 
 

@@ -22,6 +22,8 @@ class ToolCallContext:
     asset_base_url: str = ""
     # Seconds left for the generation; the call's deadline is derived from it.
     time_left_s: float | None = None
+    # Ask about image tools as if the request had input images (capability queries).
+    assume_input_images: bool = False
 
 
 @dataclass(frozen=True, slots=True)

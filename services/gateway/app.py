@@ -8,11 +8,15 @@ import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import grpc
 from aiohttp import web
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.metrics import GatewayMetrics, render
 from services.common.security import create_channel
+from services.common.tracing import outgoing_metadata
 from services.gateway.access import ClientLimiter, access_middleware, allowed_origin
 from services.gateway.generate import generate_code, hold_context
 from services.gateway.keys import CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
@@ -36,7 +40,20 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def capabilities(request: web.Request) -> web.Response:
-    return web.json_response({"screenshot_preview": request.app[SETTINGS_KEY].screenshot_available})
+    """What the tool workers can do (upstream's shape, plus the tool list)."""
+    stub = pb_grpc.AgentServiceStub(request.app[CHANNEL_KEY])
+    try:
+        answer = await stub.GetCapabilities(
+            pb.GetCapabilitiesRequest(), timeout=10, metadata=outgoing_metadata()
+        )
+    except grpc.aio.AioRpcError as exc:
+        log.warning("capabilities unavailable", extra={"code": exc.code().name})
+        return web.json_response(
+            {"screenshot_preview": False, "tools": [], "error": "agent unavailable"}
+        )
+    return web.json_response(
+        {"screenshot_preview": answer.screenshot_preview, "tools": list(answer.tools)}
+    )
 
 
 async def index(request: web.Request) -> web.FileResponse:

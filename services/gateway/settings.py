@@ -27,7 +27,6 @@ class GatewaySettings:
     # Token, origins, per-client limits and the frame size (params carry videos).
     access: AccessSettings = field(default_factory=AccessSettings)
     params_timeout_s: float = 60.0
-    screenshot_available: bool = True
     # How long a dropped resumable browser's generation keeps running, waiting for it.
     resume_grace_s: float = 30.0
     # A frame the browser has not taken within this time disconnects it.

@@ -59,6 +59,10 @@ async def test_three_processes_end_to_end_with_reflection_health_and_sigterm(
                 assert response.status == 200
             async with http.get(f"{base}/metrics") as response:
                 metrics = await response.text()
+            async with http.get(f"{base}/api/capabilities") as response:
+                capabilities = await response.json()
+        # The workers launch Debian's Chromium: screenshot_preview is really available.
+        assert capabilities["screenshot_preview"] is True
         assert 's2c_ws_frames_total{type="setCode"}' in metrics
         assert 's2c_ws_connections_total{outcome="completed"} 1.0' in metrics
 

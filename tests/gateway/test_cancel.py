@@ -29,3 +29,16 @@ async def test_client_close_4333_cancels_the_generation(tmp_path: Path) -> None:
         await asyncio.wait({generation.task}, timeout=10)
         assert generation.status == "cancelled"
         assert {v.status for v in generation.variants} == {"cancelled"}
+
+
+async def test_capabilities_come_from_the_tool_workers(tmp_path: Path) -> None:
+    async with running_suite(tmp_path) as suite:
+        async with aiohttp.ClientSession() as session:
+            url = f"{suite.http_url}/api/capabilities"
+            async with session.get(url) as response:
+                body = await response.json()
+    # The harness runs workers without Chromium screenshots and without image keys.
+    assert body == {
+        "screenshot_preview": False,
+        "tools": ["create_file", "edit_file", "save_assets", "retrieve_option"],
+    }

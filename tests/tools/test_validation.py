@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.common.credentials import Credentials
@@ -42,57 +42,46 @@ FILE = FileState("index.html", "<html><body>Hello</body></html>")
 MB = 1024 * 1024
 
 VALID: dict[str, list[dict[str, Any]]] = {
-    "create_file": [
-        {"content": "<html></html>"},
-        {"path": "index.html", "content": "<html></html>"},
-        {"path": None, "content": "<p>x</p>", "extra": 1},
-    ],
+    "create_file": [{"content": "<html></html>"}, {"path": "index.html", "content": "<p>x</p>"},
+                    {"path": None, "content": "<p>x</p>", "extra": 1}],
     "edit_file": [
-        {"old_text": "a", "new_text": "b"},
-        {"old_text": "a", "new_text": "b", "count": -1.0},
-        {
-            "edits": [
-                {"old_text": "a", "new_text": "b", "count": 2},
-                {"old_text": "c", "new_text": ""},
-            ]
-        },
+        {"old_text": "a", "new_text": "b"}, {"old_text": "a", "new_text": "b", "count": -1.0},
+        {"edits": [{"old_text": "a", "new_text": "b", "count": 2}, {"old_text": "c", "new_text": ""}]},
         {"path": None, "old_text": None, "new_text": None, "count": None, "edits": None},
     ],
     "generate_images": [{"prompts": ["a red fox"]}, {"prompts": []}],
     "remove_background": [{"image_urls": ["https://example.test/a.png"]}],
-    "edit_image": [
-        {"prompt": "make it blue", "image_urls": ["https://x.test/a.png"], "aspect_ratio": r}
-        for r in (*EDIT_IMAGE_ASPECT_RATIOS, None)
-    ],
+    "edit_image": [{"prompt": "make it blue", "image_urls": ["https://x.test/a.png"], "aspect_ratio": r}
+                   for r in (*EDIT_IMAGE_ASPECT_RATIOS, None)],
     "extract_assets": [{"asset_descriptions": ["the logo, top left"]}],
     "screenshot_preview": [{}, {"anything": [1, 2]}],
     "save_assets": [{"asset_ids": ["tmp_asset_0123456789abcdef01234567"]}],
     "retrieve_option": [{"option_number": 2}, {"option_number": 2.0}],
-}
+}  # fmt: skip
 
-INVALID: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
-    ("create_file", {"content": "x", "path": 5}, [("/path", "expected string, got integer")]),
-    ("create_file", {}, [("/content", "is required")]),
-    ("create_file", {"content": None}, [("/content", "is required and may not be null")]),
-    ("edit_file", {"new_text": ["x"]}, [("/new_text", "expected string, got array")]),
-    ("edit_file", {"count": 1.5}, [("/count", "expected integer, got number")]),
-    ("edit_file", {"count": True}, [("/count", "expected integer, got boolean")]),
-    ("edit_file", {"edits": ["x", {}]}, [("/edits/0", "expected object, got string"), ("/edits/1/old_text", "is required"),
-      ("/edits/1/new_text", "is required")]),
-    ("edit_file", {"edits": [{"old_text": "a", "new_text": {"t": 1}}]},
-     [("/edits/0/new_text", "expected string, got object")]),
-    ("generate_images", {"prompts": "x"}, [("/prompts", "expected array, got string")]),
-    ("generate_images", {"prompts": ["ok", 3, None]},
-     [("/prompts/1", "expected string, got integer"), ("/prompts/2", "expected string, got null")]),
-    ("remove_background", {"image_urls": [["a"]]}, [("/image_urls/0", "expected string, got array")]),
-    ("edit_image", {"prompt": "p", "image_urls": ["u"], "aspect_ratio": "21:9"},
-     [("/aspect_ratio", "must be one of " + ", ".join(json.dumps(r) for r in EDIT_IMAGE_ASPECT_RATIOS)
-       + '; got "21:9"')]),
-    ("edit_image", {"prompt": "p", "image_urls": ["u"], "aspect_ratio": 1},
-     [("/aspect_ratio", "expected string, got integer")]),
-    ("extract_assets", {"asset_descriptions": [{}]}, [("/asset_descriptions/0", "expected string, got object")]),
-    ("save_assets", {"asset_ids": [False]}, [("/asset_ids/0", "expected string, got boolean")]),
-    ("retrieve_option", {"option_number": "2"}, [("/option_number", "expected integer, got string")]),
+INVALID: list[tuple[str, dict[str, Any], str]] = [
+    ("create_file", {"content": "x", "path": 5}, "/path: expected string, got integer"),
+    ("create_file", {}, "/content: is required"),
+    ("create_file", {"content": None}, "/content: is required and may not be null"),
+    ("edit_file", {"new_text": ["x"]}, "/new_text: expected string, got array"),
+    ("edit_file", {"count": 1.5}, "/count: expected integer, got number"),
+    ("edit_file", {"count": True}, "/count: expected integer, got boolean"),
+    ("edit_file", {"edits": ["x", {}]}, "/edits/0: expected object, got string; "
+     "/edits/1/old_text: is required; /edits/1/new_text: is required"),
+    ("edit_file", {"edits": [{"old_text": "a", "new_text": {}}]}, "/edits/0/new_text: expected "
+     "string, got object"),
+    ("generate_images", {"prompts": "x"}, "/prompts: expected array, got string"),
+    ("generate_images", {"prompts": ["ok", 3, None]}, "/prompts/1: expected string, got integer; "
+     "/prompts/2: expected string, got null"),
+    ("remove_background", {"image_urls": [["a"]]}, "/image_urls/0: expected string, got array"),
+    ("edit_image", {"prompt": "p", "image_urls": ["u"], "aspect_ratio": "21:9"}, "/aspect_ratio: "
+     f"must be one of {', '.join(json.dumps(r) for r in EDIT_IMAGE_ASPECT_RATIOS)}; got \"21:9\""),
+    ("edit_image", {"prompt": "p", "image_urls": ["u"], "aspect_ratio": 1}, "/aspect_ratio: "
+     "expected string, got integer"),
+    ("extract_assets", {"asset_descriptions": [{}]}, "/asset_descriptions/0: expected string, got "
+     "object"),
+    ("save_assets", {"asset_ids": [False]}, "/asset_ids/0: expected string, got boolean"),
+    ("retrieve_option", {"option_number": "2"}, "/option_number: expected integer, got string"),
 ]  # fmt: skip
 
 
@@ -122,9 +111,9 @@ def test_valid_examples_pass(name: str, args: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(("name", "args", "expected"), INVALID)
 def test_invalid_examples_fail_at_the_right_pointer(
-    name: str, args: dict[str, Any], expected: list[tuple[str, str]]
+    name: str, args: dict[str, Any], expected: str
 ) -> None:
-    assert [(v.pointer, v.message) for v in validate(SCHEMAS[name], args)] == expected
+    assert "; ".join(str(v) for v in validate(SCHEMAS[name], args)) == expected
 
 
 @pytest.mark.parametrize("name", SCHEMAS)
@@ -138,15 +127,10 @@ def test_null_counts_as_absent_for_every_optional_property(name: str) -> None:
 
 def test_the_supported_subset() -> None:
     schema = {
-        "type": "object",
-        "properties": {
-            "n": {"type": ["integer", "null"]},
-            "a/b~": {"type": "array", "items": {"type": "number"}},
-            "flag": {"enum": [True, 1, "x"]},
-        },
-        "required": ["n"],
-        "additionalProperties": {"type": "string"},
-    }
+        "type": "object", "required": ["n"], "additionalProperties": {"type": "string"},
+        "properties": {"n": {"type": ["integer", "null"]}, "flag": {"enum": [True, 1, "x"]},
+                       "a/b~": {"type": "array", "items": {"type": "number"}}},
+    }  # fmt: skip
     assert validate(schema, {"n": None}) == []  # nullable by its type list, so null is a value
     assert validate(schema, {}) == [Violation("/n", "is required")]
     assert validate(schema, {"n": 2.0, "a/b~": [1, 2.5], "other": "s", "gone": None}) == []
@@ -159,8 +143,8 @@ def test_the_supported_subset() -> None:
     assert validate(schema, {"n": 1, "flag": 1.0}) == []
     assert [v.pointer for v in validate(schema, {"n": 1, "flag": False})] == ["/flag"]
     closed = {"type": "object", "properties": {"a": {}}, "additionalProperties": False}
-    assert validate(closed, {"a": [], "b": 1}) == [
-        Violation("/b", "is not allowed (allowed properties: a)")
+    assert [str(v) for v in validate(closed, {"a": [], "b": 1})] == [
+        "/b: is not allowed (allowed properties: a)"
     ]
     assert validate({"type": "object"}, []) == [Violation("", "expected object, got array")]
     assert str(Violation("", "expected object, got array")) == "(root): expected object, got array"
@@ -203,6 +187,7 @@ def _near(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
 
 
 @pytest.mark.parametrize("name", SCHEMAS)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_verdicts_match_a_reference_validator(name: str, data: st.DataObject) -> None:
     schema = SCHEMAS[name]
@@ -227,49 +212,47 @@ def test_every_handler_checked_location_exists_in_its_schema() -> None:
 @pytest.fixture
 def runtime(tmp_path: Path) -> ToolRuntime:
     store = AssetStore(tmp_path)
-    return ToolRuntime(
-        {
-            **file_tool_handlers(),
-            **image_tool_handlers(store),
-            **asset_tool_handlers(store),
-            "extract_assets": extract_assets_handler(store),
-        }
-    )
+    handlers = {**file_tool_handlers(), **image_tool_handlers(store), **asset_tool_handlers(store)}
+    return ToolRuntime({**handlers, "extract_assets": extract_assets_handler(store)})
 
 
-UPSTREAM_TEXTS: list[tuple[str, dict[str, Any], str, str]] = [
-    ("create_file", {}, "create_file requires non-empty content", "Missing content"),
-    ("create_file", {"content": 42}, "create_file requires non-empty content", "Missing content"),
-    ("create_file", {"content": ""}, "create_file requires non-empty content", "Missing content"),
-    ("edit_file", {"edits": "old->new"}, "edits must be a list", "Invalid edits payload"),
-    ("edit_file", {"old_text": 7, "new_text": "x"}, "edit_file requires old_text", "Missing old_text"),
-    ("edit_file", {"edits": [{"old_text": None, "new_text": "x"}]}, "edit_file requires old_text", "Missing old_text"),
-    ("edit_file", {"old_text": "Hello", "count": "two"}, "count must be an integer", "Invalid count"),
-    ("generate_images", {}, "generate_images requires a non-empty prompts list", "Missing prompts"),
-    ("generate_images", {"prompts": "x"}, "generate_images requires a non-empty prompts list", "Missing prompts"),
-    ("generate_images", {"prompts": None}, "generate_images requires a non-empty prompts list", "Missing prompts"),
-    ("generate_images", {"prompts": [" "]}, "No valid prompts provided", "No valid prompts"),
-    ("generate_images", {"prompts": ["a fox"]}, "No API key available for image generation.", "Missing image generation API key"),
-    ("remove_background", {"image_urls": [3]}, "Background removal requires REPLICATE_API_KEY.", "Missing Replicate API key"),
-    ("edit_image", {"prompt": "p", "images": ["https://x.test/a.png"]}, "Image editing requires REPLICATE_API_KEY.", "Missing Replicate API key"),
-    ("extract_assets", {"descriptions": ["logo"]}, "Asset extraction requires GEMINI_API_KEY.", "Missing Gemini API key"),
-    ("save_assets", {"asset_ids": "tmp"}, "save_assets requires a non-empty asset_ids list", "Missing asset_ids"),
-    ("retrieve_option", {"option_number": True}, "retrieve_option requires option_number", "Missing option_number"),
+_CONTENT = ("create_file requires non-empty content", "Missing content")
+_OLD_TEXT = ("edit_file requires old_text", "Missing old_text")
+_PROMPTS = ("generate_images requires a non-empty prompts list", "Missing prompts")
+_GEN_KEY = ("No API key available for image generation.", "Missing image generation API key")
+_BG_KEY = ("Background removal requires REPLICATE_API_KEY.", "Missing Replicate API key")
+_EDIT_KEY = ("Image editing requires REPLICATE_API_KEY.", "Missing Replicate API key")
+_GEMINI_KEY = ("Asset extraction requires GEMINI_API_KEY.", "Missing Gemini API key")
+_ASSET_IDS = ("save_assets requires a non-empty asset_ids list", "Missing asset_ids")
+_OPTION = ("retrieve_option requires option_number", "Missing option_number")
+UPSTREAM_TEXTS: list[tuple[str, dict[str, Any], tuple[str, str]]] = [
+    ("create_file", {}, _CONTENT),
+    ("create_file", {"content": 42}, _CONTENT),
+    ("create_file", {"content": ""}, _CONTENT),
+    ("edit_file", {"edits": "old->new"}, ("edits must be a list", "Invalid edits payload")),
+    ("edit_file", {"old_text": 7, "new_text": "x"}, _OLD_TEXT),
+    ("edit_file", {"edits": [{"old_text": None, "new_text": "x"}]}, _OLD_TEXT),
+    ("edit_file", {"old_text": "Hi", "count": "two"}, ("count must be an integer", "Invalid count")),
+    ("generate_images", {}, _PROMPTS),
+    ("generate_images", {"prompts": "x"}, _PROMPTS),
+    ("generate_images", {"prompts": None}, _PROMPTS),
+    ("generate_images", {"prompts": [" "]}, ("No valid prompts provided", "No valid prompts")),
+    ("generate_images", {"prompts": ["a fox"]}, _GEN_KEY),
+    ("remove_background", {}, _BG_KEY),
+    ("edit_image", {"prompt": "p", "images": ["https://x.test/a.png"]}, _EDIT_KEY),
+    ("extract_assets", {"descriptions": ["logo"]}, _GEMINI_KEY),
+    ("save_assets", {"asset_ids": "tmp"}, _ASSET_IDS),
+    ("retrieve_option", {"option_number": True}, _OPTION),
 ]  # fmt: skip
 
-KEYED = ToolContext(credentials=Credentials(replicate_api_token="r8_test"))
 
-
-@pytest.mark.parametrize(("name", "args", "error", "summary"), UPSTREAM_TEXTS)
+@pytest.mark.parametrize(("name", "args", "texts"), UPSTREAM_TEXTS)
 async def test_upstream_texts_still_win_where_they_apply(
-    runtime: ToolRuntime, name: str, args: dict[str, Any], error: str, summary: str
+    runtime: ToolRuntime, name: str, args: dict[str, Any], texts: tuple[str, str]
 ) -> None:
     outcome = await runtime.execute(ToolCall("call-1", name, args), FILE, CTX)
-    assert (outcome.ok, outcome.result, outcome.summary) == (
-        False,
-        {"error": error},
-        {"error": summary},
-    )
+    assert outcome.ok is False
+    assert (outcome.result, outcome.summary) == ({"error": texts[0]}, {"error": texts[1]})
 
 
 async def test_handler_leniency_survives(runtime: ToolRuntime) -> None:
@@ -277,7 +260,7 @@ async def test_handler_leniency_survives(runtime: ToolRuntime) -> None:
         {"edits": {}, "old_text": "Hello", "new_text": "Bye", "count": "1"},
         {"path": None, "old_text": "Hello", "new_text": "Bye", "count": None, "edits": None},
     ):
-        outcome = await runtime.execute(ToolCall("", "edit_file", args), FILE, CTX)
+        outcome  # fmt: skip = await runtime.execute(ToolCall("", "edit_file", args), FILE, CTX)
         assert outcome.updated_file == FileState("index.html", "<html><body>Bye</body></html>")
     ctx = ToolContext(option_codes=("<p>1</p>", "<p>2</p>"))
     outcome = await runtime.execute(
@@ -287,32 +270,35 @@ async def test_handler_leniency_survives(runtime: ToolRuntime) -> None:
     outcome = await runtime.execute(
         ToolCall("", "create_file", {"content": "<p>x</p>", "path": None}), None, CTX
     )
-    assert outcome.updated_file == FileState("index.html", "<p>x</p>")  # fmt: skip
+    assert outcome.updated_file == FileState("index.html", "<p>x</p>")
 
 
 @pytest.mark.parametrize(
-    ("name", "args", "ctx", "pointers"),
+    ("name", "args", "pointers"),
     [
-        ("create_file", {"content": "<p>x</p>", "path": 5}, CTX, ["/path"]),
-        ("edit_file", {"old_text": "Hello", "new_text": ["Bye"]}, CTX, ["/new_text"]),
-        ("edit_file", {"edits": ["Hello"]}, CTX, ["/edits/0"]),
-        ("generate_images", {"prompts": ["a fox", 1]}, CTX, ["/prompts/1"]),
-        ("remove_background", {"image_urls": [3]}, KEYED, ["/image_urls/0"]),
-        ("edit_image", {"prompt": "p", "image_urls": ["u"], "aspect_ratio": "21:9"}, KEYED, ["/aspect_ratio"]),
-        ("save_assets", {"asset_ids": [1, "tmp"]}, CTX, ["/asset_ids/0"]),
+        ("create_file", {"content": "<p>x</p>", "path": 5}, "/path"),
+        ("edit_file", {"old_text": "Hello", "new_text": ["Bye"]}, "/new_text"),
+        ("edit_file", {"edits": ["Hello"]}, "/edits/0"),
+        ("generate_images", {"prompts": ["a fox", 1]}, "/prompts/1"),
+        ("remove_background", {"image_urls": [3]}, "/image_urls/0"),
+        ("edit_image", {"prompt": "p", "image_urls": ["u"], "aspect_ratio": "4:5"}, "/aspect_ratio"),
+        ("save_assets", {"asset_ids": [1, "tmp"]}, "/asset_ids/0"),
         # Both broken: the report lists the handler-checked problem too, so one retry fixes all.
-        ("create_file", {"content": 5, "path": 5}, CTX, ["/content", "/path"]),
-        ("edit_file", {"count": "2", "new_text": 1, "old_text": "Hello"}, CTX, ["/count", "/new_text"]),
+        ("create_file", {"content": 5, "path": 5}, "/content /path"),
+        ("edit_file", {"count": "2", "new_text": 1, "old_text": "Hello"}, "/count /new_text"),
     ],
 )  # fmt: skip
 async def test_schema_violations_are_refused_before_the_tool_runs(
-    runtime: ToolRuntime, name: str, args: dict[str, Any], ctx: ToolContext, pointers: list[str]
+    runtime: ToolRuntime, name: str, args: dict[str, Any], pointers: str
 ) -> None:
-    outcome = await runtime.execute(ToolCall("call-1", name, args), FILE, ctx)
+    # With a key, a call the schema let through would go to the (unreachable) network.
+    keyed = ToolContext(credentials=Credentials(replicate_api_token="r8_test"))
+    outcome = await runtime.execute(ToolCall("call-1", name, args), FILE, keyed)
     assert outcome.ok is False
     assert outcome.summary == {"error": "Invalid arguments"}
-    assert [v["pointer"] for v in outcome.result["INVALID_ARGUMENTS"]] == pointers
-    assert outcome.result["error"].startswith(f"Invalid arguments for {name}: {pointers[0]}: ")
+    assert [v["pointer"] for v in outcome.result["INVALID_ARGUMENTS"]] == pointers.split()
+    first = pointers.split()[0]
+    assert outcome.result["error"].startswith(f"Invalid arguments for {name}: {first}: ")
     assert outcome.updated_file is None
 
 
@@ -326,7 +312,7 @@ async def test_the_invalid_arguments_result_shape(runtime: ToolRuntime) -> None:
     }
     many = await runtime.execute(ToolCall("c", "save_assets", {"asset_ids": [0] * 30}), None, CTX)
     assert len(many.result["INVALID_ARGUMENTS"]) == MAX_REPORTED
-    assert many.result["error"].endswith(f"; and {30 - MAX_REPORTED} more")  # fmt: skip
+    assert many.result["error"].endswith(f"; and {30 - MAX_REPORTED} more")
 
 
 async def test_earlier_checks_come_before_the_schema() -> None:
@@ -386,7 +372,7 @@ async def test_a_tools_own_timeout_error_is_an_ordinary_failure() -> None:
         raise TimeoutError("Inference timed out")
 
     outcome = await ToolRuntime({"probe": slow_api}).execute(ToolCall("", "probe", {}), None, CTX)
-    assert outcome.result == {"error": "probe failed: Inference timed out"}  # fmt: skip
+    assert outcome.result == {"error": "probe failed: Inference timed out"}
 
 
 def test_timeout_defaults_and_configuration() -> None:
@@ -404,14 +390,14 @@ def test_timeout_defaults_and_configuration() -> None:
 
 
 async def test_the_worker_passes_its_settings_on(tmp_path: Path) -> None:
-    settings = ToolsSettings(
+    config = ToolsSettings(
         data_dir=tmp_path,
         screenshots_enabled=False,
+        max_file_bytes=100,
         tool_timeouts_s={"create_file": 3.0},
         default_tool_timeout_s=7.0,
-        max_file_bytes=100,
     )
-    worker = ToolWorker(settings)
+    worker = ToolWorker(config)  # fmt: skip
     assert worker.runtime.timeout_for("create_file") == 3.0
     assert worker.runtime.timeout_for("edit_file") == 7.0
     call = ToolCall("c", "create_file", {"content": "<p>" + "x" * 200 + "</p>"})
@@ -424,41 +410,39 @@ async def test_the_worker_passes_its_settings_on(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["index.html", "about.htm", "INDEX.HTML", "pages/about.html", "my page.html", "café.html",
-     "a" * 250 + ".html", "~/x.html", "a..b.html"],
+    ["index.html", "about.htm", "INDEX.HTML", "pages/about.html", "café.html", "~/x.html",
+     "a..b.html", "my page.html", "a" * 250 + ".html"],
 )  # fmt: skip
 async def test_accepted_paths(path: str) -> None:
     outcome = await create_file({"path": path, "content": "<p>x</p>"}, None, CTX)
     assert outcome.updated_file == FileState(path, "<p>x</p>")
 
 
+_ABSOLUTE = "absolute paths are not allowed"
+_DOTDOT = ".. segments are not allowed"
+_COLON = "drive letters, URLs and colons are not allowed"
+_BACKSLASH = "backslashes are not allowed; separate folders with /"
+_INVISIBLE = "it contains control or invisible characters"
+_SUFFIX = "it must end in .html or .htm"
+_SEGMENT = "empty or . segments are not allowed"
+
+
 @pytest.mark.parametrize(
     ("path", "reason"),
     [
-        ("/index.html", "absolute paths are not allowed"),
-        ("//server/share/x.html", "absolute paths are not allowed"),
-        ("../index.html", ".. segments are not allowed"),
-        ("a/../../index.html", ".. segments are not allowed"),
-        ("C:/site/index.html", "drive letters, URLs and colons are not allowed"),
-        ("c:index.html", "drive letters, URLs and colons are not allowed"),
-        ("file:///etc/x.html", "drive letters, URLs and colons are not allowed"),
-        ("index.html:stream.html", "drive letters, URLs and colons are not allowed"),
-        ("\\\\server\\share\\x.html", "backslashes are not allowed; separate folders with /"),
-        ("a\\b.html", "backslashes are not allowed; separate folders with /"),
-        ("index\x00.html", "it contains control or invisible characters"),
-        ("a\nb.html", "it contains control or invisible characters"),
-        ("in\u202edex.html", "it contains control or invisible characters"),
+        ("/index.html", _ABSOLUTE), ("//server/share/x.html", _ABSOLUTE),
+        ("../index.html", _DOTDOT), ("a/../../index.html", _DOTDOT),
+        ("C:/site/index.html", _COLON), ("c:index.html", _COLON),
+        ("file:///etc/x.html", _COLON), ("index.html:stream.html", _COLON),
+        ("\\\\server\\share\\x.html", _BACKSLASH), ("a\\b.html", _BACKSLASH),
+        ("index\x00.html", _INVISIBLE), ("a\nb.html", _INVISIBLE),
+        ("in\u202edex.html", _INVISIBLE), ("index\u00a0.html", _INVISIBLE),
         ("a" * 251 + ".html", "it is longer than 255 characters"),
-        ("index.php", "it must end in .html or .htm"),
-        ("index", "it must end in .html or .htm"),
-        (".html", "it must end in .html or .htm"),
-        ("pages/", "empty or . segments are not allowed"),
-        ("a//b.html", "empty or . segments are not allowed"),
-        ("./index.html", "empty or . segments are not allowed"),
+        ("index.php", _SUFFIX), ("index", _SUFFIX), (".html", _SUFFIX), ("   ", _SUFFIX),
+        ("pages/", _SEGMENT), ("a//b.html", _SEGMENT), ("./index.html", _SEGMENT),
         ("index?.html", 'the characters < > " | ? * are not allowed'),
-        ("   ", "it must end in .html or .htm"),
     ],
-)
+)  # fmt: skip
 async def test_rejected_paths(path: str, reason: str) -> None:
     outcome = await create_file({"path": path, "content": "<p>x</p>"}, FILE, CTX)
     assert outcome.ok is False
@@ -480,6 +464,7 @@ _PIECES = st.sampled_from(
 )
 
 
+@settings(max_examples=500, deadline=None)
 @given(st.text() | st.lists(_PIECES, max_size=8).map("".join))
 def test_no_accepted_path_escapes_or_is_absolute(path: str) -> None:
     if path_problem(path) is not None:
@@ -508,10 +493,13 @@ async def test_create_file_refuses_content_over_the_default_limit() -> None:
     assert (await create_file({"content": body[:-1]}, None, CTX)).ok is True
 
 
-async def test_sizes_are_utf8_bytes() -> None:
+async def test_sizes_are_utf8_bytes_shown_in_round_units() -> None:
     outcome = await create_file({"content": "é" * 6}, None, CTX, max_file_bytes=10)
     assert outcome.result["error"] == "File too large: 12 bytes; the limit is 10 bytes."
     assert (await create_file({"content": "é" * 5}, None, CTX, max_file_bytes=10)).ok is True
+    handlers = file_tool_handlers(max_file_bytes=512 * 1024)
+    outcome = await handlers["create_file"]({"content": "x" * (600 * 1024)}, None, CTX)
+    assert outcome.result["error"] == f"File too large: {600 * 1024} bytes; the limit is 512 KB."
 
 
 @pytest.mark.parametrize(
@@ -523,7 +511,7 @@ async def test_edit_file_result_is_held_to_the_limit(new_text: str, ok: bool) ->
     assert outcome.ok is ok
     if not ok:
         assert outcome.result["error"] == "File too large: 12 bytes; the limit is 11 bytes."
-        assert outcome.updated_file is None  # fmt: skip
+        assert outcome.updated_file is None
 
 
 async def test_a_replace_all_blow_up_is_refused_before_it_is_built() -> None:
@@ -539,9 +527,3 @@ async def test_a_file_already_over_the_limit_must_come_back_under_it() -> None:
     assert shrink.ok is True
     still = await edit_file({"old_text": "xx", "new_text": ""}, file, CTX, max_file_bytes=24)
     assert still.result["error"] == "File too large: 25 bytes; the limit is 24 bytes."
-
-
-async def test_limits_are_shown_in_round_units() -> None:
-    handlers = file_tool_handlers(max_file_bytes=512 * 1024)
-    outcome = await handlers["create_file"]({"content": "x" * (600 * 1024)}, None, CTX)
-    assert outcome.result["error"] == f"File too large: {600 * 1024} bytes; the limit is 512 KB."

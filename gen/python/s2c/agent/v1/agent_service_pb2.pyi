@@ -348,3 +348,17 @@ class Model(_message.Message):
     api_name: str
     available: bool
     def __init__(self, id: _Optional[str] = ..., provider: _Optional[str] = ..., api_name: _Optional[str] = ..., available: _Optional[bool] = ...) -> None: ...
+
+class GetCapabilitiesRequest(_message.Message):
+    __slots__ = ("credentials",)
+    CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    credentials: _common_pb2.Credentials
+    def __init__(self, credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ...) -> None: ...
+
+class GetCapabilitiesResponse(_message.Message):
+    __slots__ = ("tools", "screenshot_preview")
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    SCREENSHOT_PREVIEW_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedScalarFieldContainer[str]
+    screenshot_preview: bool
+    def __init__(self, tools: _Optional[_Iterable[str]] = ..., screenshot_preview: _Optional[bool] = ...) -> None: ...

@@ -61,6 +61,11 @@ class AgentServiceStub:
                 request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.ListModelsRequest.SerializeToString,
                 response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.ListModelsResponse.FromString,
                 _registered_method=True)
+        self.GetCapabilities = channel.unary_unary(
+                '/s2c.agent.v1.AgentService/GetCapabilities',
+                request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesRequest.SerializeToString,
+                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -106,6 +111,13 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetCapabilities(self, request, context):
+        """Reports which tools the tool workers can run for a request with these credentials.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -133,6 +145,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.ListModels,
                     request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.ListModelsRequest.FromString,
                     response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.ListModelsResponse.SerializeToString,
+            ),
+            'GetCapabilities': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCapabilities,
+                    request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesRequest.FromString,
+                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -272,6 +289,33 @@ class AgentService:
             '/s2c.agent.v1.AgentService/ListModels',
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.ListModelsRequest.SerializeToString,
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.ListModelsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCapabilities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/s2c.agent.v1.AgentService/GetCapabilities',
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesRequest.SerializeToString,
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesResponse.FromString,
             options,
             channel_credentials,
             insecure,

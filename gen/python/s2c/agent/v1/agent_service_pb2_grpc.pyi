@@ -50,6 +50,8 @@ class AgentServiceStub:
     """Returns the run record of a generation."""
     ListModels: _grpc.UnaryUnaryMultiCallable[_agent_service_pb2.ListModelsRequest, _agent_service_pb2.ListModelsResponse]
     """Lists the models this agent knows and whether each is usable right now."""
+    GetCapabilities: _grpc.UnaryUnaryMultiCallable[_agent_service_pb2.GetCapabilitiesRequest, _agent_service_pb2.GetCapabilitiesResponse]
+    """Reports which tools the tool workers can run for a request with these credentials."""
 
 @_typing.type_check_only
 class AgentServiceAsyncStub(AgentServiceStub):
@@ -73,6 +75,8 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """Returns the run record of a generation."""
     ListModels: _aio.UnaryUnaryMultiCallable[_agent_service_pb2.ListModelsRequest, _agent_service_pb2.ListModelsResponse]  # type: ignore[assignment]
     """Lists the models this agent knows and whether each is usable right now."""
+    GetCapabilities: _aio.UnaryUnaryMultiCallable[_agent_service_pb2.GetCapabilitiesRequest, _agent_service_pb2.GetCapabilitiesResponse]  # type: ignore[assignment]
+    """Reports which tools the tool workers can run for a request with these credentials."""
 
 class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
     """Runs code generations: one request fans out into several variants, each an
@@ -123,5 +127,13 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_agent_service_pb2.ListModelsResponse, _abc.Awaitable[_agent_service_pb2.ListModelsResponse]]:
         """Lists the models this agent knows and whether each is usable right now."""
+
+    @_abc_1.abstractmethod
+    def GetCapabilities(
+        self,
+        request: _agent_service_pb2.GetCapabilitiesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_service_pb2.GetCapabilitiesResponse, _abc.Awaitable[_agent_service_pb2.GetCapabilitiesResponse]]:
+        """Reports which tools the tool workers can run for a request with these credentials."""
 
 def add_AgentServiceServicer_to_server(servicer: AgentServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
