@@ -442,18 +442,23 @@ async def warm_up(url: str, seconds: float) -> None:
                     pass
 
 
+def profile_seconds(window_s: float) -> int:
+    return max(1, round(window_s - 1))
+
+
 async def py_spy(pid: int, seconds: float, out: Path) -> asyncio.subprocess.Process:
-    """Samples `pid` for `seconds` (100 Hz, without pausing it) into collapsed stacks."""
+    """Samples `pid` for `seconds` at 100 Hz into collapsed stacks, native frames included
+    (each sample pauses the process briefly: a profiled run's latencies are not comparable)."""
     return await asyncio.create_subprocess_exec(
         str(Path(sys.executable).with_name("py-spy")),
         "record",
         "--pid",
         str(pid),
         "--duration",
-        str(max(1, round(seconds))),
+        str(round(seconds)),
         "--rate",
         "100",
-        "--nonblocking",
+        "--native",  # C frames too (grpc's Cython, protobuf, json): pauses per sample
         "--format",
         "raw",
         "--output",
@@ -491,7 +496,7 @@ async def _measure(
     if profile is not None:
         for name in ("gateway", "agent", "client"):
             out = profile / f"{name}-{generations}.txt"
-            spies.append(await py_spy(groups[name][0], window_s - 1, out))
+            spies.append(await py_spy(groups[name][0], profile_seconds(window_s), out))
     await asyncio.sleep(max(0.0, window_end - 0.05 - time.monotonic()))
     cpu_after, wall_after = group_cpu(groups), time.monotonic()
     counts_after = suite.agent_counts()
@@ -540,9 +545,11 @@ async def _measure(
     )
 
 
-def top_functions(path: Path, limit: int = 15) -> list[str]:
-    """The functions with the most samples of their own (leaf frame) in a py-spy raw file,
-    and their inclusive share."""
+def profile_summary(path: Path, seconds: float, limit: int = 14) -> list[str]:
+    """What a py-spy raw file says, in % of one core: the functions with the most samples
+    of their own (the innermost named frame: a C function such as a protobuf or JSON
+    routine counts as itself), then our code's functions with the most samples including
+    what they call."""
     own: dict[str, int] = {}
     inclusive: dict[str, int] = {}
     total = 0
@@ -552,26 +559,28 @@ def top_functions(path: Path, limit: int = 15) -> list[str]:
             continue
         count = int(count_text)
         total += count
-        frames = [_short(f) for f in stack.split(";") if f]
+        frames = [_short(f) for f in stack.split(";") if f and not f.startswith("0x")]
         if not frames:
             continue
         own[frames[-1]] = own.get(frames[-1], 0) + count
-        for frame in set(frames):
-            inclusive[frame] = inclusive.get(frame, 0) + count
-    if not total:
-        return ["(no samples)"]
-    ranked = sorted(own.items(), key=lambda item: -item[1])[:limit]
-    return [
-        f"{100 * n / total:5.1f}% self {100 * inclusive[name] / total:5.1f}% incl  {name}"
-        for name, n in ranked
-    ]
+        for function in {f.rpartition(":")[0] + ")" for f in frames}:
+            inclusive[function] = inclusive.get(function, 0) + count
+    per_core = 100 / (100 * seconds)  # 100 samples/s: samples → % of one core
+    lines = [f"{'% core':>7}  own time (innermost named frame)"]
+    for name, n in sorted(own.items(), key=lambda item: -item[1])[:limit]:
+        lines.append(f"{n * per_core:7.1f}  {name}")
+    lines.append(f"{'% core':>7}  our functions, including callees (entry points left out)")
+    ours = [(name, n) for name, n in inclusive.items() if "(services/" in name and n < 0.9 * total]
+    for name, n in sorted(ours, key=lambda item: -item[1])[:limit]:
+        lines.append(f"{n * per_core:7.1f}  {name}")
+    return lines
 
 
 def _short(frame: str) -> str:
-    """`func (path/to/file.py:123)` → `func (file.py:123)` with the path from the package."""
+    """`func (/long/path/pkg/file.py:123)` → `func (pkg/file.py:123)`."""
     name, _, where = frame.partition(" (")
     where = where.rstrip(")")
-    for marker in ("site-packages/", "/work/main/", "lib/python3.11/"):
+    for marker in ("site-packages/", f"{ROOT}/", "lib/python3.11/"):
         if marker in where:
             where = where.split(marker, 1)[1]
             break
@@ -708,8 +717,8 @@ async def run(
             for name in ("agent", "gateway", "client"):
                 path = profile / f"{name}-{size}.txt"
                 if path.exists():
-                    print(f"\npy-spy {name}, N={size} (own samples; {path}):")
-                    print("\n".join(top_functions(path)))
+                    print(f"\npy-spy {name}, N={size} ({path}):")
+                    print("\n".join(profile_summary(path, profile_seconds(window_s))))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -13,7 +13,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from services.agent.argscan import ArgumentScanner, DeltaBatcher, TextEdit
 from services.agent.domain import FileState
@@ -94,6 +94,8 @@ class VariantEngine:
     budget: CostBudget
     file: FileState | None = None
     max_turns: int = 30
+    max_tool_calls_per_turn: int = 16
+    deadline: float = float("inf")  # time.monotonic(); tool calls get what is left
     usage: Usage = field(default_factory=Usage)
     tool_records: list[ToolRecord] = field(default_factory=list)
 
@@ -110,7 +112,10 @@ class VariantEngine:
                 self.emit("", TurnUsage(turn.usage, self.session.total_cost_usd()))
                 if not turn.tool_calls:
                     return self._finalize(turn.assistant_text)
-                executed = [await self._run_tool(call, stream) for call in turn.tool_calls]
+                limit = self.max_tool_calls_per_turn
+                executed = [await self._run_tool(call, stream) for call in turn.tool_calls[:limit]]
+                # Extra calls are answered, not run, so the model can go on with fewer.
+                executed += [self._refuse(call, limit, stream) for call in turn.tool_calls[limit:]]
                 self.session.append_tool_results(turn, executed)
             raise EngineError(f"Agent exceeded max tool turns ({self.max_turns}).")
         finally:
@@ -123,10 +128,13 @@ class VariantEngine:
             summary = summarize_tool_input(call.name, call.arguments, path)
             self.emit(call.id, ToolStarted(call.name, summary))
         started = time.monotonic()
+        context = self.context
+        if self.deadline != float("inf"):
+            context = replace(context, time_left_s=max(0.0, self.deadline - started))
         with tracer("s2c.agent").start_as_current_span(
             f"tool {call.name}", attributes={"s2c.tool_call_id": call.id}
         ) as span:
-            outcome = await self.tools.execute(call, self.file, self.context)
+            outcome = await self.tools.execute(call, self.file, context)
             span.set_attribute("s2c.ok", outcome.ok)
         self.tool_records.append(
             ToolRecord(call.id, call.name, outcome.ok, int((time.monotonic() - started) * 1000))
@@ -136,6 +144,13 @@ class VariantEngine:
             self.emit(call.id, CodeSnapshot(self.file.path, clean_text(self.file.content)))
         self.emit(call.id, ToolFinished(call.name, outcome.summary, outcome.ok))
         return ExecutedTool(call, outcome.ok, outcome.result, outcome.media)
+
+    def _refuse(self, call: ToolCall, limit: int, stream: _TurnStream) -> ExecutedTool:
+        message = f"Too many tool calls in one turn (limit {limit}); this call was not run."
+        if call.id not in stream.started_calls:
+            self.emit(call.id, ToolStarted(call.name, {}))
+        self.emit(call.id, ToolFinished(call.name, {"error": message}, False))
+        return ExecutedTool(call, False, {"error": message})
 
     def _finalize(self, assistant_text: str) -> str:
         if self.file is not None:

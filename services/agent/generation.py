@@ -93,8 +93,10 @@ class Generation:
         self.status: RunStatus = "running"
         self.error = ""
         self.started_at = time.time()
+        self.started_monotonic = time.monotonic()
         self.finished_at: float | None = None
         self.variants: list[VariantState] = []
+        self.deadline = float("inf")  # time.monotonic() by which the work must end
         self.task: asyncio.Task[None] | None = None
         self._events: list[Event] = []
         self._wake = asyncio.Event()
@@ -175,7 +177,7 @@ class GenerationManager:
     def get(self, generation_id: str) -> Generation | None:
         return self._generations.get(generation_id)
 
-    def start(self, request: GenerationRequest) -> Generation:
+    def start(self, request: GenerationRequest, *, deadline_s: float | None = None) -> Generation:
         """Starts a generation. Raises ValueError if its id is already in use and
         ShuttingDown once shutdown has begun."""
         if self.closing:
@@ -184,6 +186,10 @@ class GenerationManager:
         if generation_id in self._generations:
             raise ValueError(f"generation_id {generation_id!r} is already in use")
         generation = Generation(generation_id, request)
+        limit = self._settings.max_generation_s
+        generation.deadline = time.monotonic() + (
+            limit if deadline_s is None else min(limit, deadline_s)
+        )
         self._generations[generation_id] = generation
         self._retire_old()
         generation.task = asyncio.create_task(self._run(generation), name=f"gen-{generation_id}")
@@ -228,8 +234,22 @@ class GenerationManager:
         log.info("generation started", extra={"generation_id": generation.id})
         await self._save(generation)
         try:
-            status = await self._run_variants(generation)
+            async with asyncio.timeout_at(_loop_time(generation.deadline)):
+                status = await self._run_variants(generation)
             generation.status = status
+        except TimeoutError:
+            limit = generation.deadline - generation.started_monotonic
+            message = f"The generation took longer than {limit:.0f} s and was stopped."
+            for variant in generation.variants:
+                if variant.status in ("running", "cancelled"):
+                    variant.status, variant.error = "failed", message
+                    generation.publish(variant.index, "", VariantFailed(message))
+            if any(v.status == "completed" for v in generation.variants):
+                generation.status = "completed"
+            else:
+                generation.status = "failed"
+                generation.error = message
+                generation.publish(0, "", GenerationFailed(message))
         except asyncio.CancelledError:
             generation.status = "cancelled"
             for variant in generation.variants:
@@ -366,6 +386,8 @@ class GenerationManager:
                 budget=budget,
                 file=file,
                 max_turns=self._settings.max_turns,
+                max_tool_calls_per_turn=self._settings.max_tool_calls_per_turn,
+                deadline=generation.deadline,
             )
             state.code = await engine.run()
             state.status = "completed"
@@ -423,6 +445,12 @@ class GenerationManager:
                 m.tokens.labels(provider, kind).inc(count)
         if state.cost_usd:
             m.cost.labels(provider).inc(state.cost_usd)
+
+
+def _loop_time(monotonic_deadline: float) -> float:
+    # asyncio deadlines are in loop time; ours are in time.monotonic().
+    loop = asyncio.get_running_loop()
+    return loop.time() + (monotonic_deadline - time.monotonic())
 
 
 def upload_ids(request: GenerationRequest) -> dict[str, str]:

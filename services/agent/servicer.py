@@ -40,7 +40,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 context=parent,
                 attributes={"s2c.generation_id": domain.generation_id},
             ):
-                generation = self._manager.start(domain)
+                # The caller's deadline bounds the generation, too.
+                generation = self._manager.start(domain, deadline_s=context.time_remaining())
         except ShuttingDown as exc:
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except ValueError as exc:

@@ -33,6 +33,10 @@ class AgentSettings:
     max_cost_usd: float | None = None
     demo_pace_s: float = 0.06
     max_turns: int = 30
+    max_tool_calls_per_turn: int = 16
+    # A generation that runs longer than this is stopped (its clients may set a shorter
+    # gRPC deadline; the earlier one wins).
+    max_generation_s: float = 900.0
     pinned_models: tuple[str, ...] = ()
     local_models: tuple[str, ...] = ()
     local_base_url: str = ""
@@ -71,6 +75,7 @@ class AgentSettings:
             "database_url": env.get("S2C_DATABASE_URL", ""),
             "grpc_security": GrpcSecurity.from_env(env),
             "shutdown_grace_s": float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
+            "max_generation_s": float(env.get("S2C_MAX_GENERATION_S", "900")),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

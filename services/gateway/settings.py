@@ -19,7 +19,7 @@ class GatewaySettings:
     data_dir: Path = Path(".s2c-data")
     # setCode policy (see preview_policy.py)
     preview_min_chars: int = 40
-    preview_min_interval_s: float = 0.2
+    preview_min_interval_s: float = 0.225
     preview_max_bytes_per_s: int = 1_000_000
     # Consecutive thinking/assistant deltas of one message within this window go out as one frame.
     coalesce_s: float = 0.05
@@ -40,7 +40,7 @@ class GatewaySettings:
             "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
             "grpc_security": GrpcSecurity.from_env(env),
             "access": AccessSettings.from_env(env),
-            "preview_min_interval_s": int(env.get("S2C_PREVIEW_INTERVAL_MS", "200")) / 1000,
+            "preview_min_interval_s": int(env.get("S2C_PREVIEW_INTERVAL_MS", "225")) / 1000,
             "preview_max_bytes_per_s": int(env.get("S2C_PREVIEW_MAX_BPS", "1000000")),
         }
         values.update(overrides)

@@ -336,3 +336,31 @@ async def test_a_paused_stream_still_flushes_the_preview() -> None:
                 resume.set()  # everything streamed so far reached the log while paused
     assert resume.is_set()
     assert code == "x" * 50 + "y" * 2000
+
+
+async def test_tool_calls_beyond_the_per_turn_limit_are_answered_not_run() -> None:
+    calls = tuple(call_tool(f"r{i}", "retrieve_option", {"option_number": 1}) for i in range(5))
+    turns = [ScriptedTurn(calls), ScriptedTurn((Say(("ok",)),))]
+    tools = InProcessTools()
+    factory = scripted(turns)
+    manager = GenerationManager(replace(settings(), max_tool_calls_per_turn=2), tools, factory)
+    await run(manager, request(variant_count=1, option_codes=("<p>a</p>",)))
+    assert tools.calls == ["retrieve_option", "retrieve_option"]
+    appended = factory.sessions[0].tool_results[0]
+    assert [r.ok for r in appended] == [True, True, False, False, False]
+    assert appended[-1].result == {
+        "error": "Too many tool calls in one turn (limit 2); this call was not run."
+    }
+
+
+async def test_a_generation_past_its_deadline_is_stopped_with_a_clear_error() -> None:
+    tools = InProcessTools()
+    tools.release = asyncio.Event()  # the first tool call never finishes
+    manager = GenerationManager(settings(), tools, scripted(CREATE_THEN_EDIT))
+    generation = manager.start(request(), deadline_s=0.0)
+    events = [e async for e in generation.watch(0)]
+    failures = [e.payload for e in events if isinstance(e.payload, ev.VariantFailed)]
+    assert len(failures) == 2
+    assert failures[0].message == "The generation took longer than 0 s and was stopped."
+    assert events[-2].payload == ev.GenerationFailed(failures[0].message)
+    assert events[-1].payload == ev.GenerationComplete("failed")

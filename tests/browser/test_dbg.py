@@ -19,7 +19,15 @@ from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw
-from playwright.async_api import Browser, Page, Route, WebSocket, async_playwright, expect
+from playwright.async_api import (
+    Browser,
+    Error,
+    Page,
+    Route,
+    WebSocket,
+    async_playwright,
+    expect,
+)
 
 from services.agent.generation import Generation
 from services.agent.settings import AgentSettings
@@ -88,7 +96,13 @@ async def open_ui(browser: Browser, suite: Suite) -> tuple[Page, Recorder]:
 
     await context.route("**/*", local_only)
     page.on("websocket", on_websocket)
-    page.on("pageerror", lambda error: recorder.errors.append(str(error)))
+    def on_page_error(error: Error) -> None:
+        # Preview pages throw too (their CDN scripts are blocked here); only the UI's
+        # own modules count.
+        if suite.http_url in (error.stack or ""):
+            recorder.errors.append(f"{error.message}\n{error.stack}")
+
+    page.on("pageerror", on_page_error)
     await page.goto(suite.http_url + "/")
     await expect(page.locator("html")).to_have_attribute("data-ready", "true")
     return page, recorder

@@ -123,7 +123,7 @@ export class VariantCard {
     this.dirtyEvents.clear();
     if (this.dirty.code) {
       this.dirty.code = false;
-      this.preview.show(variant.code);
+      this.preview.show(variant.code, { final: variant.status !== "generating" });
       this.activity.refreshCode(variant);
       if (this.view === "code") this._renderCode();
     }

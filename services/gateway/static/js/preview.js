@@ -1,69 +1,55 @@
-// A live preview: the code rendered in a sandboxed iframe, double-buffered so a fast
-// stream never shows a blank page. New code loads into a hidden iframe; when it has
-// loaded (or after a short grace period) the two swap. Updates that arrive meanwhile
-// collapse into the latest one, so rendering runs at the page's own speed, and callers
-// push code at most once per animation frame.
+// A live preview: the code rendered in a sandboxed iframe via `srcdoc`. Callers push code
+// at most once per animation frame; on top of that, re-renders are spaced out while code
+// streams in, so a fast stream never thrashes the frame. The latest code always renders.
 
 const VIEWPORTS = {
   desktop: { width: 1280, height: 800 },
   mobile: { width: 390, height: 844 },
 };
-const SWAP_GRACE_MS = 1500;
+const MIN_INTERVAL_MS = 250;
 
 export class PreviewFrame {
   constructor({ testId, title }) {
-    this.testId = testId;
-    this.title = title;
     this.viewport = "desktop";
     this.shown = null;
     this.pending = null;
-    this.loading = false;
+    this.lastRender = -Infinity;
     this.timer = 0;
     this.el = document.createElement("div");
     this.el.className = "preview-stage";
-    this.front = this._iframe();
-    this.back = this._iframe();
-    this._setRoles();
-    this.el.append(this.front, this.back);
+    this.frame = document.createElement("iframe");
+    // Scripts run (Tailwind, React, Vue…), but the page gets an opaque origin: it
+    // cannot reach this app, its storage or its cookies.
+    this.frame.setAttribute("sandbox", "allow-scripts");
+    this.frame.setAttribute("referrerpolicy", "no-referrer");
+    this.frame.dataset.testid = testId;
+    this.frame.title = title;
     this.placeholder = document.createElement("div");
     this.placeholder.className = "preview-placeholder";
     this.placeholder.innerHTML = '<span class="spinner" aria-hidden="true"></span><span>Waiting for code…</span>';
-    this.el.append(this.placeholder);
+    this.el.append(this.frame, this.placeholder);
     this.resizeObserver = new ResizeObserver(() => this._layout());
     this.resizeObserver.observe(this.el);
   }
 
-  _iframe() {
-    const frame = document.createElement("iframe");
-    // Scripts run (Tailwind, React, Vue…), but the page gets an opaque origin: it
-    // cannot reach this app, its storage or its cookies.
-    frame.setAttribute("sandbox", "allow-scripts");
-    frame.setAttribute("referrerpolicy", "no-referrer");
-    frame.srcdoc = "";
-    frame.addEventListener("load", () => {
-      if (frame === this.back && this.loading) this._swap();
-    });
-    return frame;
-  }
-
-  _setRoles() {
-    this.front.dataset.testid = this.testId;
-    this.front.title = this.title;
-    this.front.removeAttribute("aria-hidden");
-    this.front.removeAttribute("tabindex");
-    this.front.classList.add("is-front");
-    delete this.back.dataset.testid;
-    this.back.title = "";
-    this.back.setAttribute("aria-hidden", "true");
-    this.back.setAttribute("tabindex", "-1");
-    this.back.classList.remove("is-front");
-  }
-
-  /** Shows `code` (the whole document) as soon as the current render is done. */
-  show(code) {
-    if (code === this.shown && !this.loading) return;
+  /** Shows `code` (the whole document); `final` skips the streaming interval. */
+  show(code, { final = false } = {}) {
+    if (code === this.shown && this.pending === null) return;
     this.pending = code;
-    if (!this.loading) this._loadNext();
+    clearTimeout(this.timer);
+    const wait = final ? 0 : this.lastRender + MIN_INTERVAL_MS - performance.now();
+    if (wait <= 0) this._render();
+    else this.timer = setTimeout(() => requestAnimationFrame(() => this._render()), wait);
+  }
+
+  _render() {
+    const code = this.pending;
+    this.pending = null;
+    if (code === null || code === this.shown) return;
+    this.shown = code;
+    this.lastRender = performance.now();
+    this.frame.srcdoc = code;
+    this.placeholder.hidden = Boolean(code);
   }
 
   setWaitingText(text) {
@@ -78,50 +64,25 @@ export class PreviewFrame {
     this._layout();
   }
 
-  _loadNext() {
-    if (this.pending === null) return;
-    const code = this.pending;
-    this.pending = null;
-    if (code === this.shown) return;
-    this.loading = true;
-    this.loadingCode = code;
-    this.back.srcdoc = code;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      if (this.loading) this._swap();
-    }, SWAP_GRACE_MS);
-  }
-
-  _swap() {
-    clearTimeout(this.timer);
-    [this.front, this.back] = [this.back, this.front];
-    this._setRoles();
-    this.shown = this.loadingCode;
-    this.loading = false;
-    this.placeholder.hidden = Boolean(this.shown);
-    requestAnimationFrame(() => this._loadNext());
-  }
-
   _layout() {
     const { width: stageWidth, height: stageHeight } = this.el.getBoundingClientRect();
     if (!stageWidth || !stageHeight) return;
     const vp = VIEWPORTS[this.viewport];
-    for (const frame of [this.front, this.back]) {
-      if (this.viewport === "desktop") {
-        const scale = Math.min(1, stageWidth / vp.width);
-        frame.style.width = `${vp.width}px`;
-        frame.style.height = `${stageHeight / scale}px`;
-        frame.style.left = "0px";
-        frame.style.transform = `scale(${scale})`;
-      } else {
-        const scale = Math.min(1, (stageHeight - 16) / vp.height, stageWidth / vp.width);
-        frame.style.width = `${vp.width}px`;
-        frame.style.height = `${vp.height}px`;
-        frame.style.left = `${(stageWidth - vp.width * scale) / 2}px`;
-        frame.style.top = "8px";
-        frame.style.transform = `scale(${scale})`;
-      }
-      if (this.viewport === "desktop") frame.style.top = "0px";
+    const style = this.frame.style;
+    if (this.viewport === "desktop") {
+      const scale = Math.min(1, stageWidth / vp.width);
+      style.width = `${vp.width}px`;
+      style.height = `${stageHeight / scale}px`;
+      style.left = "0px";
+      style.top = "0px";
+      style.transform = `scale(${scale})`;
+    } else {
+      const scale = Math.min(1, (stageHeight - 16) / vp.height, stageWidth / vp.width);
+      style.width = `${vp.width}px`;
+      style.height = `${vp.height}px`;
+      style.left = `${(stageWidth - vp.width * scale) / 2}px`;
+      style.top = "8px";
+      style.transform = `scale(${scale})`;
     }
   }
 
