@@ -545,32 +545,50 @@ async def _measure(
     )
 
 
+# Where a sampled thread waits rather than works: epoll and sleeps, condition variables and
+# semaphores (a thread waiting for the GIL or for work), and a pool thread's idle `get`.
+_IDLE_LEAVES: Final = frozenset(
+    {"epoll_wait", "clock_nanosleep", "nanosleep", "poll", "select", "pthread_cond_wait"}
+    | {"pthread_cond_timedwait", "sem_wait", "sem_timedwait", "sem_clockwait"}
+)
+
+
+def _idle(frames: Sequence[str]) -> bool:
+    leaf = frames[-1].partition(" (")[0]
+    if leaf in _IDLE_LEAVES:
+        return True
+    # An unnamed native leaf in a side thread: a futex wait (for the GIL, or for work).
+    return leaf.startswith("0x") and frames[0].startswith("Thread._bootstrap")
+
+
 def profile_summary(path: Path, seconds: float, limit: int = 14) -> list[str]:
-    """What a py-spy raw file says, in % of one core: the functions with the most samples
-    of their own (the innermost named frame: a C function such as a protobuf or JSON
-    routine counts as itself), then our code's functions with the most samples including
-    what they call."""
+    """What a py-spy raw file says, in % of one core, waiting left out: the functions with
+    the most samples of their own (the innermost named frame: a C function such as a
+    syscall, a protobuf or JSON routine counts as itself), then our code's functions with
+    the most samples including what they call."""
     own: dict[str, int] = {}
     inclusive: dict[str, int] = {}
-    total = 0
+    busy = 0
     for line in path.read_text().splitlines():
         stack, _, count_text = line.rpartition(" ")
-        if not stack or not count_text.isdigit():
+        raw = stack.split(";")
+        if not stack or not count_text.isdigit() or _idle(raw):
             continue
         count = int(count_text)
-        total += count
-        frames = [_short(f) for f in stack.split(";") if f and not f.startswith("0x")]
+        busy += count
+        frames = [_short(f) for f in raw if f and not f.startswith("0x")]
         if not frames:
             continue
         own[frames[-1]] = own.get(frames[-1], 0) + count
         for function in {f.rpartition(":")[0] + ")" for f in frames}:
             inclusive[function] = inclusive.get(function, 0) + count
     per_core = 100 / (100 * seconds)  # 100 samples/s: samples → % of one core
-    lines = [f"{'% core':>7}  own time (innermost named frame)"]
+    lines = [f"busy {busy * per_core:.0f}% of a core in the samples"]
+    lines.append(f"{'% core':>7}  own time (innermost named frame)")
     for name, n in sorted(own.items(), key=lambda item: -item[1])[:limit]:
         lines.append(f"{n * per_core:7.1f}  {name}")
     lines.append(f"{'% core':>7}  our functions, including callees (entry points left out)")
-    ours = [(name, n) for name, n in inclusive.items() if "(services/" in name and n < 0.9 * total]
+    ours = [(name, n) for name, n in inclusive.items() if "(services/" in name and n < 0.9 * busy]
     for name, n in sorted(ours, key=lambda item: -item[1])[:limit]:
         lines.append(f"{n * per_core:7.1f}  {name}")
     return lines

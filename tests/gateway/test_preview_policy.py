@@ -14,6 +14,9 @@ from services.gateway.preview_policy import CodeBuffer, PreviewPolicyConfig, Set
 
 FRAME = 1000  # bytes of a frame in the hand-written cases
 
+# The rules of the issue, with round numbers (the product default interval is 225 ms).
+INTERVAL_200 = PreviewPolicyConfig(min_interval_s=0.2)
+
 
 def sent(policy: SetCodePolicy, now: float, code_len: int, nbytes: int = FRAME) -> bool:
     """on_change, and mark_sent when it says so: what the gateway does."""
@@ -27,7 +30,7 @@ def sent(policy: SetCodePolicy, now: float, code_len: int, nbytes: int = FRAME) 
 
 
 def test_first_preview_goes_out_at_once() -> None:
-    policy = SetCodePolicy()
+    policy = SetCodePolicy(INTERVAL_200)
     assert not policy.flush_needed()
     assert policy.next_due(5.0) is None
     assert policy.on_change(5.0, 3, frame_bytes=60)
@@ -36,7 +39,7 @@ def test_first_preview_goes_out_at_once() -> None:
 
 
 def test_new_frame_needs_40_characters_and_200_ms() -> None:
-    policy = SetCodePolicy()
+    policy = SetCodePolicy(INTERVAL_200)
     assert sent(policy, 0.0, 10)
     assert not sent(policy, 0.1, 200)  # plenty of text, too early
     assert policy.next_due(0.1) == pytest.approx(0.2)
@@ -48,7 +51,7 @@ def test_new_frame_needs_40_characters_and_200_ms() -> None:
 
 
 def test_a_pending_update_is_due_when_the_interval_allows() -> None:
-    policy = SetCodePolicy()
+    policy = SetCodePolicy(INTERVAL_200)
     sent(policy, 1.0, 100)
     assert not sent(policy, 1.05, 150)
     assert policy.next_due(1.05) == pytest.approx(1.2)
@@ -58,7 +61,7 @@ def test_a_pending_update_is_due_when_the_interval_allows() -> None:
 
 
 def test_a_small_change_goes_out_once_the_stream_pauses() -> None:
-    config = PreviewPolicyConfig(idle_s=0.1)
+    config = PreviewPolicyConfig(idle_s=0.1, min_interval_s=0.2)
     policy = SetCodePolicy(config)
     sent(policy, 0.0, 100)
     assert not sent(policy, 0.05, 110)  # 10 characters: waits for more, or for a pause
@@ -70,7 +73,7 @@ def test_a_small_change_goes_out_once_the_stream_pauses() -> None:
 
 
 def test_a_restart_goes_out_promptly() -> None:
-    policy = SetCodePolicy()
+    policy = SetCodePolicy(INTERVAL_200)
     sent(policy, 0.0, 5000)
     policy.mark_sent(0.05, FRAME)  # a flush before toolResult
     assert policy.on_change(0.06, 4, frame_bytes=50, restart=True)  # new file: at once
@@ -80,7 +83,7 @@ def test_a_restart_goes_out_promptly() -> None:
 
 
 def test_bandwidth_cap_defers_frames_until_the_window_has_room() -> None:
-    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=1000))
+    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=1000, min_interval_s=0.2))
     assert sent(policy, 0.0, 100, 400)
     assert sent(policy, 0.2, 200, 400)
     assert not sent(policy, 0.4, 300, 400)  # 1200 bytes in one second
@@ -93,7 +96,7 @@ def test_bandwidth_cap_defers_frames_until_the_window_has_room() -> None:
 
 
 def test_a_frame_bigger_than_the_cap_goes_out_alone() -> None:
-    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=1000))
+    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=1000, min_interval_s=0.2))
     assert sent(policy, 0.0, 10, 100)
     assert not sent(policy, 0.5, 5000, 5000)
     assert policy.next_due(0.5) == pytest.approx(1.0)
@@ -111,7 +114,7 @@ def test_cap_without_frame_sizes_uses_what_earlier_frames_cost() -> None:
 
 
 def test_flush_needed_until_the_latest_code_is_sent() -> None:
-    policy = SetCodePolicy()
+    policy = SetCodePolicy(INTERVAL_200)
     assert policy.flush_at(0.0) is None
     sent(policy, 0.0, 10)
     sent(policy, 0.01, 20)
@@ -250,7 +253,7 @@ def test_any_timed_stream_ends_with_the_browser_showing_the_content(
 
 
 def test_a_paused_stream_never_leaves_the_preview_behind() -> None:
-    browser = Browser(SetCodePolicy())
+    browser = Browser(SetCodePolicy(INTERVAL_200))
     browser.change(0.0, 0, "<html>")
     browser.change(0.05, 6, "<body>")  # 6 characters, then the model pauses for 5 s
     browser.run_timer_until(5.0)
@@ -261,7 +264,7 @@ def test_a_paused_stream_never_leaves_the_preview_behind() -> None:
 
 
 def test_steady_stream_sends_a_frame_per_interval() -> None:
-    browser = Browser(SetCodePolicy())
+    browser = Browser(SetCodePolicy(INTERVAL_200))
     length = 0
     for i in range(1, 301):  # 600 characters per second for 4 s, 8 at a time
         now = i * 8 / 600
