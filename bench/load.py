@@ -3,8 +3,9 @@
 Run alone from the repository root:
 
     .venv/bin/python bench/load.py            # N = 25, 50, 100, 200: about 4½ minutes
-    .venv/bin/python bench/load.py --quick    # N = 25, 100, shorter window: about 1½ minutes
+    .venv/bin/python bench/load.py --quick    # N = 25, 100, 10 s windows: about 2 minutes
     .venv/bin/python bench/load.py --sizes 50,100 --window 30 --workers 3
+    .venv/bin/python bench/load.py --sizes 25 --profile /tmp/spy --cprofile /tmp/prof
 
 What runs. For each N, a fresh suite of real processes on 127.0.0.1: `s2c tools` (one worker
 unless `--workers`), the agent, and `s2c gateway`. The agent is `s2c agent` started through
@@ -14,7 +15,7 @@ demo's own script (think, create_file of a ~6 KB page, edit_file, summary) re-cu
 tokens/s per variant, and every thinking/assistant delta starts with `[t:<µs>]`, the
 CLOCK_MONOTONIC time the model server was due to send it. `S2C_MODELS=demo` pins the demo
 model, so each generation has **4 variants** (upstream's create count), not the demo's 2.
-A variant streams ~1 700 deltas and lasts ~35 s. A separate load-client process (asyncio,
+A variant streams ~1 700 deltas and lasts ~40 s. A separate load-client process (asyncio,
 one WebSocket per generation, like the upstream UI) keeps N generations open: slot i starts
 its first at i × ramp / N (ramp = one generation, so the variants are spread over every
 phase of the script), and starts a new one whenever one closes. After the ramp it measures
@@ -41,7 +42,18 @@ How to read the table (one row per N, all rates over the window):
 
 Below the table: the knee (where p99 crosses 100 ms, interpolated between sizes), the
 process that saturates first there (≥ 90 % of a core; "machine" when the processes use both
-cores), and each target of the issue as met / NOT MET. Nothing is asserted.
+cores), and each target of the issue as met / NOT MET. Nothing is asserted. Then the CPU
+cost per unit of work (agent µs per model delta, gateway µs per event) and the N at which
+each would fill one core if it scaled linearly: these hold up on a busy machine, where the
+latencies do not (see `other`).
+
+Profiling (a separate run: both perturb the processes). `--profile DIR`: py-spy (install it
+with `.venv/bin/pip install py-spy`) samples gateway, agent and client at 100 Hz with native
+frames during the window; the report lists, per process, the functions with the most own
+samples (syscalls, protobuf, JSON included) and our functions with the most samples
+including callees, as shares of the busy samples. `--cprofile DIR`: the gateway and the
+agent run under cProfile (switched on for the window only): own time, calls per second and
+µs per call of the top functions of each event loop.
 """
 
 from __future__ import annotations
@@ -49,9 +61,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import json
 import math
 import os
+import pstats
+import runpy
 import signal
 import socket
 import sys
@@ -206,7 +221,23 @@ class Suite:
                 proc.drain.cancel()
 
 
-async def start_suite(data_dir: Path, workers: int) -> Suite:
+@dataclass(frozen=True)
+class Options:
+    ramp_s: float
+    window_s: float
+    workers: int
+    spy_dir: Path | None = None  # py-spy (native, sampling) of gateway, agent, client
+    cprofile_dir: Path | None = None  # cProfile of the gateway's and agent's event loops
+
+
+def launch(module: str, args: Sequence[str], profile_to: Path | None) -> list[str]:
+    """The argv after `python` that runs `module` (under cProfile when `profile_to`)."""
+    if profile_to is None:
+        return ["-m", module, *args]
+    return [str(SCRIPT), "--serve-profiled", str(profile_to), module, *args]
+
+
+async def start_suite(data_dir: Path, generations: int, options: Options) -> Suite:
     env = {k: v for k, v in os.environ.items() if k not in MODEL_KEYS}
     stats_file = data_dir / "agent-events"
     env.update(
@@ -223,24 +254,37 @@ async def start_suite(data_dir: Path, workers: int) -> Suite:
             "S2C_STARTS_PER_MINUTE": "0",
         }
     )
+    workers = options.workers
     tool_ports = [free_port() for _ in range(workers)]
     agent_port = free_port()
     tools_addr = "ipv4:" + ",".join(f"127.0.0.1:{p}" for p in tool_ports)
-    cli = ["-m", "services.cli"]
     no_metrics = ["--metrics-listen", ""]
+    out = options.cprofile_dir
     starting = [
         *(
-            start("tools", [*cli, "tools", "--listen", f"127.0.0.1:{p}", *no_metrics], env)
+            start(
+                "tools",
+                launch("services.cli", ["tools", "--listen", f"127.0.0.1:{p}", *no_metrics], None),
+                env,
+            )
             for p in tool_ports
         ),
         start(
             "agent",
-            ["-m", "services.agent.loadmodel", "--listen", f"127.0.0.1:{agent_port}", *no_metrics],
+            launch(
+                "services.agent.loadmodel",
+                ["--listen", f"127.0.0.1:{agent_port}", *no_metrics],
+                out / f"agent-{generations}.pstats" if out else None,
+            ),
             {**env, "S2C_TOOLS_ADDR": tools_addr},
         ),
         start(
             "gateway",
-            [*cli, "gateway", "--port", "0"],
+            launch(
+                "services.cli",
+                ["gateway", "--port", "0"],
+                out / f"gateway-{generations}.pstats" if out else None,
+            ),
             {**env, "S2C_AGENT_ADDR": f"127.0.0.1:{agent_port}"},
         ),
     ]
@@ -418,15 +462,11 @@ def group_cpu(groups: dict[str, list[int]]) -> dict[str, float]:
     return cpu
 
 
-async def measure(
-    generations: int, *, ramp_s: float, window_s: float, workers: int, profile: Path | None
-) -> Row:
+async def measure(generations: int, options: Options) -> Row:
     with tempfile.TemporaryDirectory(prefix="s2c-load-") as tmp:
-        suite = await start_suite(Path(tmp), workers)
+        suite = await start_suite(Path(tmp), generations, options)
         try:
-            return await _measure(
-                suite, generations, ramp_s=ramp_s, window_s=window_s, profile=profile
-            )
+            return await _measure(suite, generations, options)
         finally:
             await suite.kill()
 
@@ -440,6 +480,53 @@ async def warm_up(url: str, seconds: float) -> None:
             async with asyncio.timeout(seconds):
                 async for _ in ws:
                     pass
+
+
+async def wait_for_files(paths: Sequence[Path], timeout_s: float = 20.0) -> None:
+    """Polls (these are other processes' files) until all exist, at most `timeout_s`."""
+    for _ in range(int(timeout_s * 10)):
+        if all(p.exists() for p in paths):
+            return
+        await asyncio.sleep(0.1)
+
+
+def serve_profiled(out: str, module: str, args: Sequence[str]) -> None:
+    """Runs `python -m MODULE ARGS`; SIGUSR1 starts a cProfile of the main thread (the
+    event loop), SIGUSR2 stops it and writes the stats to `out`."""
+    profiler = cProfile.Profile()
+
+    def begin(signum: int, frame: object) -> None:
+        profiler.enable()
+
+    def end(signum: int, frame: object) -> None:
+        profiler.disable()
+        profiler.dump_stats(out + ".tmp")
+        os.replace(out + ".tmp", out)
+
+    signal.signal(signal.SIGUSR1, begin)
+    signal.signal(signal.SIGUSR2, end)
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+def cprofile_summary(path: Path, seconds: float, limit: int = 25) -> list[str]:
+    """The functions with the most time of their own in a cProfile of `seconds`, with
+    calls per second and µs per call (cProfile roughly doubles the cost of Python calls:
+    read the ranking and the call counts, not the absolute times)."""
+    stats = pstats.Stats(str(path))
+    rows: list[tuple[float, float, int, str]] = []
+    table: dict[tuple[str, int, str], tuple[int, int, float, float, object]]
+    table = stats.stats  # type: ignore[attr-defined]
+    for (file, line, name), (_, calls, own, cumulative, _) in table.items():
+        rows.append((own, cumulative, calls, _short(f"{name} ({file}:{line})")))
+    total = sum(r[0] for r in rows) or 1.0
+    lines = [f"{'% own':>6} {'own s':>7} {'cum s':>7} {'calls/s':>9} {'µs/call':>8}  function"]
+    for own, cumulative, calls, name in sorted(rows, key=lambda r: -r[0])[:limit]:
+        lines.append(
+            f"{100 * own / total:6.1f} {own:7.2f} {cumulative:7.2f} {calls / seconds:9.0f} "
+            f"{1e6 * own / max(calls, 1):8.1f}  {name}"
+        )
+    return lines
 
 
 def profile_seconds(window_s: float) -> int:
@@ -468,9 +555,8 @@ async def py_spy(pid: int, seconds: float, out: Path) -> asyncio.subprocess.Proc
     )
 
 
-async def _measure(
-    suite: Suite, generations: int, *, ramp_s: float, window_s: float, profile: Path | None
-) -> Row:
+async def _measure(suite: Suite, generations: int, options: Options) -> Row:
+    ramp_s, window_s = options.ramp_s, options.window_s
     url = f"ws://127.0.0.1:{suite.gateway.port}/generate-code"
     await warm_up(url, 2.5)
     await asyncio.sleep(1.0)  # the cancelled warm-up winds down
@@ -493,13 +579,18 @@ async def _measure(
     cpu_before, wall_before = group_cpu(groups), time.monotonic()
     counts_before = suite.agent_counts()
     spies: list[asyncio.subprocess.Process] = []
-    if profile is not None:
+    if options.spy_dir is not None:
         for name in ("gateway", "agent", "client"):
-            out = profile / f"{name}-{generations}.txt"
+            out = options.spy_dir / f"{name}-{generations}.txt"
             spies.append(await py_spy(groups[name][0], profile_seconds(window_s), out))
+    profiled = [suite.gateway, suite.agent] if options.cprofile_dir is not None else []
+    for proc in profiled:
+        proc.process.send_signal(signal.SIGUSR1)  # start profiling
     await asyncio.sleep(max(0.0, window_end - 0.05 - time.monotonic()))
     cpu_after, wall_after = group_cpu(groups), time.monotonic()
     counts_after = suite.agent_counts()
+    for proc in profiled:
+        proc.process.send_signal(signal.SIGUSR2)  # stop and write the stats
     rss = {p.name: rss_bytes(p.pid) for p in (suite.gateway, suite.agent)}
     rss["tools"] = sum(rss_bytes(p.pid) for p in suite.tools)
     try:
@@ -509,6 +600,10 @@ async def _measure(
         raise RuntimeError("the load client did not finish in time") from None
     for spy in spies:
         await asyncio.wait_for(spy.wait(), 30)
+    if options.cprofile_dir is not None:
+        await wait_for_files(
+            [options.cprofile_dir / f"{n}-{generations}.pstats" for n in ("gateway", "agent")]
+        )
     dead = [p.name for p in suite.servers if p.process.returncode is not None]
     if dead or client.returncode != 0:
         tail = "".join(suite.agent.log[-10:] + suite.gateway.log[-10:])
@@ -545,27 +640,29 @@ async def _measure(
     )
 
 
-# Where a sampled thread waits rather than works: epoll and sleeps, condition variables and
-# semaphores (a thread waiting for the GIL or for work), and a pool thread's idle `get`.
+# Where a sampled thread waits rather than works: epoll and sleeps, condition variables,
+# semaphores and locks (a thread waiting for the GIL or for work).
 _IDLE_LEAVES: Final = frozenset(
     {"epoll_wait", "clock_nanosleep", "nanosleep", "poll", "select", "pthread_cond_wait"}
-    | {"pthread_cond_timedwait", "sem_wait", "sem_timedwait", "sem_clockwait"}
+    | {"pthread_cond_timedwait", "sem_wait", "sem_timedwait", "sem_clockwait", "futex"}
+    | {"PyThread_acquire_lock_timed", "take_gil"}
 )
 
 
 def _idle(frames: Sequence[str]) -> bool:
-    leaf = frames[-1].partition(" (")[0]
-    if leaf in _IDLE_LEAVES:
+    named = [f for f in frames if f and not f.startswith("0x")]
+    if named and named[-1].partition(" (")[0] in _IDLE_LEAVES:
         return True
     # An unnamed native leaf in a side thread: a futex wait (for the GIL, or for work).
-    return leaf.startswith("0x") and frames[0].startswith("Thread._bootstrap")
+    return frames[-1].startswith("0x") and frames[0].startswith("Thread._bootstrap")
 
 
-def profile_summary(path: Path, seconds: float, limit: int = 14) -> list[str]:
-    """What a py-spy raw file says, in % of one core, waiting left out: the functions with
-    the most samples of their own (the innermost named frame: a C function such as a
-    syscall, a protobuf or JSON routine counts as itself), then our code's functions with
-    the most samples including what they call."""
+def profile_summary(path: Path, limit: int = 14) -> list[str]:
+    """What a py-spy raw file says, as shares of the busy samples (waiting left out; all
+    threads): the functions with the most samples of their own (the innermost named frame:
+    a C function such as a syscall, a protobuf or JSON routine counts as itself), then our
+    code's functions with the most samples including what they call. Multiply by the
+    process's CPU % for a share of a core."""
     own: dict[str, int] = {}
     inclusive: dict[str, int] = {}
     busy = 0
@@ -582,15 +679,15 @@ def profile_summary(path: Path, seconds: float, limit: int = 14) -> list[str]:
         own[frames[-1]] = own.get(frames[-1], 0) + count
         for function in {f.rpartition(":")[0] + ")" for f in frames}:
             inclusive[function] = inclusive.get(function, 0) + count
-    per_core = 100 / (100 * seconds)  # 100 samples/s: samples → % of one core
-    lines = [f"busy {busy * per_core:.0f}% of a core in the samples"]
-    lines.append(f"{'% core':>7}  own time (innermost named frame)")
+    if not busy:
+        return ["(no busy samples)"]
+    lines = [f"{busy} busy samples", f"{'% busy':>7}  own time (innermost named frame)"]
     for name, n in sorted(own.items(), key=lambda item: -item[1])[:limit]:
-        lines.append(f"{n * per_core:7.1f}  {name}")
-    lines.append(f"{'% core':>7}  our functions, including callees (entry points left out)")
+        lines.append(f"{100 * n / busy:7.1f}  {name}")
+    lines.append(f"{'% busy':>7}  our functions, including callees (entry points left out)")
     ours = [(name, n) for name, n in inclusive.items() if "(services/" in name and n < 0.9 * busy]
     for name, n in sorted(ours, key=lambda item: -item[1])[:limit]:
-        lines.append(f"{n * per_core:7.1f}  {name}")
+        lines.append(f"{100 * n / busy:7.1f}  {name}")
     return lines
 
 
@@ -711,37 +808,39 @@ def report(rows: Sequence[Row]) -> None:
             print(f"N={r.generations}: {r.errors} error frames, e.g. {r.error_samples[:2]}")
 
 
-async def run(
-    sizes: Sequence[int], *, ramp_s: float, window_s: float, workers: int, profile: Path | None
-) -> None:
+async def run(sizes: Sequence[int], options: Options) -> None:
     print(
         f"load model: {CHUNK_CHARS}-character deltas every {PACE_MS} ms "
         f"({1000 * CHUNK_CHARS / PACE_MS / 4:.0f} tokens/s per variant), "
-        f"{VARIANTS_PER_GENERATION} variants per generation; {workers} tool worker(s); "
-        f"ramp {ramp_s:.0f} s, window {window_s:.0f} s; {os.cpu_count()} cores",
+        f"{VARIANTS_PER_GENERATION} variants per generation; {options.workers} tool worker(s); "
+        f"ramp {options.ramp_s:.0f} s, window {options.window_s:.0f} s; "
+        f"{os.cpu_count()} cores",
         flush=True,
     )
     rows: list[Row] = []
     print(HEADER, flush=True)
     for size in sizes:
-        row = await measure(
-            size, ramp_s=ramp_s, window_s=window_s, workers=workers, profile=profile
-        )
+        row = await measure(size, options)
         rows.append(row)
         print(format_row(row), flush=True)
     report(rows)
-    if profile is not None:
-        for size in sizes:
-            for name in ("agent", "gateway", "client"):
-                path = profile / f"{name}-{size}.txt"
-                if path.exists():
-                    print(f"\npy-spy {name}, N={size} ({path}):")
-                    print("\n".join(profile_summary(path, profile_seconds(window_s))))
+    for size in sizes:
+        for name in ("agent", "gateway", "client"):
+            spied = options.spy_dir / f"{name}-{size}.txt" if options.spy_dir else None
+            if spied is not None and spied.exists():
+                print(f"\npy-spy {name}, N={size} ({spied}):")
+                print("\n".join(profile_summary(spied)))
+            profiled = (
+                options.cprofile_dir / f"{name}-{size}.pstats" if options.cprofile_dir else None
+            )
+            if profiled is not None and profiled.exists():
+                print(f"\ncProfile {name} event loop, N={size} ({profiled}):")
+                print("\n".join(cprofile_summary(profiled, options.window_s)))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="N = 25, 100; 10 s window")
+    parser.add_argument("--quick", action="store_true", help="N = 25, 100; 10 s windows")
     parser.add_argument("--sizes", help="comma list of concurrent generations")
     parser.add_argument("--window", type=float, help="seconds measured per size")
     parser.add_argument("--ramp", type=float, default=GENERATION_S, help="seconds to ramp up")
@@ -749,20 +848,32 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--profile", type=Path, help="py-spy gateway, agent and client into this folder"
     )
+    parser.add_argument(
+        "--cprofile", type=Path, help="cProfile the gateway's and agent's loops into this folder"
+    )
     parser.add_argument("--client", help=argparse.SUPPRESS)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--serve-profiled"]:
+        serve_profiled(argv[1], argv[2], argv[3:])
+        return
     args = parser.parse_args(argv)
     if args.client:
         client_main(args.client)
         return
     default_sizes = "25,100" if args.quick else "25,50,100,200"
     sizes = [int(s) for s in (args.sizes or default_sizes).split(",") if s.strip()]
-    window = args.window or (10.0 if args.quick else 20.0)
-    if args.profile is not None:
-        args.profile.mkdir(parents=True, exist_ok=True)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    asyncio.run(
-        run(sizes, ramp_s=args.ramp, window_s=window, workers=args.workers, profile=args.profile)
+    options = Options(
+        ramp_s=args.ramp,
+        window_s=args.window or (10.0 if args.quick else 15.0),
+        workers=args.workers,
+        spy_dir=args.profile,
+        cprofile_dir=args.cprofile.resolve() if args.cprofile else None,
     )
+    for folder in (options.spy_dir, options.cprofile_dir):
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    asyncio.run(run(sizes, options))
 
 
 if __name__ == "__main__":

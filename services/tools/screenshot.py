@@ -101,7 +101,7 @@ class Screenshotter:
 
     It keeps one spare, unused page per viewport (each in its own fresh context) so a capture
     does not wait for Chromium to start a renderer process. Each spare is used exactly once;
-    its replacement is started during the settle pause of the capture that took it.
+    replacements are started when the capture that took them is done.
 
     `resolver` and `upstream_opener` are the network seams of the guard (see `netguard`);
     production leaves them at the system defaults.
@@ -166,6 +166,8 @@ class Screenshotter:
         except ExceptionGroup as group_error:
             # Callers want the cause, not the concurrency wrapper around it.
             raise group_error.exceptions[0] from None
+        finally:
+            self._restock()
         return [shot.result() for shot in shots]
 
     async def evaluate_frames(self, html: str, expression: str) -> list[Any]:
@@ -179,6 +181,7 @@ class Screenshotter:
         async with asyncio.timeout(self.settings.capture_timeout_s):
             browser = await self._ready_browser()
             async with self._rendered(browser, html, DESKTOP) as page:
+                self._restock()
                 results: list[Any] = []
                 for frame in page.frames:
                     # A frame whose load was refused never commits a document (empty URL),
@@ -258,9 +261,6 @@ class Screenshotter:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(load_timeout_s):
                     await page.evaluate("document.fonts.ready.then(() => true)")
-            # Replace the spare now: starting a renderer overlaps the settle pause instead of
-            # competing with this page's parse and layout for the CPU.
-            self._prepare_spare(browser, viewport)
             if self.settings.settle_ms > 0:
                 await asyncio.sleep(self.settings.settle_ms / 1000)  # let late layout land
             yield page
@@ -281,6 +281,13 @@ class Screenshotter:
         except BaseException:
             await _quietly(context.close())
             raise
+
+    def _restock(self) -> None:
+        # Runs once a capture is done with the CPU, so that starting the replacement
+        # renderers never slows the capture that used up the spares.
+        if self._browser is not None and self._browser.is_connected():
+            for viewport in VIEWPORTS:
+                self._prepare_spare(self._browser, viewport)
 
     def _prepare_spare(self, browser: Browser, viewport: Viewport) -> None:
         if viewport not in self._spares:

@@ -13,17 +13,20 @@ import json
 import re
 import shutil
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from PIL import Image, ImageDraw
 from playwright.async_api import (
     Browser,
     Error,
     Page,
     Route,
+    ViewportSize,
     WebSocket,
     async_playwright,
     expect,
@@ -31,6 +34,8 @@ from playwright.async_api import (
 
 from services.agent.generation import Generation
 from services.agent.settings import AgentSettings
+from services.gateway.access import AccessSettings
+from services.gateway.settings import GatewaySettings
 from services.tools.settings import ToolsSettings
 from tests.suite import Suite, running_suite
 
@@ -46,8 +51,9 @@ CHROMIUM_ARGS = [
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 DOCS_SCREENSHOTS = REPO / "docs" / "screenshots"
-VIEWPORT = {"width": 1440, "height": 900}
+VIEWPORT: ViewportSize = {"width": 1440, "height": 900}
 GENERATION_TIMEOUT_MS = 30_000
+TOKEN = "ui-test-token-0123456789"
 KEY_FIELDS = ("openAiApiKey", "anthropicApiKey", "geminiApiKey", "replicateApiKey", "openAiBaseURL")
 
 
@@ -66,7 +72,11 @@ class Recorder:
         assert [len(frames) for frames in self.sockets] == [1] * len(self.sockets)
 
 
-@pytest.fixture
+# One Chromium for the module (each test gets its own context), on the module's loop.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def browser() -> AsyncIterator[Browser]:
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -76,7 +86,11 @@ async def browser() -> AsyncIterator[Browser]:
             await browser.close()
 
 
-async def open_ui(browser: Browser, suite: Suite) -> tuple[Page, Recorder]:
+@asynccontextmanager
+async def open_ui(
+    browser: Browser, suite: Suite, *, query: str = ""
+) -> AsyncIterator[tuple[Page, Recorder]]:
+    """The UI in a fresh browser context (own storage), closed afterwards."""
     context = await browser.new_context(viewport=VIEWPORT, accept_downloads=True)
     page = await context.new_page()
     recorder = Recorder()
@@ -96,6 +110,7 @@ async def open_ui(browser: Browser, suite: Suite) -> tuple[Page, Recorder]:
 
     await context.route("**/*", local_only)
     page.on("websocket", on_websocket)
+
     def on_page_error(error: Error) -> None:
         # Preview pages throw too (their CDN scripts are blocked here); only the UI's
         # own modules count.
@@ -103,9 +118,12 @@ async def open_ui(browser: Browser, suite: Suite) -> tuple[Page, Recorder]:
             recorder.errors.append(f"{error.message}\n{error.stack}")
 
     page.on("pageerror", on_page_error)
-    await page.goto(suite.http_url + "/")
-    await expect(page.locator("html")).to_have_attribute("data-ready", "true")
-    return page, recorder
+    try:
+        await page.goto(suite.http_url + "/" + query)
+        await expect(page.locator("html")).to_have_attribute("data-ready", "true")
+        yield page, recorder
+    finally:
+        await context.close()
 
 
 def screenshot_png(path: Path) -> Path:
@@ -148,8 +166,10 @@ async def test_create_from_screenshot_streams_previews_and_activity(
     # A paced demo model, and screenshot_preview on, so the feed shows every kind of step.
     agent = AgentSettings(demo_pace_s=0.02)
     tools = ToolsSettings(screenshots_enabled=True)
-    async with running_suite(tmp_path, agent=agent, tools=tools) as suite:
-        page, recorder = await open_ui(browser, suite)
+    async with (
+        running_suite(tmp_path, agent=agent, tools=tools) as suite,
+        open_ui(browser, suite) as (page, recorder),
+    ):
         await expect(page.get_by_test_id("empty-state")).to_be_visible()
         await page.get_by_test_id("file-input").set_input_files(png)
         await expect(page.get_by_test_id("input-mode")).to_have_attribute("data-mode", "image")
@@ -172,12 +192,6 @@ async def test_create_from_screenshot_streams_previews_and_activity(
         for i in range(2):
             frame = page.get_by_test_id(f"variant-{i}-preview").content_frame
             await expect(frame.locator(f'body[data-demo-variant="{i}"]')).to_have_count(1)
-            import contextlib
-            for _ in range(3):
-                print("DBG", i, await frame.locator("html").evaluate("e => [document.visibilityState, innerWidth, innerHeight, e.getBoundingClientRect().toJSON(), document.querySelector('a.btn') && document.querySelector('.cta a').getBoundingClientRect().toJSON()]"))
-                for el in await page.locator(f"[data-testid=variant-{i}] iframe").all():
-                    print("IFRAME", await el.evaluate("e => [e.dataset.testid, e.className, e.getBoundingClientRect().toJSON(), e.srcdoc.length, window.scrollY, innerHeight]"))
-                await page.wait_for_timeout(700)
             await expect(frame.get_by_text("Start your free 14-day trial")).to_be_visible()
             await expect(page.get_by_test_id(f"variant-{i}-model")).to_have_text("demo")
 
@@ -210,8 +224,14 @@ async def test_create_from_screenshot_streams_previews_and_activity(
             await page.get_by_test_id("variant-0-download").click()
         download = await download_info.value
         assert download.suggested_filename == "index.html"
-        assert "Start your free 14-day trial" in Path(await download.path()).read_text()
+        downloaded = await asyncio.to_thread(Path(await download.path()).read_text)
+        assert "Start your free 14-day trial" in downloaded
 
+        # For the picture: option 2's feed scrolled to its screenshot_preview step.
+        screenshot_step = page.get_by_test_id("activity-1").locator(
+            '[data-tool="screenshot_preview"]'
+        )
+        await screenshot_step.evaluate("step => step.scrollIntoView({block: 'start'})")
         final = await save_screenshot(page, "ui-complete.png")
         DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(final, DOCS_SCREENSHOTS / "ui.png")
@@ -234,8 +254,13 @@ async def test_create_from_screenshot_streams_previews_and_activity(
 
 
 async def test_follow_up_update_on_a_selected_variant(tmp_path: Path, browser: Browser) -> None:
-    async with running_suite(tmp_path) as suite:
-        page, recorder = await open_ui(browser, suite)
+    # Behind a gateway token: the UI is opened once as /?token=… and keeps it for the socket.
+    access = AccessSettings(token=TOKEN, max_concurrent_per_client=0, starts_per_minute=0)
+    async with (
+        running_suite(tmp_path, gateway=GatewaySettings(access=access)) as suite,
+        open_ui(browser, suite, query=f"?token={TOKEN}") as (page, recorder),
+    ):
+        await expect(page).to_have_url(suite.http_url + "/")
         await page.get_by_test_id("prompt-input").fill("A landing page for a bakery")
         await expect(page.get_by_test_id("input-mode")).to_have_attribute("data-mode", "text")
         await page.get_by_test_id("stack-select").select_option("html_css")
@@ -291,8 +316,10 @@ async def test_cancel_stops_the_generation_in_the_ui_and_on_the_server(
     tmp_path: Path, browser: Browser
 ) -> None:
     # A slow demo model, so the generation is surely still running when we cancel.
-    async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=0.05)) as suite:
-        page, recorder = await open_ui(browser, suite)
+    async with (
+        running_suite(tmp_path, agent=AgentSettings(demo_pace_s=0.05)) as suite,
+        open_ui(browser, suite) as (page, recorder),
+    ):
         await page.get_by_test_id("prompt-input").fill("A pricing page")
         await page.get_by_test_id("generate-button").click()
         create_step = page.get_by_test_id("activity-0").locator('[data-tool="create_file"]')

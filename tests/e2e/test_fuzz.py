@@ -28,10 +28,12 @@ RSS is back near the baseline measured after a warm-up round.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import re
 import socket
+import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -64,6 +66,7 @@ WS_FRAMES = 2_000
 AGENT_REQUESTS = 2_000
 TOOL_REQUESTS = 2_000
 WARM_UP = 200
+BATCH = 5
 # Not a timed assertion: a bound on how long one exchange may take before it is
 # recorded as a hang, so a stuck server fails the test with a report instead of
 # stalling it until pytest-timeout.
@@ -135,10 +138,9 @@ class Findings:
     outcomes: Counter[str] = field(default_factory=Counter)
 
     def add(self, kind: str, example: str) -> None:
-        key = _normalise(kind)
-        found = self.failures.get(key)
+        found = self.failures.get(kind)
         if found is None:
-            self.failures[key] = Failure(1, example)
+            self.failures[kind] = Failure(1, example)
             return
         found.count += 1
         if len(example) < len(found.example):
@@ -151,9 +153,13 @@ class Findings:
         ]
 
 
-def _normalise(kind: str) -> str:
-    kind = re.sub(r"(.)\1{3,}", r"\1…", kind)
-    return re.sub(r"\d+", "N", kind)[:200]
+def _shape(text: str, limit: int = 120) -> str:
+    """`text` with the parts that vary per input (numbers, odd characters) blurred,
+    so that failures of one kind are counted together."""
+    text = re.sub(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|[\ud800-\udfff]", "?", text)
+    text = re.sub(r"(.)\1{3,}", r"\1…", text)
+    text = re.sub(r"\d+", "N", text)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _clip(text: str | bytes, limit: int = 240) -> str:
@@ -167,17 +173,28 @@ def _clip(text: str | bytes, limit: int = 240) -> str:
 
 async def run_campaign(
     strategy: st.SearchStrategy[T],
-    examples: int,
+    cases: int,
     seed_value: int,
     check: Callable[[T], Coroutine[Any, Any, None]],
 ) -> int:
-    """Runs `check` on `examples` inputs drawn from `strategy`; returns how many ran."""
+    """Runs `check` on `cases` inputs drawn from `strategy`; returns how many ran.
+
+    Each hypothesis example is a batch of BATCH inputs, checked concurrently: the
+    engine's cost per example grows with the number of examples, so fewer, bigger
+    examples draw the same inputs several times faster. Two batches may be in flight,
+    so drawing the next one (CPU in this process) overlaps with the services
+    answering the last one (other processes).
+    """
     loop = asyncio.get_running_loop()
-    ran = 0
+    slots = threading.BoundedSemaphore(2)
+    started: list[concurrent.futures.Future[list[None]]] = []
+
+    async def check_batch(batch: list[T]) -> list[None]:
+        return await asyncio.gather(*(check(case) for case in batch))
 
     @seed(seed_value)
     @settings(
-        max_examples=examples,
+        max_examples=-(-cases // BATCH),
         deadline=None,
         database=None,
         derandomize=False,
@@ -185,14 +202,17 @@ async def run_campaign(
         suppress_health_check=list(HealthCheck),
         print_blob=False,
     )
-    @given(strategy)
-    def campaign(case: T) -> None:
-        nonlocal ran
-        ran += 1
-        asyncio.run_coroutine_threadsafe(check(case), loop).result()
+    @given(st.lists(strategy, min_size=BATCH, max_size=BATCH))
+    def campaign(batch: list[T]) -> None:
+        slots.acquire()
+        future = asyncio.run_coroutine_threadsafe(check_batch(batch), loop)
+        future.add_done_callback(lambda _: slots.release())
+        started.append(future)
 
     await asyncio.to_thread(campaign)
-    return ran
+    for future in started:
+        await asyncio.wrap_future(future)  # a check that raised fails the test here
+    return len(started) * BATCH
 
 
 # ---------------------------------------------------------------------------------------
@@ -267,9 +287,9 @@ def error_log_problems(suite: Processes) -> list[str]:
                 continue
             if record.get("level") in ("error", "critical"):
                 exc = str(record.get("exc", "")).strip().splitlines()
-                last = exc[-1] if exc else ""
-                seen[f"{service.name} logged {record.get('msg')!r} {last[:160]}"] += 1
-    return [f"{n}x {_normalise(what)}" for what, n in seen.items()]
+                last = _shape(exc[-1] if exc else "")
+                seen[f"{service.name} logged {_shape(str(record.get('msg')))!r}: {last}"] += 1
+    return [f"{n}x {what}" for what, n in seen.items()]
 
 
 def memory_problems(
@@ -357,8 +377,11 @@ def deep(kind: str, depth: int) -> Raw:
 
 SURROGATE = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 short_text = st.text(max_size=24)
-lone_surrogates = st.text(st.one_of(st.characters(), SURROGATE), min_size=1, max_size=6).filter(
-    lambda s: any(0xD800 <= ord(c) <= 0xDFFF for c in s)
+lone_surrogates = st.builds(
+    lambda head, surrogate, tail: head + surrogate + tail,
+    st.text(max_size=3),
+    SURROGATE,
+    st.text(max_size=3),
 )
 huge_text = st.builds(
     lambda unit, n: unit * n,
@@ -366,32 +389,73 @@ huge_text = st.builds(
     st.integers(5_000, 300_000),
 )
 # Depths clear of the interpreter's recursion limit on either side, so the oracle's
-# own parse agrees with the server's.
-deep_values = st.builds(
-    deep, st.sampled_from(["[", "{"]), st.one_of(st.integers(2, 600), st.integers(1_500, 60_000))
+# own parse agrees with the server's: shallow ones parse, deep ones cannot.
+shallow_nesting = st.builds(deep, st.sampled_from(["[", "{"]), st.integers(2, 600))
+unparseable = st.one_of(
+    st.builds(deep, st.sampled_from(["[", "{"]), st.integers(1_500, 60_000)),
+    # Python refuses to turn more than 4,300 digits into an int.
+    st.integers(4_301, 40_000).map(lambda n: Raw("9" * n)),
 )
-# Python refuses to turn more than 4,300 digits into an int.
-long_numbers = st.integers(4_301, 40_000).map(lambda n: Raw("9" * n))
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(), short_text, lone_surrogates
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(short_text, inner, max_size=4),
-    max_leaves=10,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(short_text, inner, max_size=3),
+    max_leaves=6,
+)
+# Drawing from a fixed set costs hypothesis one choice; recursive values cost dozens.
+ODD_VALUES: tuple[object, ...] = (
+    0,
+    -1,
+    2**64,
+    -(2**70),
+    1e308,
+    -0.0,
+    float("inf"),
+    float("nan"),
+    True,
+    False,
+    None,
+    "",
+    " ",
+    "null",
+    "None",
+    "[]",
+    "{}",
+    "data:",
+    "\x00",
+    "\u2028",
+    "\ufeff",
+    "🙂",
+    "\ud800",
+    {},
+    [],
+    [None],
+    [[]],
+    {"": None},
+    {"__proto__": {}},
+    ["user", "assistant"],
+    {"role": "user"},
 )
 hostile = st.one_of(
+    st.sampled_from(ODD_VALUES),
     json_values,
     huge_text,
-    deep_values,
-    long_numbers,
-    st.sampled_from([0, -1, 2**64, 1e308, True, "", " ", "null", "None", "[]", {}, [], "data:"]),
+    shallow_nesting,
 )
 
 
-def either(valid: st.SearchStrategy[Any], weight: int = 3) -> st.SearchStrategy[Any]:
+def weighted(*choices: tuple[int, st.SearchStrategy[T]]) -> st.SearchStrategy[T]:
+    """One of `choices`, each picked in proportion to its weight (`one_of` picks evenly)."""
+    return st.sampled_from([s for weight, s in choices for _ in range(weight)]).flatmap(
+        lambda strategy: strategy
+    )
+
+
+def either(valid: st.SearchStrategy[Any], weight: int = 4) -> st.SearchStrategy[Any]:
     """Mostly `valid`, sometimes anything at all."""
-    return st.one_of(*([valid] * weight), hostile)
+    return weighted((weight, valid), (1, hostile))
 
 
 BAD_URLS = (
@@ -421,11 +485,11 @@ media_url = st.one_of(
     short_text,
     scalars,  # not strings: the gateway drops them
 )
-media_lists = st.one_of(
-    st.lists(media_url, max_size=3),
-    st.lists(st.sampled_from([PNG, LOOPBACK_HTTPS]), max_size=2),
-    st.lists(st.just(PNG), min_size=MAX_IMAGES + 1, max_size=MAX_IMAGES + 3),
-    hostile,
+media_lists = weighted(
+    (2, st.lists(st.sampled_from([PNG, LOOPBACK_HTTPS]), max_size=2)),
+    (3, st.lists(media_url, max_size=3)),
+    (1, st.lists(st.just(PNG), min_size=MAX_IMAGES + 1, max_size=MAX_IMAGES + 3)),
+    (1, hostile),
 )
 prompts = either(
     st.fixed_dictionaries(
@@ -444,10 +508,10 @@ history_items = either(
         optional={"text": either(short_text), "images": media_lists, "videos": media_lists},
     )
 )
-histories = st.one_of(
-    st.lists(history_items, max_size=4),
-    st.lists(st.just({"role": "user", "text": "x"}), min_size=MAX_HISTORY + 1, max_size=205),
-    hostile,
+histories = weighted(
+    (6, st.lists(history_items, max_size=4)),
+    (1, st.lists(st.just({"role": "user", "text": "x"}), min_size=MAX_HISTORY + 1, max_size=205)),
+    (1, hostile),
 )
 file_states = either(
     st.fixed_dictionaries(
@@ -458,30 +522,87 @@ file_states = either(
         },
     )
 )
-params_values = st.fixed_dictionaries(
-    {
-        "generatedCodeConfig": either(st.sampled_from(STACKS), weight=5),
-        "inputMode": either(st.sampled_from(INPUT_MODES), weight=5),
-    },
-    optional={
-        "generationType": either(st.sampled_from(GENERATION_TYPES), weight=5),
-        "prompt": prompts,
-        "history": histories,
-        "fileState": file_states,
-        "optionCodes": either(st.lists(json_values, max_size=3)),
-        "isImageGenerationEnabled": either(st.booleans()),
-        "isAssetExtractionEnabled": either(st.booleans()),
-        "designSystem": either(short_text),
-        "codeGenerationModel": either(st.sampled_from(["claude-opus-4-8", "gpt-5.5", "demo"])),
-        "openAiApiKey": either(st.none()),
-        "anthropicApiKey": either(st.none()),
-        "geminiApiKey": either(st.none()),
-        "replicateApiKey": either(st.none()),
-        "openAiBaseURL": either(st.none()),
-        "resumable": either(st.booleans()),
-        "isTermOfServiceAccepted": hostile,
-    },
+EXTRA_KEYS = (
+    "optionCodes",
+    "isImageGenerationEnabled",
+    "isAssetExtractionEnabled",
+    "designSystem",
+    "codeGenerationModel",
+    "openAiApiKey",
+    "anthropicApiKey",
+    "geminiApiKey",
+    "replicateApiKey",
+    "openAiBaseURL",
+    "resumable",
+    "isTermOfServiceAccepted",
+    "editorTheme",
 )
+params_values = st.builds(
+    lambda core, extras: {**extras, **core},
+    st.fixed_dictionaries(
+        {
+            "generatedCodeConfig": either(st.sampled_from(STACKS), weight=6),
+            "inputMode": either(st.sampled_from(INPUT_MODES), weight=6),
+        },
+        optional={
+            "generationType": either(st.sampled_from(GENERATION_TYPES), weight=12),
+            "prompt": prompts,
+            "history": histories,
+            "fileState": file_states,
+        },
+    ),
+    # The fields the gateway only copies or ignores: any value, a few at a time.
+    st.dictionaries(
+        st.sampled_from(EXTRA_KEYS),
+        weighted((2, st.sampled_from(ODD_VALUES)), (1, short_text), (1, st.lists(scalars))),
+        max_size=3,
+    ),
+)
+PARAMS_FAULTS = (
+    "generatedCodeConfig",
+    "inputMode",
+    "generationType",
+    "images",
+    "videos",
+    "history_media",
+    "history_size",
+    "video_without_video",
+    "update_without_context",
+    "assistant_only_history",
+)
+bad_urls = weighted(
+    (4, st.lists(st.sampled_from(BAD_URLS), min_size=1, max_size=3)),
+    (1, st.lists(st.just(PNG), min_size=MAX_IMAGES + 1, max_size=MAX_IMAGES + 3)),
+    (1, st.integers(10_000, 2_000_000).map(lambda n: ["x" * n])),
+)
+
+
+@st.composite
+def faulty_params(draw: st.DrawFn) -> dict[str, Any]:
+    """Upstream-shaped params with one fault that gets them refused."""
+    params = dict(draw(params_values))
+    prompt = params.get("prompt")
+    prompt = dict(prompt) if isinstance(prompt, dict) else {}
+    fault = draw(st.sampled_from(PARAMS_FAULTS))
+    if fault in ("generatedCodeConfig", "inputMode", "generationType"):
+        params[fault] = draw(hostile)
+    elif fault in ("images", "videos"):
+        params["prompt"] = {**prompt, fault: draw(bad_urls)}
+    elif fault == "history_media":
+        params["history"] = [{"role": "user", "text": "x", "images": draw(bad_urls)}]
+    elif fault == "history_size":
+        params["history"] = [{"role": "user", "text": "x"}] * draw(st.integers(201, 230))
+    elif fault == "video_without_video":
+        params.update(inputMode="video", generationType="create", prompt={**prompt, "videos": []})
+    elif fault == "update_without_context":
+        params["generationType"] = "update"
+        params.pop("history", None)
+        params.pop("fileState", None)
+    else:
+        params.update(generationType="update", history=[{"role": "assistant", "text": "x"}])
+    return params
+
+
 resume_values = st.fixed_dictionaries(
     {
         "resumeGenerationId": either(
@@ -517,34 +638,60 @@ def broken_json(text: str, cut: int, junk: str) -> WsCase:
     return WsCase("text", (text[:i] + junk).encode())
 
 
-ws_cases: st.SearchStrategy[WsCase] = st.one_of(
-    *[st.builds(text_case, params_values, st.booleans())] * 8,
-    st.builds(text_case, resume_values, st.booleans()),
-    st.builds(text_case, hostile, st.booleans()),
-    st.builds(
-        broken_json,
-        st.builds(encode_json, params_values),
-        st.integers(0, 10**6),
-        st.sampled_from(["", "}", ",", '"', "\\", "\ufeff", "NaN", "'"]),
+ws_cases: st.SearchStrategy[WsCase] = weighted(
+    (3, st.builds(text_case, params_values, st.booleans())),
+    (9, st.builds(text_case, faulty_params(), st.booleans())),
+    (2, st.builds(text_case, resume_values, st.booleans())),
+    # Upstream-shaped params with one value the JSON parser cannot hold.
+    (
+        1,
+        st.builds(
+            lambda params, key, value: text_case({**params, key: value}, True),
+            params_values,
+            st.sampled_from(["prompt", "generatedCodeConfig", "optionCodes", "history"]),
+            unparseable,
+        ),
     ),
-    st.sampled_from(["", " ", "\ufeff{}", "{'a': 1}", "[1,]", "{,}", "tru", "\x00", "0x1F"]).map(
-        lambda text: WsCase("text", text.encode())
+    (1, st.builds(text_case, hostile, st.booleans())),
+    (
+        1,
+        st.builds(
+            broken_json,
+            st.builds(encode_json, params_values),
+            st.integers(0, 10**6),
+            st.sampled_from(["", "}", ",", '"', "\\", "\ufeff", "NaN", "'"]),
+        ),
     ),
-    st.text(max_size=200).map(lambda text: WsCase("text", text.encode())),
+    (
+        1,
+        st.sampled_from(
+            ["", " ", "\ufeff{}", "{'a': 1}", "[1,]", "{,}", "tru", "\x00", "0x1F"]
+        ).map(lambda text: WsCase("text", text.encode())),
+    ),
+    (1, st.text(max_size=200).map(lambda text: WsCase("text", text.encode()))),
     # Unclosed nesting; lengths clear of the recursion limit, as for `deep_values`.
-    st.builds(
-        lambda n: WsCase("text", b"[" * n),
-        st.one_of(st.integers(1, 600), st.integers(1_500, 300_000)),
+    (
+        1,
+        st.builds(
+            lambda n: WsCase("text", b"[" * n),
+            st.one_of(st.integers(1, 600), st.integers(1_500, 300_000)),
+        ),
     ),
     # Invalid UTF-8 in a text frame (no browser sends it, a fuzzer does).
-    st.builds(
-        lambda head, body: WsCase("text", head + body),
-        st.sampled_from([b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b'{"a":"\xfe"}', b"\xf8\x88"]),
-        st.binary(max_size=64),
+    (
+        1,
+        st.builds(
+            lambda head, body: WsCase("text", head + body),
+            st.sampled_from([b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b'{"a":"\xfe"}', b"\xf8\x88"]),
+            st.binary(max_size=64),
+        ),
     ),
-    st.binary(max_size=256).map(lambda data: WsCase("text", data)),
-    st.binary(max_size=256).map(lambda data: WsCase("binary", data)),
-    st.builds(lambda value: WsCase("binary", encode_json(value).encode()), params_values),
+    (1, st.binary(max_size=256).map(lambda data: WsCase("text", data))),
+    (1, st.binary(max_size=256).map(lambda data: WsCase("binary", data))),
+    (
+        1,
+        st.builds(lambda value: WsCase("binary", encode_json(value).encode()), params_values),
+    ),
 )
 
 
@@ -563,6 +710,26 @@ class Expect:
     prefix: str | None = None
 
 
+MAX_SANE_NESTING = 1_000  # the generated depths stay well clear of it on either side
+# A string (unterminated ones run to the end, so each character is looked at once),
+# or a bracket.
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
+
+
+def nesting(text: str) -> int:
+    """How deep the brackets of `text` (outside strings) nest, closed or not."""
+    if text.count("[") + text.count("{") <= MAX_SANE_NESTING:
+        return 0  # cannot be too deep; the exact depth does not matter then
+    depth = deepest = 0
+    for token in _JSON_TOKEN.findall(text):
+        if token in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in ("]", "}"):
+            depth -= 1
+    return deepest
+
+
 def _show(value: Any) -> str:
     return "None" if value is None else str(value)
 
@@ -571,12 +738,15 @@ def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
+SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def _has_surrogate(value: Any) -> bool:
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if any(0xD800 <= ord(c) <= 0xDFFF for c in item):
+            if SURROGATES.search(item):
                 return True
         elif isinstance(item, dict):
             stack.extend(item.keys())
@@ -593,12 +763,16 @@ def expect_ws(case: WsCase) -> Expect:
         text = case.data.decode("utf-8")
     except UnicodeDecodeError:
         return Expect("refused", "text frame that is not UTF-8")
+    if nesting(text) > MAX_SANE_NESTING:
+        # Decided by counting, not by parsing: how deep json.loads gets depends on the
+        # recursion limit, which hypothesis raises while it runs.
+        return Expect("refused", "JSON nested too deep to parse")
     try:
         params = json.loads(text)
     except json.JSONDecodeError:
         return Expect("refused", "not JSON", prefix="Invalid params: not valid JSON")
-    except (ValueError, RecursionError):
-        return Expect("refused", "JSON too deep or a number too long to hold")
+    except ValueError:
+        return Expect("refused", "a number too long to hold")
     if not isinstance(params, dict):
         return Expect("refused", "not an object", exact="Invalid params: expected a JSON object")
     if "resumeGenerationId" in params:
@@ -693,12 +867,12 @@ async def exchange(session: aiohttp.ClientSession, url: str, case: WsCase) -> Ws
                     try:
                         decoded = json.loads(message.data)
                     except json.JSONDecodeError:
-                        seen.problem = f"a frame that is not JSON: {_clip(message.data, 80)}"
+                        seen.problem = f"a frame that is not JSON: {_shape(message.data)!r}"
                         continue
                     if isinstance(decoded, dict):
                         seen.frames.append(decoded)
                     else:
-                        seen.problem = f"a frame that is not an object: {_clip(message.data, 80)}"
+                        seen.problem = f"a frame that is not an object: {_shape(message.data)!r}"
                 seen.close_code = ws.close_code
     except TimeoutError:
         seen.problem = f"no close within {EXCHANGE_TIMEOUT_S:.0f} s (hang)"
@@ -713,14 +887,14 @@ def judge_ws(expect: Expect, seen: WsSeen) -> str | None:
         return seen.problem
     errors = [f for f in seen.frames if f.get("type") == "error"]
     summary = f"close {seen.close_code}, frames {[f.get('type') for f in seen.frames][-4:]}" + (
-        f", error {_clip(str(errors[-1].get('value')), 120)}" if errors else ""
+        f", error {_shape(str(errors[-1].get('value')))!r}" if errors else ""
     )
     if expect.kind == "generates" or (expect.kind == "clean" and seen.close_code == 1000):
         if seen.close_code != 1000 or errors:
             return f"valid params ({expect.why}) did not generate: {summary}"
         variant_errors = [f for f in seen.frames if f.get("type") == "variantError"]
         if variant_errors:
-            return f"valid params: variantError {_clip(str(variant_errors[0].get('value')), 120)}"
+            return f"valid params: variantError {_shape(str(variant_errors[0].get('value')))!r}"
         if not any(f.get("type") == "variantComplete" for f in seen.frames):
             return f"valid params: closed 1000 without a variantComplete: {summary}"
         return None
@@ -733,12 +907,12 @@ def judge_ws(expect: Expect, seen: WsSeen) -> str | None:
         return f"{expect.why}: frames after the error: {summary}"
     if expect.exact is not None:
         if value != expect.exact:
-            return f"{expect.why}: expected {_clip(expect.exact, 80)}, got {_clip(value, 80)}"
+            return f"{expect.why}: expected {_shape(expect.exact)!r}, got {_shape(value)!r}"
         return None
     if expect.prefix is not None and not value.startswith(expect.prefix):
-        return f"{expect.why}: expected {expect.prefix!r}…, got {_clip(value, 160)}"
+        return f"{expect.why}: expected {expect.prefix!r}…, got {_shape(value)!r}"
     if any(marker in value for marker in UNCLEAR):
-        return f"{expect.why}: unclear error {_clip(value, 160)}"
+        return f"{expect.why}: unclear error {_shape(value)!r}"
     return None
 
 
@@ -986,27 +1160,32 @@ made_up_ids = st.one_of(
     st.text(alphabet="0123456789abcdef", min_size=32, max_size=32),
     st.integers(5_000, 40_000).map(lambda n: "g" * n),
 )
-agent_cases: st.SearchStrategy[RpcCase] = st.one_of(
-    *[generate_requests().map(typed("GenerateCode", "typed"))] * 6,
-    st.builds(
-        lambda i, after: pb.WatchGenerationRequest(generation_id=i, after_sequence=after),
-        made_up_ids,
-        st.integers(0, 2**64 - 1),
-    ).map(typed("WatchGeneration", "typed")),
-    st.builds(pb.GetGenerationRequest, generation_id=made_up_ids).map(
-        typed("GetGeneration", "typed")
-    ),
-    st.builds(pb.CancelGenerationRequest, generation_id=made_up_ids).map(
-        typed("CancelGeneration", "typed")
-    ),
-    *[
+agent_cases: st.SearchStrategy[RpcCase] = weighted(
+    (12, generate_requests().map(typed("GenerateCode", "typed"))),
+    (
+        1,
         st.builds(
-            RpcCase,
-            st.just(method),
-            raw_payloads(generate_requests() if method == "GenerateCode" else st.just(kind())),
-        )
-        for method, kind in REQUEST_TYPES.items()
-        if method != "ExecuteTool"
+            lambda i, after: pb.WatchGenerationRequest(generation_id=i, after_sequence=after),
+            made_up_ids,
+            st.integers(0, 2**64 - 1),
+        ).map(typed("WatchGeneration", "typed")),
+    ),
+    (
+        1,
+        st.builds(pb.GetGenerationRequest, generation_id=made_up_ids).map(
+            typed("GetGeneration", "typed")
+        ),
+    ),
+    (
+        1,
+        st.builds(pb.CancelGenerationRequest, generation_id=made_up_ids).map(
+            typed("CancelGeneration", "typed")
+        ),
+    ),
+    (3, st.builds(RpcCase, st.just("GenerateCode"), raw_payloads(generate_requests()))),
+    *[
+        (1, st.builds(RpcCase, st.just(method), raw_payloads(st.just(REQUEST_TYPES[method]()))))
+        for method in ("WatchGeneration", "GetGeneration", "CancelGeneration")
     ],
 )
 
@@ -1045,12 +1224,11 @@ def to_struct(value: dict[str, Any]) -> struct_pb2.Struct:
     return struct
 
 
-tool_names = st.one_of(
-    st.sampled_from(KNOWN_TOOLS),
-    st.sampled_from(KNOWN_TOOLS),
-    st.just(""),
-    short_text,
-    st.text(min_size=200, max_size=2_000),
+tool_names = weighted(
+    (4, st.sampled_from(KNOWN_TOOLS)),
+    (1, st.just("")),
+    (2, short_text),
+    (2, st.text(min_size=200, max_size=2_000)),
 )
 tool_requests = st.builds(
     lambda name, call_id, args, invalid, file, ctx: tpb.ExecuteToolRequest(
@@ -1078,9 +1256,9 @@ tool_requests = st.builds(
         asset_base_url=st.sampled_from(["", "http://127.0.0.1:9", "not a url"]),
     ),
 )
-tool_cases: st.SearchStrategy[RpcCase] = st.one_of(
-    *[tool_requests.map(typed("ExecuteTool", "typed"))] * 5,
-    st.builds(RpcCase, st.just("ExecuteTool"), raw_payloads(tool_requests)),
+tool_cases: st.SearchStrategy[RpcCase] = weighted(
+    (5, tool_requests.map(typed("ExecuteTool", "typed"))),
+    (1, st.builds(RpcCase, st.just("ExecuteTool"), raw_payloads(tool_requests))),
 )
 
 
@@ -1183,7 +1361,7 @@ def _judge_tool(request: tpb.ExecuteToolRequest, seen: RpcSeen) -> tuple[str, st
 
 
 def _status(seen: RpcSeen) -> str:
-    return f"{seen.code.name} {_clip(seen.details, 160)}"
+    return f"{seen.code.name} {_shape(seen.details)!r}"
 
 
 async def metrics_tool_labels(service: Service) -> set[str]:

@@ -10,6 +10,7 @@ import {
   NORMAL_CLOSE,
   STACKS,
   createParams,
+  gatewayToken,
   generateCodeUrl,
   updateParams,
 } from "./js/protocol.js";
@@ -52,6 +53,7 @@ const els = {
 };
 
 const settings = loadSettings();
+const token = gatewayToken();
 const app = {
   screenshots: [], // [{dataUrl, name}]
   project: null, // {inputMode, stack, commits}
@@ -277,7 +279,7 @@ function update() {
 }
 
 function start(commit, params) {
-  const socket = new GenerationSocket(generateCodeUrl(), params, {
+  const socket = new GenerationSocket(generateCodeUrl(token), params, {
     onFrame: (frame) => onFrame(commit, frame),
     onClose: (close) => onClose(commit, close),
   });

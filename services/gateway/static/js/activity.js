@@ -93,7 +93,8 @@ function describeTool(ev, variant, onImage) {
   const name = ev.toolName || "tool";
   const input = obj(ev.input);
   const output = obj(ev.output);
-  const running = ev.status === "running";
+  // A cancelled step never finished: it keeps its in-progress title.
+  const running = ev.status === "running" || ev.status === "cancelled";
   const done = !running;
   const d = { icon: TOOL_ICONS[name] ?? "tool", title: "", input: summarize(input), output: "", body: [] };
   switch (name) {
@@ -101,7 +102,7 @@ function describeTool(ev, variant, onImage) {
       d.title = running ? "Creating file" : "Created file";
       d.input = fileSummary(input);
       d.output = fileSummary(output);
-      if (running && variant.code) {
+      if (ev.status === "running" && variant.code) {
         const tail = variant.code.split("\n").slice(-12).join("\n");
         d.body.push(h("pre", { class: "code-tail", "aria-label": "Latest lines of the file" }, h("code", { text: tail })));
       }
@@ -130,7 +131,7 @@ function describeTool(ev, variant, onImage) {
       d.input = "desktop + mobile";
       const shots = arr(output.screenshots);
       d.output = ev.output ? (shots.length ? shots.map((s) => s.viewport ?? "image").join(" + ") : "no screenshots") : "";
-      if (running) d.body.push(h("p", { class: "muted", text: "Rendering desktop and mobile previews…" }));
+      if (ev.status === "running") d.body.push(h("p", { class: "muted", text: "Rendering desktop and mobile previews…" }));
       else if (shots.length || !errorText(output)) {
         const byViewport = (vp) => shots.find((s) => s.viewport === vp);
         const figures = ["desktop", "mobile"].map((vp) => thumb(byViewport(vp)?.image_url, vp, onImage));
@@ -210,7 +211,7 @@ function describeTool(ev, variant, onImage) {
     d.body.push(h("div", { class: "tool-error", role: "alert" }, h("strong", { text: "Error" }), h("p", { text: error })));
   }
   if (ev.status === "cancelled") d.output = "cancelled";
-  else if (running) d.output = "running…";
+  else if (ev.status === "running") d.output = "running…";
   return d;
 }
 

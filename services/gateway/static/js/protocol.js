@@ -17,9 +17,37 @@ export const STACKS = [
   { id: "ionic_tailwind", label: "Ionic + Tailwind (beta)" },
 ];
 
-export function generateCodeUrl(location = window.location) {
+/** The socket URL, with the gateway access token (if any) as `?token=`. */
+export function generateCodeUrl(token = "", location = window.location) {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  return `${scheme}://${location.host}/generate-code`;
+  const query = token ? `?token=${encodeURIComponent(token)}` : "";
+  return `${scheme}://${location.host}/generate-code${query}`;
+}
+
+const TOKEN_KEY = "s2c.gatewayToken";
+
+/**
+ * The gateway access token (S2C_GATEWAY_TOKEN): the UI is opened once as `/?token=…`;
+ * the token is kept in sessionStorage (this tab only) and removed from the address bar.
+ */
+export function gatewayToken() {
+  const url = new URL(window.location.href);
+  const fromUrl = url.searchParams.get("token");
+  if (fromUrl) {
+    try {
+      sessionStorage.setItem(TOKEN_KEY, fromUrl);
+    } catch {
+      // Storage disabled: the token still works for this page load.
+    }
+    url.searchParams.delete("token");
+    history.replaceState(history.state, "", `${url.pathname}${url.search}${url.hash}`);
+    return fromUrl;
+  }
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) ?? "";
+  } catch {
+    return "";
+  }
 }
 
 /** The key fields of every params frame: null unless the user entered one in Settings. */
