@@ -112,4 +112,3 @@ async def test_save_assets_and_generate_images_reach_the_page_and_the_model(
     creation = replicate.creations[0]
     assert creation.authorization == "Bearer r8_test_token"
     assert creation.json["input"]["prompt"] == "a mountain at dawn"
-
