@@ -104,7 +104,9 @@ async def main() -> None:
     args = parser.parse_args()
     n = args.burst
 
-    shooter = Screenshotter(ScreenshotSettings(chromium_path=args.chromium))
+    # A generous limit: this measures speed, and a loaded machine must not turn it into errors.
+    settings = ScreenshotSettings(chromium_path=args.chromium, capture_timeout_s=600)
+    shooter = Screenshotter(settings)
     async with async_playwright() as driver:
         browser = await driver.chromium.launch(executable_path=args.chromium, args=BASELINE_ARGS)
         try:

@@ -50,6 +50,7 @@ class _VariantCode:
     parts: list[str] = field(default_factory=list)
     length: int = 0
     dirty: bool = False
+    due: float | None = None  # when the pending change may go out (cached: hot path)
 
     def apply(self, offset: int, text: str) -> None:
         if offset < self.length:
@@ -99,7 +100,10 @@ class FrameBuilder:
         self._coalesce_s = coalesce_s
         self._clock = clock
         self._code: dict[int, _VariantCode] = {}
-        self._pending: _PendingDelta | None = None
+        # Pending text per variant: variants interleave, and one shared buffer would
+        # flush on every switch. Resumable clients get one shared buffer, so frames leave
+        # in sequence order and `seq` stays a safe resume point.
+        self._pending: dict[int, _PendingDelta] = {}
         # Upstream sends variantModels after the status frames; hold it until then.
         self._models: Frame | None = None
         self.error: str | None = None
@@ -111,29 +115,29 @@ class FrameBuilder:
         return code
 
     def next_due(self) -> float | None:
-        now = self._clock()
-        due = [c.policy.next_due(now) for c in self._code.values() if c.dirty]
-        if self._pending is not None:
-            due.append(self._pending.since + self._coalesce_s)
-        times = [d for d in due if d is not None]
+        times = [c.due for c in self._code.values() if c.due is not None]
+        times += [p.since + self._coalesce_s for p in self._pending.values()]
         return min(times) if times else None
 
     def on_timer(self) -> list[Frame]:
         now = self._clock()
         out: list[Frame] = []
-        if self._pending is not None and now >= self._pending.since + self._coalesce_s:
-            out.append(self._take_pending())
+        for key, pending in list(self._pending.items()):
+            if now >= pending.since + self._coalesce_s:
+                out.append(self._take_pending(key))
         for index, code in self._code.items():
-            due = code.policy.next_due(now) if code.dirty else None
-            if due is not None and due <= now:
+            if code.due is not None and code.due <= now:
                 out.extend(self._set_code(index, code, now))
         return out
 
     def flush_all(self) -> list[Frame]:
-        out = [self._take_pending()] if self._pending is not None else []
+        out = [self._take_pending(key) for key in list(self._pending)]
         for index in list(self._code):
             out.extend(self._flush_code(index))
         return out
+
+    def _key(self, variant_index: int) -> int:
+        return -1 if self._resumable else variant_index
 
     def on_event(self, event: pb.GenerationEvent) -> list[Frame]:
         kind = event.WhichOneof("payload")
@@ -141,7 +145,8 @@ class FrameBuilder:
         self._seq = event.sequence
         if kind in ("assistant_delta", "thinking_delta"):
             return self._delta("assistant" if kind == "assistant_delta" else "thinking", event)
-        out = [self._take_pending()] if self._pending is not None else []
+        key = self._key(v)
+        out = [self._take_pending(key)] if key in self._pending else []
         if self._models is not None and kind not in ("status", "variant_count"):
             out.append(self._models)
             self._models = None
@@ -152,6 +157,8 @@ class FrameBuilder:
             now = self._clock()
             if code.policy.on_change(now, code.length, restart=restart):
                 out.extend(self._set_code(v, code, now))
+            else:
+                code.due = code.policy.next_due(now)
         elif kind == "code_snapshot":
             code = self._variant(v)
             code.replace(event.code_snapshot.content)
@@ -198,8 +205,9 @@ class FrameBuilder:
 
     def _delta(self, kind: str, event: pb.GenerationEvent) -> list[Frame]:
         text = event.assistant_delta.text if kind == "assistant" else event.thinking_delta.text
-        pending = self._pending
-        models = [self._models] if self._models is not None else []
+        key = self._key(event.variant_index)
+        pending = self._pending.get(key)
+        out = [self._models] if self._models is not None else []
         self._models = None
         if (
             pending is not None
@@ -209,18 +217,16 @@ class FrameBuilder:
         ):
             pending.parts.append(text)
             pending.seq = event.sequence
-            return models
-        out = [self._take_pending()] if pending is not None else []
-        out = models + out
-        self._pending = _PendingDelta(
+            return out
+        if pending is not None:
+            out.append(self._take_pending(key))
+        self._pending[key] = _PendingDelta(
             kind, event.variant_index, event.event_id, [text], self._clock(), event.sequence
         )
         return out
 
-    def _take_pending(self) -> Frame:
-        pending = self._pending
-        assert pending is not None
-        self._pending = None
+    def _take_pending(self, key: int) -> Frame:
+        pending = self._pending.pop(key)
         return frame(
             pending.kind,
             pending.variant_index,
@@ -238,6 +244,7 @@ class FrameBuilder:
     def _set_code(self, index: int, code: _VariantCode, now: float) -> list[Frame]:
         text = code.text()
         code.dirty = False
+        code.due = None
         code.policy.mark_sent(now, len(text.encode()))
         return [frame("setCode", index, value=text)]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from typing import Any
 
 import grpc
 from aiohttp import WSMsgType, web
+from prometheus_client import Counter
 from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.common.errors import bad_request_violations
@@ -60,6 +60,7 @@ class Relay:
         self._agent_addr = agent_addr
         self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=256)
         self._metrics = metrics
+        self._frame_counters: dict[str, tuple[Counter, Counter]] = {}
         self.client_gone = asyncio.Event()
         self.outcome = "completed"  # completed | failed | client_closed
         self.client_close_code: int | None = None
@@ -105,11 +106,14 @@ class Relay:
         while not self.client_gone.is_set():
             due = builder.next_due()
             try:
-                if due is None:
+                if not self._queue.empty():
+                    item = self._queue.get_nowait()
+                elif due is None:
                     item = await self._queue.get()
                 else:
-                    timeout = max(0.0, due - time.monotonic())
-                    item = await asyncio.wait_for(self._queue.get(), timeout)
+                    # The loop's clock is time.monotonic(), the builder's clock.
+                    async with asyncio.timeout_at(due):
+                        item = await self._queue.get()
             except TimeoutError:
                 await self._send(builder.on_timer())
                 continue
@@ -143,10 +147,11 @@ class Relay:
             text = encode(out)
             try:
                 # A browser that cannot keep up is let go instead of buffering without end.
-                await asyncio.wait_for(self._ws.send_str(text), self._send_timeout_s)
-                kind = str(out["type"])
-                self._metrics.frames.labels(kind).inc()
-                self._metrics.frame_bytes.labels(kind).inc(len(text))
+                async with asyncio.timeout(self._send_timeout_s):
+                    await self._ws.send_str(text)
+                count, size = self._counters(str(out["type"]))
+                count.inc()
+                size.inc(len(text))
             except TimeoutError:
                 log.warning("browser too slow; disconnecting")
                 self.client_gone.set()
@@ -155,6 +160,16 @@ class Relay:
             except (ConnectionResetError, RuntimeError):
                 self.client_gone.set()
                 return
+
+    def _counters(self, kind: str) -> tuple[Counter, Counter]:
+        counters = self._frame_counters.get(kind)
+        if counters is None:
+            counters = (
+                self._metrics.frames.labels(kind),
+                self._metrics.frame_bytes.labels(kind),
+            )
+            self._frame_counters[kind] = counters
+        return counters
 
     async def fail(self, message: str) -> None:
         self.outcome = "failed"

@@ -67,6 +67,9 @@ class ScreenshotSettings:
     page_load_timeout_s: float = 15.0
     capture_timeout_s: float = 30.0
     settle_ms: int = 250
+    # Each capture renders two pages at once; more pages than cores only adds contention, so
+    # further captures queue (inside their own time limit) rather than slow everyone down.
+    max_concurrent_captures: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,7 @@ class Screenshotter:
         self._guard = AddressGuard(resolver=resolver)
         self._proxy = EgressProxy(self._guard, opener=upstream_opener)
         self._lock = asyncio.Lock()
+        self._slots = asyncio.Semaphore(max(1, self.settings.max_concurrent_captures))
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._probe_result: bool | None = None
@@ -157,7 +161,7 @@ class Screenshotter:
         if timeout_s is not None:
             limit_s = min(limit_s, timeout_s)
         try:
-            async with asyncio.timeout(limit_s):
+            async with asyncio.timeout(limit_s), self._slots:
                 browser = await self._ready_browser()
                 async with asyncio.TaskGroup() as group:
                     shots = [group.create_task(self._shoot(browser, html, vp)) for vp in VIEWPORTS]
@@ -178,7 +182,7 @@ class Screenshotter:
         evaluation are reported as such instead.
         """
         html = normalize_babel_cdn(html)
-        async with asyncio.timeout(self.settings.capture_timeout_s):
+        async with asyncio.timeout(self.settings.capture_timeout_s), self._slots:
             browser = await self._ready_browser()
             async with self._rendered(browser, html, DESKTOP) as page:
                 self._restock()

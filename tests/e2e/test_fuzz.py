@@ -43,6 +43,7 @@ from typing import Any, Literal, TypeVar
 
 import aiohttp
 import grpc
+import pytest
 from google.protobuf import struct_pb2
 from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -58,14 +59,17 @@ from services.common.errors import bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.tools.definitions import TOOL_DEFINITIONS
 from tests.processes import Processes, Service, running_processes
-from tests.suite import png_data_url
+from tests.suite import create_params, png_data_url, run_ws
 
 T = TypeVar("T")
+
+# About 30-45 s each on two idle cores; the margin is for a CI machine that is busy.
+pytestmark = pytest.mark.timeout(300)
 
 WS_FRAMES = 2_000
 AGENT_REQUESTS = 2_000
 TOOL_REQUESTS = 2_000
-WARM_UP = 200
+WARM_UP = 150
 BATCH = 5
 # Not a timed assertion: a bound on how long one exchange may take before it is
 # recorded as a hang, so a stuck server fails the test with a report instead of
@@ -105,8 +109,8 @@ GENERATION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 KNOWN_TOOLS = tuple(d.name for d in TOOL_DEFINITIONS)
 MAX_TOOL_ID = 256
 PNG = png_data_url(8, 8)
-# Nothing listens at port 9 (discard) on loopback: an https URL the agent accepts
-# without ever leaving the machine.
+# An https URL the agent accepts; the demo model never fetches it, and anything that
+# did would stay on this machine.
 LOOPBACK_HTTPS = "https://127.0.0.1:9/picture.png"
 
 
@@ -219,15 +223,21 @@ async def run_campaign(
 # Process health
 
 
-def rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+def rss_bytes(pid: int) -> int | None:
+    """VmRSS of `pid`, or None when it is gone (health_problems says so)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return None
+    for line in status.splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS for pid {pid}")
+    return None  # a zombie: exited, not yet reaped
 
 
 def memory(suite: Processes) -> dict[str, int]:
-    return {s.name: rss_bytes(s.process.pid) for s in services(suite)}
+    sizes = {s.name: rss_bytes(s.process.pid) for s in services(suite)}
+    return {name: size for name, size in sizes.items() if size is not None}
 
 
 def services(suite: Processes) -> tuple[Service, Service, Service]:
@@ -273,6 +283,13 @@ async def health_problems(suite: Processes) -> list[str]:
             async with http.get(f"http://127.0.0.1:{suite.gateway.port}/healthz") as response:
                 if response.status != 200:
                     problems.append(f"gateway /healthz answered {response.status}")
+        # Serving, and still doing the job: one ordinary generation through all three.
+        result = await run_ws(suite.ws_url, create_params())
+        if result.close_code != 1000 or not result.of("variantComplete"):
+            problems.append(
+                f"an ordinary generation after the campaign failed: close {result.close_code}, "
+                f"frames {[f['type'] for f in result.frames][-4:]}"
+            )
     return problems
 
 
@@ -297,6 +314,8 @@ def memory_problems(
 ) -> list[str]:
     problems = []
     for name, start in before.items():
+        if name not in after:
+            continue  # died: reported by health_problems
         limit = RSS_SLACK_BYTES + allowance.get(name, 0)
         grown = after[name] - start
         if grown > limit:
@@ -362,7 +381,7 @@ def encode_json(value: object, ensure_ascii: bool = True) -> str:
     text = json.dumps(swapped, ensure_ascii=ensure_ascii)
     try:
         text.encode()
-    except UnicodeEncodeError:  # a lone surrogate: only its \\u escape can travel
+    except UnicodeEncodeError:  # a lone surrogate: it can only travel escaped
         text = json.dumps(swapped)
     for i, raw in enumerate(raws):
         text = text.replace(json.dumps(f"@@raw-{i}@@"), raw, 1)
@@ -571,7 +590,7 @@ PARAMS_FAULTS = (
     "assistant_only_history",
 )
 bad_urls = weighted(
-    (4, st.lists(st.sampled_from(BAD_URLS), min_size=1, max_size=3)),
+    (4, st.lists(st.sampled_from(BAD_URLS), min_size=1, max_size=MAX_IMAGES)),
     (1, st.lists(st.just(PNG), min_size=MAX_IMAGES + 1, max_size=MAX_IMAGES + 3)),
     (1, st.integers(10_000, 2_000_000).map(lambda n: ["x" * n])),
 )
@@ -589,7 +608,9 @@ def faulty_params(draw: st.DrawFn) -> dict[str, Any]:
     elif fault in ("images", "videos"):
         params["prompt"] = {**prompt, fault: draw(bad_urls)}
     elif fault == "history_media":
-        params["history"] = [{"role": "user", "text": "x", "images": draw(bad_urls)}]
+        # Sometimes a violation for every one of 20 images in each of 200 messages.
+        count = draw(st.one_of(st.just(1), st.integers(1, MAX_HISTORY)))
+        params["history"] = [{"role": "user", "text": "x", "images": draw(bad_urls)}] * count
     elif fault == "history_size":
         params["history"] = [{"role": "user", "text": "x"}] * draw(st.integers(201, 230))
     elif fault == "video_without_video":
@@ -638,8 +659,9 @@ def broken_json(text: str, cut: int, junk: str) -> WsCase:
     return WsCase("text", (text[:i] + junk).encode())
 
 
+# Hypothesis favours the first entries of a sampled_from: the costly inputs (those
+# that start a generation) come last.
 ws_cases: st.SearchStrategy[WsCase] = weighted(
-    (3, st.builds(text_case, params_values, st.booleans())),
     (9, st.builds(text_case, faulty_params(), st.booleans())),
     (2, st.builds(text_case, resume_values, st.booleans())),
     # Upstream-shaped params with one value the JSON parser cannot hold.
@@ -692,6 +714,7 @@ ws_cases: st.SearchStrategy[WsCase] = weighted(
         1,
         st.builds(lambda value: WsCase("binary", encode_json(value).encode()), params_values),
     ),
+    (3, st.builds(text_case, params_values, st.booleans())),
 )
 
 
@@ -956,7 +979,7 @@ async def test_fuzz_websocket_params_frames(tmp_path: Path) -> None:
     # The oracle's every branch was exercised, so the campaign reached past the first checks.
     assert findings.outcomes["refused"] >= WS_FRAMES // 2, findings.outcomes
     assert findings.outcomes["generates"] >= 20, findings.outcomes
-    assert not problems, "\n".join(problems)
+    assert not problems, "\n".join([*problems, f"outcomes: {dict(findings.outcomes)}"])
 
 
 # ---------------------------------------------------------------------------------------
@@ -1000,7 +1023,9 @@ bad_media = st.one_of(
 )
 
 
-def _with_bad(good: st.SearchStrategy[str], bad: st.SearchStrategy[str]) -> Any:
+def _with_bad(
+    good: st.SearchStrategy[str], bad: st.SearchStrategy[str]
+) -> st.SearchStrategy[list[str]]:
     """A list of URLs with at least one bad one, or one too many good ones."""
     return st.one_of(
         st.builds(
@@ -1044,7 +1069,7 @@ def _fault_history_size(draw: st.DrawFn, request: pb.GenerateCodeRequest) -> Non
 
 def _fault_history_role(draw: st.DrawFn, request: pb.GenerateCodeRequest) -> None:
     message = pb.HistoryMessage(text=draw(short_text))
-    set_field(message, "role", draw(bad_enum(3).filter(lambda v: v not in (1, 2)) | st.just(0)))
+    set_field(message, "role", draw(st.one_of(st.just(0), bad_enum(3))))
     request.history.append(message)
 
 
@@ -1293,7 +1318,8 @@ async def call(channel: grpc.aio.Channel, prefix: str, case: RpcCase) -> RpcSeen
     except grpc.aio.AioRpcError as exc:
         seen.code = exc.code()
         seen.details = exc.details() or ""
-        seen.fields = [v.field for v in bad_request_violations(exc)]
+        if seen.code == grpc.StatusCode.INVALID_ARGUMENT:
+            seen.fields = [v.field for v in bad_request_violations(exc)]
     return seen
 
 
@@ -1326,7 +1352,9 @@ def judge_rpc(case: RpcCase, seen: RpcSeen) -> tuple[str, str | None]:
 
 def _judge_fields(where: str, expected: set[str], seen: RpcSeen) -> tuple[str, str | None]:
     if not expected:
-        if seen.code != grpc.StatusCode.OK:
+        # Random bytes can decode to the same generation id twice; "already in use" is
+        # then the right answer.
+        if seen.code not in (grpc.StatusCode.OK, grpc.StatusCode.ALREADY_EXISTS):
             return "accepted", f"{where}: a valid request failed: {_status(seen)}"
         return "accepted", None
     if seen.code != grpc.StatusCode.INVALID_ARGUMENT:
@@ -1382,7 +1410,6 @@ async def metrics_tool_labels(service: Service) -> set[str]:
 
 async def test_fuzz_grpc_requests(tmp_path: Path) -> None:
     findings = Findings()
-    unknown_names: set[str] = set()
 
     async with (
         closed_port() as port,
@@ -1402,13 +1429,6 @@ async def test_fuzz_grpc_requests(tmp_path: Path) -> None:
                 seen = await call(channel, prefix, case)
                 expected, problem = judge_rpc(case, seen)
                 findings.outcomes[f"{case.method} {expected}"] += 1
-                request = decode(case)
-                if (
-                    isinstance(request, tpb.ExecuteToolRequest)
-                    and request.call.name
-                    and request.call.name not in KNOWN_TOOLS
-                ):
-                    unknown_names.add(request.call.name)
                 if problem is not None:
                     findings.add(problem, case.describe())
 
@@ -1429,11 +1449,13 @@ async def test_fuzz_grpc_requests(tmp_path: Path) -> None:
             *error_log_problems(suite),
             *memory_problems(before, after, {}),
         ]
-    leaked = labels & unknown_names
-    if leaked:
+    # One series per real tool (and at most one for "not a tool"): a series per name a
+    # caller made up is memory and /metrics output that grow without bound.
+    made_up = labels - set(KNOWN_TOOLS)
+    if len(made_up) > 1:
         problems.append(
-            f"the tool worker keeps a metrics series per tool name a caller made up "
-            f"({len(leaked)} of them, e.g. {_clip(min(leaked, key=len), 60)}): "
+            f"the tool worker's s2c_tool_execution_seconds has {len(made_up)} series for "
+            f"tool names that are not tools (e.g. {_clip(min(made_up, key=len), 60)}): "
             "unbounded label cardinality"
         )
 
@@ -1441,4 +1463,4 @@ async def test_fuzz_grpc_requests(tmp_path: Path) -> None:
     assert tools_sent >= TOOL_REQUESTS
     assert findings.outcomes["GenerateCode refused"] >= AGENT_REQUESTS // 2, findings.outcomes
     assert findings.outcomes["ExecuteTool accepted"] >= TOOL_REQUESTS // 4, findings.outcomes
-    assert not problems, "\n".join(problems)
+    assert not problems, "\n".join([*problems, f"outcomes: {dict(findings.outcomes)}"])

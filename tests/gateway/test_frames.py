@@ -87,3 +87,36 @@ def test_generation_error_is_remembered_for_the_close() -> None:
     b = builder(Clock())
     b.on_event(event(generation_error=pb.GenerationError(message="boom")))
     assert b.error == "boom"
+
+
+def test_interleaved_variants_keep_their_own_pending_text() -> None:
+    clock = Clock()
+    b = builder(clock)
+    out = []
+    for part in ("a", "b", "c"):
+        for v in (0, 1):
+            out += b.on_event(event(v, f"assistant-{v}-x", assistant_delta=pb.TextDelta(text=part)))
+    assert out == []  # no switch between variants forces a frame
+    clock.now += 0.06
+    assert sorted(b.on_timer(), key=lambda f: f["variantIndex"]) == [
+        {"type": "assistant", "variantIndex": 0, "value": "abc", "eventId": "assistant-0-x"},
+        {"type": "assistant", "variantIndex": 1, "value": "abc", "eventId": "assistant-1-x"},
+    ]
+
+
+def test_resumable_clients_get_frames_in_sequence_order() -> None:
+    b = FrameBuilder(PreviewPolicyConfig(), 0.05, Clock(), resumable=True)
+    first = b.on_event(
+        pb.GenerationEvent(
+            variant_index=0, event_id="t0", sequence=1, thinking_delta=pb.TextDelta(text="x")
+        )
+    )
+    second = b.on_event(
+        pb.GenerationEvent(
+            variant_index=1, event_id="t1", sequence=2, thinking_delta=pb.TextDelta(text="y")
+        )
+    )
+    assert first == []
+    assert second == [
+        {"type": "thinking", "variantIndex": 0, "value": "x", "eventId": "t0", "seq": 1}
+    ]
