@@ -170,9 +170,10 @@ class VariantEngine:
 
 
 # Text deltas of one message within this window leave as one event. Model APIs stream
-# about a token per delta; one gRPC message (and one wake-up on each side) per token is
-# the agent's largest cost under load. 30 ms is below what a reader notices.
-TEXT_WINDOW_S = 0.03
+# about a token per delta, often in bursts; one gRPC message (and one wake-up on each
+# side) per token is the agent's largest cost under load. The window is short because
+# the gateway coalesces again (50 ms) and the added latency of the two adds up.
+TEXT_WINDOW_S = 0.01
 
 
 class CoalescingEmit:

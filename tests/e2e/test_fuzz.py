@@ -81,10 +81,11 @@ EXCHANGE_TIMEOUT_S = 30.0
 # "back to baseline" cannot mean byte-exact. A leak per request is what this
 # catches: 2,000 requests leaking even 15 KB each is 30 MB.
 RSS_SLACK_BYTES = 30 * 1024 * 1024
-# Finished generations are kept in memory by design (the agent retains the last 256
-# for WatchGeneration), so accepted WebSocket frames are allowed to cost the agent
-# about what they carried plus their event log, on top of the slack above.
-RETAINED_GENERATION_BYTES = 250 * 1024
+# Finished generations are kept in memory by design (the agent retains the last 256,
+# with their requests and event logs, for WatchGeneration): each input that started
+# one may cost the agent twice what it carried plus this much per variant (a demo
+# variant's log measures about 60 KB), on top of the slack above.
+RETAINED_VARIANT_BYTES = 100 * 1024
 
 APP_ERROR = 4332
 # Transport internals and crash traces: never a clear error for a person.
@@ -305,7 +306,7 @@ def error_log_problems(suite: Processes) -> list[str]:
             if record.get("level") in ("error", "critical"):
                 exc = str(record.get("exc", "")).strip().splitlines()
                 last = _shape(exc[-1] if exc else "")
-                seen[f"{service.name} logged {_shape(str(record.get('msg')))!r}: {last}"] += 1
+                seen[f"{service.name} logged {_shape(str(record.get('msg')))!r}: {last!r}"] += 1
     return [f"{n}x {what}" for what, n in seen.items()]
 
 
@@ -939,9 +940,21 @@ def judge_ws(expect: Expect, seen: WsSeen) -> str | None:
     return None
 
 
+def retained_bytes(payload: bytes, variants: int) -> int:
+    """What the agent may keep of a generation it started (see RETAINED_VARIANT_BYTES)."""
+    return 2 * len(payload) + variants * RETAINED_VARIANT_BYTES if variants else 0
+
+
+def ws_variants(seen: WsSeen) -> int:
+    for frame in seen.frames:
+        if frame.get("type") == "variantCount" and str(frame.get("value")).isdigit():
+            return int(str(frame.get("value")))
+    return 0
+
+
 async def test_fuzz_websocket_params_frames(tmp_path: Path) -> None:
     findings = Findings()
-    accepted_bytes = 0
+    retained = 0
 
     async with (
         closed_port() as port,
@@ -950,12 +963,11 @@ async def test_fuzz_websocket_params_frames(tmp_path: Path) -> None:
     ):
 
         async def check(case: WsCase) -> None:
-            nonlocal accepted_bytes
+            nonlocal retained
             expect = expect_ws(case)
             seen = await exchange(session, suite.ws_url, case)
             findings.outcomes[expect.kind] += 1
-            if expect.kind != "refused":
-                accepted_bytes += len(case.data)
+            retained += retained_bytes(case.data, ws_variants(seen))
             problem = judge_ws(expect, seen)
             if problem is not None:
                 findings.add(problem, case.describe())
@@ -963,16 +975,14 @@ async def test_fuzz_websocket_params_frames(tmp_path: Path) -> None:
         await run_campaign(ws_cases, WARM_UP, 20_261, check)
         before = memory(suite)
         findings.outcomes.clear()
-        accepted_bytes = 0
+        retained = 0
         sent = await run_campaign(ws_cases, WS_FRAMES, 4_332, check)
         after = memory(suite)
-        generations = findings.outcomes["generates"] + findings.outcomes["clean"]
-        allowance = {"agent": generations * RETAINED_GENERATION_BYTES + 3 * accepted_bytes}
         problems = [
             *findings.report(),
             *await health_problems(suite),
             *error_log_problems(suite),
-            *memory_problems(before, after, allowance),
+            *memory_problems(before, after, {"agent": retained}),
         ]
 
     assert sent >= WS_FRAMES
@@ -1408,8 +1418,17 @@ async def metrics_tool_labels(service: Service) -> set[str]:
     return labels
 
 
+def rpc_variants(seen: RpcSeen) -> int:
+    for data in seen.responses:
+        event = pb.GenerationEvent.FromString(data)
+        if event.HasField("variant_count"):
+            return event.variant_count.count
+    return 0
+
+
 async def test_fuzz_grpc_requests(tmp_path: Path) -> None:
     findings = Findings()
+    retained = 0
 
     async with (
         closed_port() as port,
@@ -1426,9 +1445,12 @@ async def test_fuzz_grpc_requests(tmp_path: Path) -> None:
             channel: grpc.aio.Channel, prefix: str
         ) -> Callable[[RpcCase], Coroutine[Any, Any, None]]:
             async def check(case: RpcCase) -> None:
+                nonlocal retained
                 seen = await call(channel, prefix, case)
                 expected, problem = judge_rpc(case, seen)
                 findings.outcomes[f"{case.method} {expected}"] += 1
+                if case.method == "GenerateCode":
+                    retained += retained_bytes(case.payload, rpc_variants(seen))
                 if problem is not None:
                     findings.add(problem, case.describe())
 
@@ -1439,6 +1461,7 @@ async def test_fuzz_grpc_requests(tmp_path: Path) -> None:
         await run_campaign(tool_cases, WARM_UP, 50_052, check_tools)
         before = memory(suite)
         findings.outcomes.clear()
+        retained = 0
         agent_sent = await run_campaign(agent_cases, AGENT_REQUESTS, 51, check_agent)
         tools_sent = await run_campaign(tool_cases, TOOL_REQUESTS, 52, check_tools)
         after = memory(suite)
@@ -1447,7 +1470,7 @@ async def test_fuzz_grpc_requests(tmp_path: Path) -> None:
             *findings.report(),
             *await health_problems(suite),
             *error_log_problems(suite),
-            *memory_problems(before, after, {}),
+            *memory_problems(before, after, {"agent": retained}),
         ]
     # One series per real tool (and at most one for "not a tool"): a series per name a
     # caller made up is memory and /metrics output that grow without bound.

@@ -266,6 +266,9 @@ async def test_keys_never_leak_when_every_provider_fails(tmp_path: Path) -> None
         assert result.of("variantError"), [f["type"] for f in result.frames]
         assert all("Could not connect" in f["value"] for f in result.of("variantError"))
     assert b"generation_error" in over_grpc["GenerateCode events"]
+    # The worker took the request's keys as present: it offered the tools that need them.
+    assert b'name: "generate_images"' in tools["ListTools response"]
+    assert b'name: "extract_assets"' in tools["ListTools response"]
     # The store recorded the three generations, so searching it means something.
     assert len(runs) == 3, runs
     assert set(runs.values()) == {"failed"}, runs
