@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -42,6 +43,72 @@ CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
 )
 
 
+_UNDECODABLE = object()
+
+
+class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
+    """Bytes that are not the method's request message get INVALID_ARGUMENT, not UNKNOWN.
+
+    gRPC would otherwise fail inside its own deserializer with no useful status.
+    """
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_deserializer is None:
+            return handler
+        deserialize = handler.request_deserializer
+        method = handler_call_details.method
+
+        def safe(data: bytes) -> Any:
+            try:
+                return deserialize(data)
+            except Exception:
+                return _UNDECODABLE
+
+        async def refuse(context: grpc.aio.ServicerContext[Any, Any]) -> None:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the request is not a valid protobuf message for {method}",
+            )
+
+        if handler.unary_unary is not None:
+            unary: Any = handler.unary_unary  # an async callable on aio servers
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+                if request is _UNDECODABLE:
+                    await refuse(context)
+                return await unary(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary,
+                request_deserializer=safe,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            stream: Any = handler.unary_stream
+
+            async def unary_stream(
+                request: Any, context: grpc.aio.ServicerContext[Any, Any]
+            ) -> AsyncIterator[Any]:
+                if request is _UNDECODABLE:
+                    await refuse(context)
+                async for response in stream(request, context):
+                    yield response
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream,
+                request_deserializer=safe,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+
 @dataclass
 class RunningServer:
     server: grpc.aio.Server
@@ -67,7 +134,8 @@ async def start_server(
     """
     security = security or GrpcSecurity()
     server = grpc.aio.server(
-        options=list(SERVER_OPTIONS), interceptors=server_interceptors(security)
+        options=list(SERVER_OPTIONS),
+        interceptors=[*server_interceptors(security), DecodeErrorInterceptor()],
     )
     names = list(register(server))
     health_servicer = health.aio.HealthServicer()

@@ -87,6 +87,11 @@ async def _read_params(ws: web.WebSocketResponse, settings: GatewaySettings) -> 
         raise ParamsError(
             f"Invalid params: not valid JSON ({exc.msg} at position {exc.pos})"
         ) from None
+    except (ValueError, RecursionError):
+        # Numbers too long to convert, or nesting too deep for the parser.
+        raise ParamsError(
+            "Invalid params: the JSON is too deeply nested or has a huge number"
+        ) from None
 
 
 async def generate_code(request: web.Request) -> web.StreamResponse:

@@ -353,3 +353,41 @@ def test_invalid_settings_fail_clearly(fields: dict[str, Any], needle: str) -> N
 def test_no_token_no_interceptor() -> None:
     assert server_interceptors(GrpcSecurity()) == []
     assert len(server_interceptors(GrpcSecurity(token=TOKEN))) == 1
+
+
+async def test_undecodable_request_bytes_get_invalid_argument() -> None:
+    from s2c.agent.v1 import agent_service_pb2 as agent_pb
+    from s2c.agent.v1 import agent_service_pb2_grpc as agent_grpc
+
+    from services.common.grpc_server import start_server
+
+    class Agent(agent_grpc.AgentServiceServicer):
+        async def ListModels(
+            self, request: agent_pb.ListModelsRequest, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> agent_pb.ListModelsResponse:
+            return agent_pb.ListModelsResponse()
+
+    def register(server: grpc.aio.Server) -> list[str]:
+        agent_grpc.add_AgentServiceServicer_to_server(Agent(), server)
+        return ["s2c.agent.v1.AgentService"]
+
+    running = await start_server("127.0.0.1:0", register)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            for method in ("ListModels", "GenerateCode"):
+                raw = (channel.unary_unary if method == "ListModels" else channel.unary_stream)(
+                    f"/s2c.agent.v1.AgentService/{method}"
+                )
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    call = raw(b"\xff\xff\xff\xff")
+                    if method == "GenerateCode":
+                        async for _ in call:  # type: ignore[union-attr]
+                            pass
+                    else:
+                        await call  # type: ignore[misc]
+                assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                assert "not a valid protobuf message" in (caught.value.details() or "")
+            ok = await channel.unary_unary("/s2c.agent.v1.AgentService/ListModels")(b"")
+            assert ok == b""
+    finally:
+        await running.stop(0)
