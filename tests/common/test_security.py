@@ -372,22 +372,23 @@ async def test_undecodable_request_bytes_get_invalid_argument() -> None:
         return ["s2c.agent.v1.AgentService"]
 
     running = await start_server("127.0.0.1:0", register)
+    garbage = b"\xff\xff\xff\xff"
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            for method in ("ListModels", "GenerateCode"):
-                raw = (channel.unary_unary if method == "ListModels" else channel.unary_stream)(
-                    f"/s2c.agent.v1.AgentService/{method}"
-                )
-                with pytest.raises(grpc.aio.AioRpcError) as caught:
-                    call = raw(b"\xff\xff\xff\xff")
-                    if method == "GenerateCode":
-                        async for _ in call:  # type: ignore[union-attr]
-                            pass
-                    else:
-                        await call  # type: ignore[misc]
+            unary: Any = channel.unary_unary("/s2c.agent.v1.AgentService/ListModels")
+            streaming: Any = channel.unary_stream("/s2c.agent.v1.AgentService/GenerateCode")
+
+            async def drain() -> None:
+                async for _ in streaming(garbage):
+                    pass
+
+            with pytest.raises(grpc.aio.AioRpcError) as unary_error:
+                await unary(garbage)
+            with pytest.raises(grpc.aio.AioRpcError) as stream_error:
+                await drain()
+            for caught in (unary_error, stream_error):
                 assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
                 assert "not a valid protobuf message" in (caught.value.details() or "")
-            ok = await channel.unary_unary("/s2c.agent.v1.AgentService/ListModels")(b"")
-            assert ok == b""
+            assert await unary(b"") == b""
     finally:
         await running.stop(0)
