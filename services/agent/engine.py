@@ -9,7 +9,6 @@ and leaves as append-only `CodeDelta`s.
 from __future__ import annotations
 
 import asyncio
-import re
 import secrets
 import time
 from collections.abc import Callable
@@ -39,6 +38,7 @@ from services.agent.providers.base import (
 )
 from services.agent.tooling import ToolCallContext, ToolExecutor
 from services.common.html import extract_html_content
+from services.common.text import clean_text
 from services.common.tool_summaries import summarize_text, summarize_tool_input
 from services.common.tracing import tracer
 
@@ -293,14 +293,3 @@ class _Preview:
     def _send(self, edit: TextEdit | None) -> None:
         if edit is not None:
             self._engine.emit(self._call_id, CodeDelta(edit.offset, clean_text(edit.text)))
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(text: str) -> str:
-    """Text safe for protobuf and UTF-8: lone surrogates (which JSON allows and
-    json.loads keeps) become U+FFFD; the offsets stay the same."""
-    if _SURROGATE.search(text) is None:
-        return text
-    return _SURROGATE.sub("\ufffd", text)

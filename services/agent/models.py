@@ -98,8 +98,9 @@ def resolve(model_id: str) -> ModelSpec:
     try:
         return CATALOGUE[model_id]
     except KeyError:
+        shown = model_id if len(model_id) <= 100 else model_id[:100] + "…"
         raise ModelSelectionError(
-            f"Unknown model: {model_id}. Use ListModels for the ids, or local:<name> for an "
+            f"Unknown model: {shown}. Use ListModels for the ids, or local:<name> for an "
             "OpenAI-compatible server."
         ) from None
 

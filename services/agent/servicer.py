@@ -14,7 +14,7 @@ from services.agent.models import CATALOGUE
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.common.credentials import credentials_from_proto
-from services.common.errors import InvalidRequest, abort_invalid
+from services.common.errors import InvalidRequest, abort_invalid, clip
 from services.common.tracing import incoming_context, tracer
 
 Context = grpc.aio.ServicerContext[object, object]
@@ -79,7 +79,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         record = await self._manager.get_record(request.generation_id)
         if record is None:
             await context.abort(
-                grpc.StatusCode.NOT_FOUND, f"no generation {request.generation_id!r} on record"
+                grpc.StatusCode.NOT_FOUND,
+                f"no generation {clip(request.generation_id, 80)!r} on record",
             )
         assert record is not None
         return pb.GetGenerationResponse(generation=run_to_proto(record))
@@ -128,7 +129,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         generation = self._manager.get(generation_id)
         if generation is None:
             await context.abort(
-                grpc.StatusCode.NOT_FOUND, f"no generation {generation_id!r} on this agent"
+                grpc.StatusCode.NOT_FOUND,
+                f"no generation {clip(generation_id, 80)!r} on this agent",
             )
         assert generation is not None
         return generation

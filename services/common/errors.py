@@ -18,11 +18,27 @@ class FieldViolation:
     description: str
 
 
+MAX_VIOLATIONS = 20
+MAX_DETAIL_CHARS = 200
+
+
+def clip(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
+    """Errors travel in gRPC trailers (a few KB at most) and echo user input: bound them."""
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
 class InvalidRequest(ValueError):
-    """A request that fails validation; carries every violation found."""
+    """A request that fails validation; carries the violations found (at most 20)."""
 
     def __init__(self, violations: Sequence[FieldViolation]) -> None:
-        self.violations = list(violations)
+        kept = [
+            FieldViolation(clip(v.field, 100), clip(v.description))
+            for v in violations[:MAX_VIOLATIONS]
+        ]
+        if len(violations) > MAX_VIOLATIONS:
+            more = len(violations) - MAX_VIOLATIONS
+            kept.append(FieldViolation("request", f"and {more} more violations"))
+        self.violations = kept
         super().__init__("; ".join(f"{v.field}: {v.description}" for v in self.violations))
 
 

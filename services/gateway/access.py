@@ -255,11 +255,12 @@ def frame_too_large_message(limit: int) -> str:
 
 
 class FrameLimitedWebSocketResponse(web.WebSocketResponse[Literal[True]]):
-    """A WebSocketResponse that says why it drops an oversized frame.
+    """A WebSocketResponse that says why it drops an oversized or undecodable frame.
 
     aiohttp refuses a frame over `max_msg_size` as soon as its header arrives (nothing
-    of it is buffered) and closes with 1009 and no reason, which the browser cannot
-    explain to its user; this sends an `error` frame first and closes with 4332.
+    of it is buffered) and closes with 1009, and a text frame that is not UTF-8 with
+    1007, both without a reason the browser can explain to its user; this sends an
+    `error` frame first and closes with 4332.
     """
 
     def __init__(self, *, max_msg_size: int, **kwargs: Any) -> None:
@@ -269,13 +270,13 @@ class FrameLimitedWebSocketResponse(web.WebSocketResponse[Literal[True]]):
     async def close(
         self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True
     ) -> bool:
-        if code == WSCloseCode.MESSAGE_TOO_BIG and not self.closed:
+        explanations: dict[int, str] = {
+            WSCloseCode.MESSAGE_TOO_BIG: frame_too_large_message(self._frame_limit),
+            WSCloseCode.INVALID_TEXT: "Invalid params: the text frame is not valid UTF-8.",
+        }
+        if code in explanations and not self.closed:
             try:
-                await self.send_str(
-                    json.dumps(
-                        frame("error", None, value=frame_too_large_message(self._frame_limit))
-                    )
-                )
+                await self.send_str(json.dumps(frame("error", None, value=explanations[code])))
             except ConnectionError:
                 pass
             else:

@@ -25,6 +25,7 @@ from aiohttp import WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
+from services.common.text import clean_json
 from services.common.tracing import outgoing_metadata, tracer
 from services.gateway.access import FrameLimitedWebSocketResponse, client_identity
 from services.gateway.frames import FrameBuilder, frame
@@ -82,7 +83,7 @@ async def _read_params(ws: web.WebSocketResponse, settings: GatewaySettings) -> 
     if message.type != WSMsgType.TEXT:
         raise ParamsError("Invalid params: expected a JSON text frame")
     try:
-        return json.loads(message.data)
+        return clean_json(json.loads(message.data))
     except json.JSONDecodeError as exc:
         raise ParamsError(
             f"Invalid params: not valid JSON ({exc.msg} at position {exc.pos})"

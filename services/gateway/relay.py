@@ -36,6 +36,8 @@ def rpc_error_text(exc: grpc.aio.AioRpcError, agent_addr: str) -> str:
         return f"Invalid request: {exc.details()}"
     if code == grpc.StatusCode.UNAVAILABLE:
         return f"The agent service at {agent_addr} is unavailable. Is it running?"
+    if code == grpc.StatusCode.NOT_FOUND:
+        return f"Not found: {exc.details()}"
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return "The generation took too long and was stopped."
     return f"An unexpected error occurred: {code.name}: {exc.details()}"

@@ -23,6 +23,7 @@ from services.tools.worker import ToolWorker
 
 Context = grpc.aio.ServicerContext[object, object]
 MAX_ID_LENGTH = 256
+MAX_NAME_LENGTH = 64
 
 
 class ToolServicer(pb_grpc.ToolServiceServicer):
@@ -50,6 +51,8 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
         violations = []
         if not request.call.name:
             violations.append(FieldViolation("call.name", "required"))
+        elif len(request.call.name) > MAX_NAME_LENGTH:
+            violations.append(FieldViolation("call.name", f"at most {MAX_NAME_LENGTH} characters"))
         if len(request.call.id) > MAX_ID_LENGTH:
             violations.append(FieldViolation("call.id", f"at most {MAX_ID_LENGTH} characters"))
         if violations:

@@ -86,7 +86,9 @@ class ToolWorker:
             # content hashes, so no worker needs to have seen the upload before.
             await stage_uploads(self.store, ctx.input_images, ctx.asset_base_url)
         outcome = await self.runtime.execute(call, file, merged)
-        self.metrics.tool_seconds.labels(call.name, str(outcome.ok).lower()).observe(
+        # Labels come from a fixed vocabulary: a made-up name must not mint a series.
+        label = call.name if call.name in self.runtime.tool_names else "unknown"
+        self.metrics.tool_seconds.labels(label, str(outcome.ok).lower()).observe(
             time.monotonic() - started
         )
         return outcome
