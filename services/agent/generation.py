@@ -174,6 +174,10 @@ class GenerationManager:
         context = ToolCallContext(credentials=credentials, assume_input_images=True)
         return [tool.name for tool in await self._tools.list_tools(context)]
 
+    def generations(self) -> list[Generation]:
+        """The generations this agent still holds, oldest first."""
+        return list(self._generations.values())
+
     def get(self, generation_id: str) -> Generation | None:
         return self._generations.get(generation_id)
 

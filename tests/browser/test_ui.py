@@ -157,7 +157,7 @@ async def wait_complete(page: Page, variants: int = 2) -> None:
 
 
 def generations(suite: Suite) -> list[Generation]:
-    return list(suite.agent.manager._generations.values())
+    return suite.agent.manager.generations()
 
 
 async def test_create_from_screenshot_streams_previews_and_activity(

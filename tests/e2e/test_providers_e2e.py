@@ -252,7 +252,7 @@ async def test_browser_cancel_closes_the_model_stream(
                 await ws.close(code=4333)
         await asyncio.wait_for(openai.client_disconnected.wait(), 10)
         await asyncio.wait_for(anthropic.wait_disconnect(), 10)
-        generation = next(iter(suite.agent.manager._generations.values()))
+        generation = suite.agent.manager.generations()[0]
         assert generation.task is not None
         await asyncio.wait({generation.task}, timeout=10)
         assert generation.status == "cancelled"

@@ -111,7 +111,7 @@ async def test_a_non_resumable_drop_cancels_at_once(tmp_path: Path) -> None:
                     if json.loads(message.data)["type"] == "setCode":
                         break
                 await ws.close(code=1001)
-        generation = next(iter(suite.agent.manager._generations.values()))
+        generation = suite.agent.manager.generations()[0]
         assert generation.task is not None
         await asyncio.wait({generation.task}, timeout=10)
         assert generation.status == "cancelled"

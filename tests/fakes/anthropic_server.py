@@ -31,6 +31,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes import serve_on_loopback
+
 # The error `type` the real API sends with each status.
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -139,12 +141,7 @@ class FakeAnthropic:
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
         # Cancelling the handler when the client goes away is how we see disconnects.
-        self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.base_url = f"http://{host}:{port}"
+        self._runner, self.base_url = await serve_on_loopback(app, handler_cancellation=True)
         return self.base_url
 
     async def stop(self) -> None:

@@ -33,6 +33,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes import serve_on_loopback
+
 ERROR_STATUSES = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
@@ -118,12 +120,7 @@ class FakeGeminiDetect:
     async def start(self) -> str:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/{version}/models/{action}", self._generate)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.base_url = f"http://{host}:{port}"
+        self._runner, self.base_url = await serve_on_loopback(app)
         return self.base_url
 
     async def stop(self) -> None:

@@ -34,6 +34,8 @@ from typing import Any, Literal
 from aiohttp import web
 from multidict import CIMultiDict
 
+from tests.fakes import serve_on_loopback
+
 RESPONSES_PATH = "/v1/responses"
 CHAT_PATH = "/v1/chat/completions"
 CREATED_AT = 1_700_000_000
@@ -417,12 +419,8 @@ class FakeOpenAI:
         app.router.add_post(RESPONSES_PATH, self._handle)
         app.router.add_post(CHAT_PATH, self._handle)
         # Cancellation of the handler is how aiohttp reports a client that hung up.
-        self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.base_url = f"http://{host}:{port}/v1"
+        self._runner, origin = await serve_on_loopback(app, handler_cancellation=True)
+        self.base_url = f"{origin}/v1"
         return self.base_url
 
     async def stop(self) -> None:

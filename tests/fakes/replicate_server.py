@@ -39,6 +39,8 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from tests.fakes import serve_on_loopback
+
 OutputShape = Literal["str", "list", "dict", "list_dict"]
 _AUTO: Any = object()
 
@@ -145,12 +147,7 @@ class FakeReplicate:
         app.router.add_get("/v1/predictions/{id}", self._get)
         app.router.add_post("/v1/predictions/{id}/cancel", self._cancel)
         app.router.add_get("/files/{name}", self._file)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.base_url = f"http://{host}:{port}"
+        self._runner, self.base_url = await serve_on_loopback(app)
         return self.base_url
 
     async def stop(self) -> None:

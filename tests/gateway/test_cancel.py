@@ -22,7 +22,7 @@ async def test_client_close_4333_cancels_the_generation(tmp_path: Path) -> None:
                     if json.loads(message.data)["type"] == "setCode":
                         break
                 await ws.close(code=4333)
-        generations = list(suite.agent.manager._generations.values())
+        generations = suite.agent.manager.generations()
         assert len(generations) == 1
         generation = generations[0]
         assert generation.task is not None
