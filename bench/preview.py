@@ -5,8 +5,12 @@ Run alone: `.venv/bin/python bench/preview.py` (under a minute on two idle cores
 
 1. CPU: our incremental `ArgumentScanner` against a baseline that re-scans the whole
    buffer on every delta as upstream does, on the same 8-character deltas.
-2. gRPC: the bytes of `code_delta` events the agent sends for the preview (batched by
-   `DeltaBatcher`), against the content size.
+2. gRPC: the bytes of `code_delta` events the agent sends for the preview, against the
+   content size. The agent's event log (services/agent/eventlog.py) commits a stream's first
+   delta at once and merges what continues it until the generation's next tick (20 ms
+   for code);
+   for one stream that is exactly `DeltaBatcher` with no size limit and the tick as its
+   delay, which is how it is modelled here (`agent_batcher()`).
 3. Browser: timed streams replayed on a simulated clock through scanner, batcher, gateway
    buffer and `SetCodePolicy`, against upstream's rule (the whole file on every 40 new
    characters): setCode bytes, preview lag and the worst one-second bandwidth.
@@ -21,6 +25,7 @@ import multiprocessing
 import os
 import random
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -30,6 +35,7 @@ from typing import Final
 from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.agent.argscan import ArgumentScanner, DeltaBatcher
+from services.agent.eventlog import CODE_TICK_S
 from services.gateway.preview_policy import CodeBuffer, PreviewPolicyConfig, SetCodePolicy
 
 KB: Final = 1024
@@ -187,9 +193,14 @@ def cpu(fn: Callable[[Sequence[str]], int], pieces: Sequence[str], repeat: int) 
 # -- 2. gRPC bytes -----------------------------------------------------------------------
 
 
+def agent_batcher() -> DeltaBatcher:
+    """One code stream as the agent's event log merges it (see the module docstring)."""
+    return DeltaBatcher(min_chars=sys.maxsize, max_delay_s=CODE_TICK_S)
+
+
 def grpc_bytes(pieces: Sequence[str]) -> tuple[int, int]:
     """(code_delta events, bytes on the wire) for an unpaced stream, batched."""
-    scanner, batcher = ArgumentScanner(), DeltaBatcher()
+    scanner, batcher = ArgumentScanner(), agent_batcher()
     edits = []
     for piece in pieces:
         for fragment in scanner.feed(piece):
@@ -231,7 +242,7 @@ def replay_ours(
 
     Returns the replay and, per delta, (arrival time, content length after it).
     """
-    scanner, batcher = ArgumentScanner(), DeltaBatcher()
+    scanner, batcher = ArgumentScanner(), agent_batcher()
     code, policy = CodeBuffer(), SetCodePolicy(config)
     frames: list[tuple[float, int, int]] = []  # (time, code length, bytes)
     arrivals: list[tuple[float, int]] = []

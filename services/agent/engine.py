@@ -8,13 +8,12 @@ and leaves as append-only `CodeDelta`s.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from services.agent.argscan import ArgumentScanner, DeltaBatcher, TextEdit
+from services.agent.argscan import ArgumentScanner
 from services.agent.domain import FileState
 from services.agent.events import (
     AssistantText,
@@ -101,15 +100,10 @@ class VariantEngine:
 
     async def run(self) -> str:
         """Runs the loop to its end and returns the variant's final code."""
-        coalescing = CoalescingEmit(self.emit)
-        self.emit = coalescing
         try:
             for _ in range(self.max_turns):
                 stream = _TurnStream(self)
-                try:
-                    turn = await self.session.stream_turn(stream.on_event)
-                finally:
-                    stream.flush()
+                turn = await self.session.stream_turn(stream.on_event)
                 self.usage = self.usage + turn.usage
                 self.emit("", TurnUsage(turn.usage, self.session.total_cost_usd()))
                 if not turn.tool_calls:
@@ -121,7 +115,6 @@ class VariantEngine:
                 self.session.append_tool_results(turn, executed)
             raise EngineError(f"Agent exceeded max tool turns ({self.max_turns}).")
         finally:
-            coalescing.flush()
             await self.session.close()
 
     async def _run_tool(self, call: ToolCall, stream: _TurnStream) -> ExecutedTool:
@@ -169,49 +162,6 @@ class VariantEngine:
         return completion
 
 
-# Text deltas of one message within this window leave as one event. Model APIs stream
-# about a token per delta, often in bursts; one gRPC message (and one wake-up on each
-# side) per token is the agent's largest cost under load. The window is short because
-# the gateway coalesces again (50 ms) and the added latency of the two adds up.
-TEXT_WINDOW_S = 0.01
-
-
-class CoalescingEmit:
-    """An Emit that merges consecutive thinking/assistant deltas of one message.
-
-    Anything else flushes the pending text first, so the order of events is kept.
-    """
-
-    def __init__(self, emit: Emit, window_s: float = TEXT_WINDOW_S) -> None:
-        self._emit = emit
-        self._window_s = window_s
-        self._id = ""
-        self._kind: type[AssistantText] | type[ThinkingText] | None = None
-        self._parts: list[str] = []
-        self._timer: asyncio.TimerHandle | None = None
-
-    def __call__(self, event_id: str, payload: Payload) -> None:
-        if isinstance(payload, AssistantText | ThinkingText):
-            kind = type(payload)
-            if self._kind is kind and self._id == event_id:
-                self._parts.append(payload.text)
-                return
-            self.flush()
-            self._id, self._kind, self._parts = event_id, kind, [payload.text]
-            self._timer = asyncio.get_running_loop().call_later(self._window_s, self.flush)
-            return
-        self.flush()
-        self._emit(event_id, payload)
-
-    def flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._kind is not None:
-            self._emit(self._id, self._kind("".join(self._parts)))
-            self._kind, self._parts = None, []
-
-
 def _event_id(kind: str, index: int) -> str:
     return f"{kind}-{index}-{secrets.token_hex(4)}"
 
@@ -225,10 +175,6 @@ class _TurnStream:
         self._thinking_id = _event_id("thinking", engine.index)
         self._previews: dict[str, _Preview] = {}
         self.started_calls: set[str] = set()
-
-    def flush(self) -> None:
-        for preview in self._previews.values():
-            preview.flush()
 
     async def on_event(self, event: StreamEvent) -> None:
         emit = self._engine.emit
@@ -247,23 +193,18 @@ class _TurnStream:
 
 
 class _Preview:
-    """Decodes one streamed create_file's content once and emits it as CodeDeltas.
-
-    Fragments are batched (each event costs a fixed framing) and flushed by size, by a
-    short timer, and before anything that must follow the preview.
-    """
+    """Decodes one streamed create_file's content once and emits it as CodeDeltas (the
+    event log merges consecutive ones)."""
 
     def __init__(self, call_id: str, engine: VariantEngine) -> None:
         self._call_id = call_id
         self._engine = engine
         self._scanner = ArgumentScanner(("path", "content"))
-        self._batcher = DeltaBatcher()
-        self._timer: asyncio.TimerHandle | None = None
         self.started = False
 
     def feed(self, event: ToolCallDelta) -> bool:
         """Returns True once the tool's start has been announced."""
-        now = time.monotonic()
+        emit = self._engine.emit
         for fragment in self._scanner.feed(event.arguments_delta):
             if fragment.key != "content" or (not fragment.text and fragment.offset > 0):
                 continue
@@ -276,20 +217,6 @@ class _Preview:
                     "contentLength": len(fragment.text),
                     "preview": summarize_text(fragment.text, 200),
                 }
-                self._engine.emit(self._call_id, ToolStarted("create_file", summary))
-            self._send(self._batcher.add(now, fragment.offset, fragment.text))
-        due = self._batcher.due()
-        if due is not None and self._timer is None:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_at(loop.time() + max(0.0, due - now), self.flush)
+                emit(self._call_id, ToolStarted("create_file", summary))
+            emit(self._call_id, CodeDelta(fragment.offset, clean_text(fragment.text)))
         return self.started
-
-    def flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._send(self._batcher.flush())
-
-    def _send(self, edit: TextEdit | None) -> None:
-        if edit is not None:
-            self._engine.emit(self._call_id, CodeDelta(edit.offset, clean_text(edit.text)))

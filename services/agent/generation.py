@@ -22,6 +22,7 @@ from opentelemetry import trace
 
 from services.agent.domain import GenerationRequest
 from services.agent.engine import CostBudget, EngineError, ToolRecord, VariantEngine
+from services.agent.eventlog import DEFAULT_TICK_S, EventLog
 from services.agent.events import (
     Event,
     GenerationComplete,
@@ -87,7 +88,9 @@ class VariantState:
 
 
 class Generation:
-    def __init__(self, generation_id: str, request: GenerationRequest) -> None:
+    def __init__(
+        self, generation_id: str, request: GenerationRequest, *, tick_s: float = DEFAULT_TICK_S
+    ) -> None:
         self.id = generation_id
         self.request = request
         self.status: RunStatus = "running"
@@ -98,8 +101,7 @@ class Generation:
         self.variants: list[VariantState] = []
         self.deadline = float("inf")  # time.monotonic() by which the work must end
         self.task: asyncio.Task[None] | None = None
-        self._events: list[Event] = []
-        self._wake = asyncio.Event()
+        self.log = EventLog(generation_id, tick_s)
         self._owners = 0
 
     @property
@@ -108,32 +110,25 @@ class Generation:
 
     @property
     def last_sequence(self) -> int:
-        return len(self._events)
+        return len(self.log)
 
     def publish(self, variant_index: int, event_id: str, payload: Payload) -> None:
         if self.finished:
             return
-        self._events.append(Event(self.id, len(self._events) + 1, variant_index, event_id, payload))
+        self.log.publish(variant_index, event_id, payload)
         if isinstance(payload, GenerationComplete):
             self.finished_at = time.time()
-        # Wake every watcher, then arm a fresh event for the next publish.
-        self._wake.set()
-        self._wake = asyncio.Event()
+
+    def batches(self, after_sequence: int = 0) -> AsyncIterator[Sequence[Event]]:
+        """Events with sequence > after_sequence, as many at a time as are committed,
+        live until the generation ends."""
+        return self.log.batches(after_sequence)
 
     async def watch(self, after_sequence: int = 0) -> AsyncIterator[Event]:
-        """Events with sequence > after_sequence, live until the generation ends."""
-        position = max(0, after_sequence)
-        while True:
-            wake = self._wake
-            if position < len(self._events):
-                batch = self._events[position:]
-                position += len(batch)
-                for event in batch:
-                    yield event
-                continue
-            if self.finished:
-                return
-            await wake.wait()
+        """Events with sequence > after_sequence, one at a time."""
+        async for batch in self.log.batches(after_sequence):
+            for event in batch:
+                yield event
 
     def cancel(self) -> bool:
         if self.task is None or self.task.done():
@@ -189,7 +184,7 @@ class GenerationManager:
         generation_id = request.generation_id or uuid.uuid4().hex
         if generation_id in self._generations:
             raise ValueError(f"generation_id {generation_id!r} is already in use")
-        generation = Generation(generation_id, request)
+        generation = Generation(generation_id, request, tick_s=self._settings.event_tick_s)
         limit = self._settings.max_generation_s
         generation.deadline = time.monotonic() + (
             limit if deadline_s is None else min(limit, deadline_s)

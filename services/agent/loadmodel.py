@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import re
 import sys
@@ -38,11 +39,11 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from services.agent.demo import demo_script
 from services.agent.domain import GenerationRequest
-from services.agent.events import Payload
-from services.agent.generation import Generation
+from services.agent.eventlog import EventLog
 from services.agent.models import ModelSpec
 from services.agent.providers import factory
 from services.agent.providers.base import (
@@ -101,7 +102,7 @@ def rechunk(script: TurnSource, chunk_chars: int) -> TurnSource:
 
 
 class LoadStats:
-    """Counts the model's deltas and the GenerationEvents the agent publishes; a thread
+    """Counts the model's deltas and the GenerationEvents the agent commits; a thread
     writes `<monotonic s> <events> <deltas>` to `path` every `interval_s` (atomically)."""
 
     def __init__(self, path: str, interval_s: float = 0.25) -> None:
@@ -111,16 +112,13 @@ class LoadStats:
         self._interval_s = interval_s
 
     def install(self) -> None:
-        publish = Generation.publish
+        append = EventLog._append
 
-        def counting_publish(
-            generation: Generation, variant_index: int, event_id: str, payload: Payload
-        ) -> None:
-            if not generation.finished:
-                self.events += 1
-            publish(generation, variant_index, event_id, payload)
+        def counting_append(log: EventLog, record: tuple[Any, ...]) -> None:
+            self.events += 1
+            append(log, record)
 
-        setattr(Generation, "publish", counting_publish)  # noqa: B010
+        setattr(EventLog, "_append", counting_append)  # noqa: B010
         threading.Thread(target=self._write_forever, name="load-stats", daemon=True).start()
 
     def _write_forever(self) -> None:
@@ -132,12 +130,44 @@ class LoadStats:
             time.sleep(self._interval_s)
 
 
+class ServerClock:
+    """The model server's one clock. A delta due at t waits for the first `quantum_s` tick
+    at or after t, and every delta due in one tick is released by a single timer, as one
+    socket read releases what arrived together. (A timer per delta would put hundreds of
+    thousands of heap operations a second on the agent's loop that a real network stream
+    does not cost it.) Waiters that are cancelled simply leave."""
+
+    def __init__(self, quantum_s: float = 0.001) -> None:
+        self._quantum_s = quantum_s
+        self._ticks: dict[int, list[asyncio.Future[None]]] = {}
+
+    async def wait_until(self, due: float) -> None:
+        loop = asyncio.get_running_loop()
+        tick = math.ceil(due / self._quantum_s)
+        if tick * self._quantum_s <= loop.time():
+            await asyncio.sleep(0)  # late: deliver at once, but let others run between
+            return
+        waiters = self._ticks.get(tick)
+        if waiters is None:
+            waiters = self._ticks[tick] = []
+            loop.call_at(tick * self._quantum_s, self._release, tick)
+        future = loop.create_future()
+        waiters.append(future)
+        await future
+
+    def _release(self, tick: int) -> None:
+        for future in self._ticks.pop(tick):
+            if not future.done():
+                future.set_result(None)
+
+
 @dataclass
 class LoadSession:
     """Replays a script on a fixed schedule, `pace_s` between deltas, stamping text deltas."""
 
     script: TurnSource
     pace_s: float
+    clock: ServerClock
     stamps: bool = True
     stats: LoadStats | None = None
     tool_results: list[list[ExecutedTool]] = field(default_factory=list)
@@ -179,7 +209,7 @@ class LoadSession:
     async def _tick(self) -> float:
         """Waits until the next delta is due (only yields when already late); its due time."""
         self._due += self.pace_s
-        await asyncio.sleep(max(0.0, self._due - time.monotonic()))
+        await self.clock.wait_until(self._due)
         if self.stats is not None:
             self.stats.deltas += 1
         return self._due
@@ -217,6 +247,7 @@ def install(config: LoadModelConfig) -> None:
     """Routes the demo model's sessions of every `SessionFactory` to `LoadSession`."""
     demo_factory = factory.SessionFactory.__call__
     stats = LoadStats(config.stats_path) if config.stats_path else None
+    clock = ServerClock()
     if stats is not None:
         stats.install()
 
@@ -241,7 +272,9 @@ def install(config: LoadModelConfig) -> None:
         script = demo_script(
             request.prompt.text, request.stack, variant_index, [t.name for t in tools]
         )
-        return LoadSession(rechunk(script, config.chunk_chars), config.pace_s, config.stamps, stats)
+        return LoadSession(
+            rechunk(script, config.chunk_chars), config.pace_s, clock, config.stamps, stats
+        )
 
     setattr(factory.SessionFactory, "__call__", load_factory)  # noqa: B010
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.convert import event_to_proto, request_from_proto, run_to_proto
+from services.agent.events import Event
 from services.agent.generation import Generation, GenerationManager, ShuttingDown
 from services.agent.models import CATALOGUE
 from services.agent.settings import AgentSettings
@@ -19,6 +20,8 @@ from services.common.tracing import incoming_context, tracer
 
 Context = grpc.aio.ServicerContext[object, object]
 
+MAX_BATCH_BYTES = 1 << 20
+
 
 class AgentServicer(pb_grpc.AgentServiceServicer):
     def __init__(self, manager: GenerationManager, settings: AgentSettings) -> None:
@@ -28,6 +31,34 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     async def GenerateCode(
         self, request: pb.GenerateCodeRequest, context: Context
     ) -> AsyncIterator[pb.GenerationEvent]:
+        generation = await self._start(request, context)
+        async for events in self._held(generation, 0):
+            for event in events:
+                yield event_to_proto(event)
+
+    async def GenerateCodeBatched(
+        self, request: pb.GenerateCodeRequest, context: Context
+    ) -> AsyncIterator[pb.GenerationEventBatch]:
+        generation = await self._start(request, context)
+        async for batch in self._batches(generation, 0):
+            yield batch
+
+    async def WatchGeneration(
+        self, request: pb.WatchGenerationRequest, context: Context
+    ) -> AsyncIterator[pb.GenerationEvent]:
+        generation = await self._find(request.generation_id, context)
+        async for events in self._held(generation, request.after_sequence):
+            for event in events:
+                yield event_to_proto(event)
+
+    async def WatchGenerationBatched(
+        self, request: pb.WatchGenerationRequest, context: Context
+    ) -> AsyncIterator[pb.GenerationEventBatch]:
+        generation = await self._find(request.generation_id, context)
+        async for batch in self._batches(generation, request.after_sequence):
+            yield batch
+
+    async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
         try:
             domain = request_from_proto(request)
         except InvalidRequest as exc:
@@ -41,31 +72,39 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 attributes={"s2c.generation_id": domain.generation_id},
             ):
                 # The caller's deadline bounds the generation, too.
-                generation = self._manager.start(domain, deadline_s=context.time_remaining())
+                return self._manager.start(domain, deadline_s=context.time_remaining())
         except ShuttingDown as exc:
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except ValueError as exc:
             await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
-        async for event in self._stream(generation, 0):
-            yield event
-
-    async def WatchGeneration(
-        self, request: pb.WatchGenerationRequest, context: Context
-    ) -> AsyncIterator[pb.GenerationEvent]:
-        generation = await self._find(request.generation_id, context)
-        async for event in self._stream(generation, request.after_sequence):
-            yield event
+        raise AssertionError("unreachable: abort raises")
 
     @staticmethod
-    async def _stream(generation: Generation, after: int) -> AsyncIterator[pb.GenerationEvent]:
+    async def _held(generation: Generation, after: int) -> AsyncIterator[Sequence[Event]]:
         # Every open stream holds the generation; when the last caller goes away
         # (cancel, deadline, disconnect) the work stops too.
         generation.acquire()
         try:
-            async for event in generation.watch(after):
-                yield event_to_proto(event)
+            async for events in generation.batches(after):
+                yield events
         finally:
             generation.release()
+
+    @classmethod
+    async def _batches(
+        cls, generation: Generation, after: int
+    ) -> AsyncIterator[pb.GenerationEventBatch]:
+        async for events in cls._held(generation, after):
+            # A re-attaching client may get a long log at once: keep each message well
+            # under the channel's limit (snapshots and screenshots are large).
+            messages = [event_to_proto(event) for event in events]
+            start, size = 0, 0
+            for i, message in enumerate(messages):
+                size += message.ByteSize()
+                if size > MAX_BATCH_BYTES and i > start:
+                    yield pb.GenerationEventBatch(events=messages[start:i])
+                    start, size = i, message.ByteSize()
+            yield pb.GenerationEventBatch(events=messages[start:])
 
     async def CancelGeneration(
         self, request: pb.CancelGenerationRequest, context: Context

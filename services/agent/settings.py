@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.agent.eventlog import DEFAULT_TICK_S
 from services.common.credentials import Credentials
 from services.common.security import GrpcSecurity
 
@@ -46,6 +47,8 @@ class AgentSettings:
     metrics_listen: str = ""  # host:port of the /metrics endpoint; empty: off
     grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
     database_url: str = ""  # postgresql://… for a shared run store; empty: SQLite in data_dir
+    # How long streamed deltas may wait to be merged into one event (see eventlog.py).
+    event_tick_s: float = DEFAULT_TICK_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> AgentSettings:
@@ -76,6 +79,7 @@ class AgentSettings:
             "grpc_security": GrpcSecurity.from_env(env),
             "shutdown_grace_s": float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
             "max_generation_s": float(env.get("S2C_MAX_GENERATION_S", "900")),
+            "event_tick_s": int(env.get("S2C_EVENT_TICK_MS", "50")) / 1000,
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

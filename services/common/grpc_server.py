@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -157,6 +158,7 @@ async def serve_until_signalled(
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    freeze_startup_heap()
     server_done = asyncio.ensure_future(running.server.wait_for_termination())
     stop_wait = asyncio.ensure_future(stop.wait())
     await asyncio.wait({server_done, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
@@ -171,6 +173,15 @@ async def serve_until_signalled(
     await running.server.stop(grace_s)
     stop_wait.cancel()
     server_done.cancel()
+
+
+def freeze_startup_heap() -> None:
+    """Moves what exists once a server is up — modules, SDK and protobuf classes, about
+    50 k objects — out of the cycle collector's view. They live as long as the process,
+    and every full collection would otherwise walk them again, stalling the loop (tens of
+    ms under load). Garbage among them is still freed by reference counting."""
+    gc.collect()
+    gc.freeze()
 
 
 def split_host_port(address: str) -> tuple[str, int]:

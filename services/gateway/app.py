@@ -13,7 +13,7 @@ from aiohttp import web
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
-from services.common.grpc_server import CHANNEL_OPTIONS
+from services.common.grpc_server import CHANNEL_OPTIONS, freeze_startup_heap
 from services.common.metrics import GatewayMetrics, render
 from services.common.security import create_channel
 from services.common.tracing import outgoing_metadata
@@ -122,5 +122,6 @@ async def serve(settings: GatewaySettings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    freeze_startup_heap()
     await stop.wait()
     await runner.cleanup()

@@ -118,14 +118,14 @@ async def _generate(
     request: web.Request, ws: web.WebSocketResponse, settings: GatewaySettings
 ) -> web.WebSocketResponse:
     stub = pb_grpc.AgentServiceStub(request.app[CHANNEL_KEY])
-    call: grpc.aio.UnaryStreamCall[Any, pb.GenerationEvent]
+    call: grpc.aio.UnaryStreamCall[Any, pb.GenerationEventBatch]
     try:
         params = await _read_params(ws, settings)
         if params is None:
             return ws
         if isinstance(params, dict) and "resumeGenerationId" in params:
             generation_id, after = _resume_params(params)
-            call = stub.WatchGeneration(
+            call = stub.WatchGenerationBatched(
                 pb.WatchGenerationRequest(generation_id=generation_id),
                 metadata=outgoing_metadata(),
             )
@@ -134,7 +134,7 @@ async def _generate(
             generate_request = parse_params(params, asset_base_url=asset_base_url(request))
             generation_id = uuid.uuid4().hex
             generate_request.generation_id = generation_id
-            call = stub.GenerateCode(generate_request, metadata=outgoing_metadata())
+            call = stub.GenerateCodeBatched(generate_request, metadata=outgoing_metadata())
             resumable, skip_until = params.get("resumable") is True, 0
     except ParamsError as exc:
         await _fail(ws, str(exc))

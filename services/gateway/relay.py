@@ -1,4 +1,4 @@
-"""One browser WebSocket ⇄ one GenerateCode stream."""
+"""One browser WebSocket ⇄ one batched GenerateCode (or WatchGeneration) stream."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class Relay:
     def __init__(
         self,
         ws: web.WebSocketResponse,
-        events: grpc.aio.UnaryStreamCall[Any, pb.GenerationEvent],
+        events: grpc.aio.UnaryStreamCall[Any, pb.GenerationEventBatch],
         builder: FrameBuilder,
         agent_addr: str,
         metrics: GatewayMetrics,
@@ -60,7 +60,9 @@ class Relay:
         self._events = events
         self._builder = builder
         self._agent_addr = agent_addr
-        self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=256)
+        # Batches come about one per agent tick (20 ms) per generation: 32 is over half a
+        # second of events, and bounds what a stalled browser makes us hold.
+        self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=32)
         self._metrics = metrics
         self._frame_counters: dict[str, tuple[Counter, Counter]] = {}
         self.client_gone = asyncio.Event()
@@ -85,8 +87,8 @@ class Relay:
 
     async def _read(self) -> None:
         try:
-            async for event in self._events:
-                await self._queue.put(event)
+            async for batch in self._events:
+                await self._queue.put(batch)
         except grpc.aio.AioRpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 await self._queue.put(exc)
@@ -125,14 +127,19 @@ class Relay:
                 await self._send(builder.flush_all())
                 await self.fail(rpc_error_text(item, self._agent_addr))
                 return
-            assert isinstance(item, pb.GenerationEvent)
-            if self._catching_up:
-                if item.sequence <= self._skip_until:
-                    builder.on_event(item)
-                    continue
-                self._catching_up = False
-                await self._send(builder.resync())
-            await self._send(builder.on_event(item))
+            assert isinstance(item, pb.GenerationEventBatch)
+            frames: list[Frame] = []
+            for event in item.events:
+                if self._catching_up:
+                    if event.sequence <= self._skip_until:
+                        builder.on_event(event)
+                        continue
+                    self._catching_up = False
+                    frames += builder.resync()
+                frames += builder.on_event(event)
+            if not self._catching_up:
+                frames += builder.on_timer()  # whatever fell due, text included
+            await self._send(frames)
         if self.client_gone.is_set():
             self.outcome = "client_closed"
             return
@@ -143,25 +150,25 @@ class Relay:
             await self._ws.close(code=1000)
 
     async def _send(self, frames: list[Frame]) -> None:
-        for out in frames:
-            if self._ws.closed:
-                return
-            text = encode(out)
-            try:
-                # A browser that cannot keep up is let go instead of buffering without end.
-                async with asyncio.timeout(self._send_timeout_s):
+        if not frames:
+            return
+        try:
+            # A browser that cannot keep up is let go instead of buffering without end.
+            async with asyncio.timeout(self._send_timeout_s):
+                for out in frames:
+                    if self._ws.closed:
+                        return
+                    text = encode(out)
                     await self._ws.send_str(text)
-                count, size = self._counters(str(out["type"]))
-                count.inc()
-                size.inc(len(text))
-            except TimeoutError:
-                log.warning("browser too slow; disconnecting")
-                self.client_gone.set()
-                await self._ws.close(code=SLOW_CLIENT, message=b"Client too slow to keep up")
-                return
-            except (ConnectionResetError, RuntimeError):
-                self.client_gone.set()
-                return
+                    count, size = self._counters(str(out["type"]))
+                    count.inc()
+                    size.inc(len(text))
+        except TimeoutError:
+            log.warning("browser too slow; disconnecting")
+            self.client_gone.set()
+            await self._ws.close(code=SLOW_CLIENT, message=b"Client too slow to keep up")
+        except (ConnectionResetError, RuntimeError):
+            self.client_gone.set()
 
     def _counters(self, kind: str) -> tuple[Counter, Counter]:
         counters = self._frame_counters.get(kind)

@@ -94,3 +94,44 @@ async def test_generate_watch_get_and_list(tmp_path: Path) -> None:
             "s2c_agent_tool_call_seconds_count", {"tool": "create_file", "ok": "true"}
         )
         assert tool_count == 1
+
+
+async def test_batched_streams_carry_the_same_events_in_fewer_messages(tmp_path: Path) -> None:
+    async with running_suite(tmp_path) as suite:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
+            stub = pb_grpc.AgentServiceStub(channel)
+            request = pb.GenerateCodeRequest(
+                generation_id="gen-b",
+                input_mode=pb.INPUT_MODE_TEXT,
+                prompt=pb.Prompt(text="A bakery landing page"),
+                variant_count=2,
+            )
+            batches = [batch async for batch in stub.GenerateCodeBatched(request)]
+            live = [event for batch in batches for event in batch.events]
+            assert all(batch.events for batch in batches)
+            assert [e.sequence for e in live] == list(range(1, len(live) + 1))
+            assert live[-1].generation_complete.status == pb.RUN_STATUS_COMPLETED
+            # The demo streams instantly here: a tick's worth of events shares a message.
+            assert len(batches) < len(live)
+            one_by_one = [
+                event
+                async for event in stub.WatchGeneration(
+                    pb.WatchGenerationRequest(generation_id="gen-b")
+                )
+            ]
+            assert one_by_one == live
+            for after in (0, 7, len(live) - 1, len(live)):
+                resumed = [
+                    event
+                    async for batch in stub.WatchGenerationBatched(
+                        pb.WatchGenerationRequest(generation_id="gen-b", after_sequence=after)
+                    )
+                    for event in batch.events
+                ]
+                assert resumed == live[after:]
+            with pytest.raises(grpc.aio.AioRpcError) as missing:
+                async for _ in stub.WatchGenerationBatched(
+                    pb.WatchGenerationRequest(generation_id="nope")
+                ):
+                    pass
+            assert missing.value.code() == grpc.StatusCode.NOT_FOUND

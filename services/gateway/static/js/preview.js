@@ -23,6 +23,13 @@ export class PreviewFrame {
     this.frame.setAttribute("sandbox", "allow-scripts");
     this.frame.setAttribute("referrerpolicy", "no-referrer");
     this.frame.dataset.testid = testId;
+    // One navigation at a time: a srcdoc set while the previous one is still loading can
+    // leave Chromium showing an empty document. The next code renders once this loads.
+    this.loading = false;
+    this.frame.addEventListener("load", () => {
+      this.loading = false;
+      if (this.pending !== null) this._render();
+    });
     this.frame.title = title;
     this.placeholder = document.createElement("div");
     this.placeholder.className = "preview-placeholder";
@@ -43,11 +50,13 @@ export class PreviewFrame {
   }
 
   _render() {
+    if (this.loading) return;
     const code = this.pending;
     this.pending = null;
     if (code === null || code === this.shown) return;
     this.shown = code;
     this.lastRender = performance.now();
+    this.loading = this.frame.isConnected;
     this.frame.srcdoc = code;
     this.placeholder.hidden = Boolean(code);
   }

@@ -66,6 +66,16 @@ class AgentServiceStub:
                 request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesRequest.SerializeToString,
                 response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesResponse.FromString,
                 _registered_method=True)
+        self.GenerateCodeBatched = channel.unary_stream(
+                '/s2c.agent.v1.AgentService/GenerateCodeBatched',
+                request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeRequest.SerializeToString,
+                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.FromString,
+                _registered_method=True)
+        self.WatchGenerationBatched = channel.unary_stream(
+                '/s2c.agent.v1.AgentService/WatchGenerationBatched',
+                request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.SerializeToString,
+                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -118,6 +128,22 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GenerateCodeBatched(self, request, context):
+        """GenerateCode with several events per message: each batch holds every event
+        committed since the previous one, in order. Same events, same semantics, far
+        fewer messages; for clients that relay many generations at once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchGenerationBatched(self, request, context):
+        """WatchGeneration with several events per message, like GenerateCodeBatched.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -150,6 +176,16 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.GetCapabilities,
                     request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesRequest.FromString,
                     response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesResponse.SerializeToString,
+            ),
+            'GenerateCodeBatched': grpc.unary_stream_rpc_method_handler(
+                    servicer.GenerateCodeBatched,
+                    request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeRequest.FromString,
+                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.SerializeToString,
+            ),
+            'WatchGenerationBatched': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchGenerationBatched,
+                    request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.FromString,
+                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -316,6 +352,60 @@ class AgentService:
             '/s2c.agent.v1.AgentService/GetCapabilities',
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesRequest.SerializeToString,
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GenerateCodeBatched(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/s2c.agent.v1.AgentService/GenerateCodeBatched',
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeRequest.SerializeToString,
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchGenerationBatched(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/s2c.agent.v1.AgentService/WatchGenerationBatched',
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.SerializeToString,
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.FromString,
             options,
             channel_credentials,
             insecure,

@@ -52,6 +52,13 @@ class AgentServiceStub:
     """Lists the models this agent knows and whether each is usable right now."""
     GetCapabilities: _grpc.UnaryUnaryMultiCallable[_agent_service_pb2.GetCapabilitiesRequest, _agent_service_pb2.GetCapabilitiesResponse]
     """Reports which tools the tool workers can run for a request with these credentials."""
+    GenerateCodeBatched: _grpc.UnaryStreamMultiCallable[_agent_service_pb2.GenerateCodeRequest, _agent_service_pb2.GenerationEventBatch]
+    """GenerateCode with several events per message: each batch holds every event
+    committed since the previous one, in order. Same events, same semantics, far
+    fewer messages; for clients that relay many generations at once.
+    """
+    WatchGenerationBatched: _grpc.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.GenerationEventBatch]
+    """WatchGeneration with several events per message, like GenerateCodeBatched."""
 
 @_typing.type_check_only
 class AgentServiceAsyncStub(AgentServiceStub):
@@ -77,6 +84,13 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """Lists the models this agent knows and whether each is usable right now."""
     GetCapabilities: _aio.UnaryUnaryMultiCallable[_agent_service_pb2.GetCapabilitiesRequest, _agent_service_pb2.GetCapabilitiesResponse]  # type: ignore[assignment]
     """Reports which tools the tool workers can run for a request with these credentials."""
+    GenerateCodeBatched: _aio.UnaryStreamMultiCallable[_agent_service_pb2.GenerateCodeRequest, _agent_service_pb2.GenerationEventBatch]  # type: ignore[assignment]
+    """GenerateCode with several events per message: each batch holds every event
+    committed since the previous one, in order. Same events, same semantics, far
+    fewer messages; for clients that relay many generations at once.
+    """
+    WatchGenerationBatched: _aio.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.GenerationEventBatch]  # type: ignore[assignment]
+    """WatchGeneration with several events per message, like GenerateCodeBatched."""
 
 class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
     """Runs code generations: one request fans out into several variants, each an
@@ -135,5 +149,24 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_agent_service_pb2.GetCapabilitiesResponse, _abc.Awaitable[_agent_service_pb2.GetCapabilitiesResponse]]:
         """Reports which tools the tool workers can run for a request with these credentials."""
+
+    @_abc_1.abstractmethod
+    def GenerateCodeBatched(
+        self,
+        request: _agent_service_pb2.GenerateCodeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_agent_service_pb2.GenerationEventBatch], _abc.AsyncIterator[_agent_service_pb2.GenerationEventBatch]]:
+        """GenerateCode with several events per message: each batch holds every event
+        committed since the previous one, in order. Same events, same semantics, far
+        fewer messages; for clients that relay many generations at once.
+        """
+
+    @_abc_1.abstractmethod
+    def WatchGenerationBatched(
+        self,
+        request: _agent_service_pb2.WatchGenerationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_agent_service_pb2.GenerationEventBatch], _abc.AsyncIterator[_agent_service_pb2.GenerationEventBatch]]:
+        """WatchGeneration with several events per message, like GenerateCodeBatched."""
 
 def add_AgentServiceServicer_to_server(servicer: AgentServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

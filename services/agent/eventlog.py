@@ -1,0 +1,182 @@
+"""A generation's event log, and the one place where streamed deltas are coalesced.
+
+Models stream about a token per delta. Forwarding each as its own event would cost one
+log entry, one gRPC message and a wake-up on every side per token — the agent's largest
+cost under load. So the log commits a stream's first delta at once (the UI shows thinking,
+text and the preview without delay) and merges the deltas that continue it — same
+variant, same message or tool call, contiguous code — into one pending event that is
+committed on the next *tick*, at most `tick_s` later (code: `CODE_TICK_S`). Anything
+else (a tool start, a snapshot, a completion) commits every pending delta first and
+wakes watchers at once.
+
+One timer per generation and tick replaces a timer per stream, and watchers wake once
+per tick, reading everything committed since, so a batched stream carries many events per
+message. Committed events never change: sequence numbers are 1-based and gapless, and a
+watcher re-attaching at any sequence reads exactly what it would have read live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.agent.events import (
+    AssistantText,
+    CodeDelta,
+    Event,
+    GenerationComplete,
+    Payload,
+    ThinkingText,
+)
+
+# Long enough that a 50-token/s stream merges a few deltas per event, short enough to stay
+# under what a reader notices (20 updates a second). The gateway sends what a batch
+# carries, so this is also the pace of the browser's text frames.
+DEFAULT_TICK_S = 0.05
+# Code waits less: the gateway spaces setCode frames 225 ms apart, and the preview must stay
+# within 250 ms of the model (bench/preview.py).
+CODE_TICK_S = 0.02
+
+Streamed = AssistantText | ThinkingText | CodeDelta
+
+# Committed events are kept as plain tuples of strings and numbers — (variant, event id,
+# kind, offset, text) for streamed deltas, (variant, event id, payload) for the rest —
+# and become `Event`s only when read. The cycle collector stops tracking such tuples, so
+# the logs an agent keeps (about a thousand events per variant) add nothing to its full
+# collections; as dataclasses they made each one stall the loop for 100+ ms under load.
+_KINDS: tuple[type[Streamed], ...] = (AssistantText, ThinkingText, CodeDelta)
+
+
+@dataclass(slots=True)
+class _Stream:
+    """The open stream of one variant: what a following delta must match to merge."""
+
+    kind: type[Streamed]
+    event_id: str
+    end: int  # CodeDelta: where the code ends now; text: unused
+    start: int = 0  # CodeDelta: offset of the pending text
+    parts: list[str] = field(default_factory=list)  # pending, not yet committed
+
+
+class EventLog:
+    def __init__(self, generation_id: str, tick_s: float = DEFAULT_TICK_S) -> None:
+        self._generation_id = generation_id
+        self._tick_s = tick_s
+        self._records: list[tuple[Any, ...]] = []
+        self._open: dict[int, _Stream] = {}
+        self._pending = 0  # streams with uncommitted parts
+        self._timer: asyncio.TimerHandle | None = None
+        self._wake = asyncio.Event()
+        self.closed = False
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def publish(self, variant_index: int, event_id: str, payload: Payload) -> None:
+        if self.closed:
+            return
+        if isinstance(payload, AssistantText | ThinkingText | CodeDelta):
+            stream = self._open.get(variant_index)
+            if stream is not None and self._continues(stream, event_id, payload):
+                if not stream.parts:
+                    self._pending += 1
+                    if isinstance(payload, CodeDelta):
+                        stream.start = payload.offset
+                        self._arm(min(CODE_TICK_S, self._tick_s))
+                    else:
+                        self._arm(self._tick_s)
+                stream.parts.append(payload.text)
+                if isinstance(payload, CodeDelta):
+                    stream.end += len(payload.text)
+                return
+            # A new stream: its first delta goes out at once.
+            self._commit_variant(variant_index)
+            end = payload.offset + len(payload.text) if isinstance(payload, CodeDelta) else 0
+            self._open[variant_index] = _Stream(type(payload), event_id, end)
+        else:
+            self._commit_all()
+            self._open.pop(variant_index, None)
+        if isinstance(payload, Streamed):
+            offset = payload.offset if isinstance(payload, CodeDelta) else 0
+            kind = _KINDS.index(type(payload))
+            self._append((variant_index, event_id, kind, offset, payload.text))
+        else:
+            self._append((variant_index, event_id, payload))
+        if isinstance(payload, GenerationComplete):
+            self.closed = True
+        self.tick()
+
+    def _arm(self, delay_s: float) -> None:
+        """Makes sure the next tick comes within `delay_s`."""
+        loop = asyncio.get_running_loop()
+        due = loop.time() + delay_s
+        if self._timer is not None:
+            if self._timer.when() <= due:
+                return
+            self._timer.cancel()
+        self._timer = loop.call_at(due, self.tick)
+
+    @staticmethod
+    def _continues(stream: _Stream, event_id: str, payload: Streamed) -> bool:
+        if type(payload) is not stream.kind or event_id != stream.event_id:
+            return False
+        # Code merges while it grows contiguously, once some of it is out (an empty first
+        # delta must not hold back the first visible text).
+        return not isinstance(payload, CodeDelta) or payload.offset == stream.end > 0
+
+    def tick(self) -> None:
+        """Commits every pending delta and wakes the watchers."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._commit_all()
+        self._wake.set()
+        self._wake = asyncio.Event()
+
+    def _commit_all(self) -> None:
+        if self._pending:
+            for index in list(self._open):
+                self._commit_variant(index)
+
+    def _commit_variant(self, variant_index: int) -> None:
+        stream = self._open.get(variant_index)
+        if stream is None or not stream.parts:
+            return
+        text = "".join(stream.parts)
+        stream.parts = []
+        self._pending -= 1
+        kind = _KINDS.index(stream.kind)
+        self._append((variant_index, stream.event_id, kind, stream.start, text))
+
+    def _append(self, record: tuple[Any, ...]) -> None:
+        self._records.append(record)
+
+    def _event(self, sequence: int, record: tuple[Any, ...]) -> Event:
+        if len(record) == 3:
+            return Event(self._generation_id, sequence, record[0], record[1], record[2])
+        variant_index, event_id, kind, offset, text = record
+        payload: Payload
+        if kind == 2:
+            payload = CodeDelta(offset, text)
+        elif kind == 0:
+            payload = AssistantText(text)
+        else:
+            payload = ThinkingText(text)
+        return Event(self._generation_id, sequence, variant_index, event_id, payload)
+
+    async def batches(self, after_sequence: int = 0) -> AsyncIterator[Sequence[Event]]:
+        """Committed events with sequence > after_sequence, in order, as many at a time
+        as are there; live until the log closes."""
+        position = max(0, after_sequence)
+        while True:
+            wake = self._wake
+            records = self._records
+            if position < len(records):
+                start, position = position, len(records)
+                yield [self._event(start + i + 1, r) for i, r in enumerate(records[start:position])]
+                continue
+            if self.closed:
+                return
+            await wake.wait()

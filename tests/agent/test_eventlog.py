@@ -1,0 +1,150 @@
+"""EventLog: streamed deltas merged per tick, first deltas at once, order and sequences kept."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+
+from services.agent.eventlog import EventLog
+from services.agent.events import (
+    AssistantText,
+    CodeDelta,
+    Event,
+    GenerationComplete,
+    Status,
+    ThinkingText,
+    ToolStarted,
+)
+
+
+async def read_now(log: EventLog, after: int = 0) -> list[Event]:
+    """What is committed after `after`, without waiting for more."""
+    if len(log) <= after:
+        return []
+    async for batch in log.batches(after):
+        return list(batch)
+    return []
+
+
+async def test_a_streams_first_delta_is_committed_at_once_the_rest_on_the_tick() -> None:
+    log = EventLog("g", tick_s=3600)  # the tick never fires by itself here
+    log.publish(0, "assistant-0-a", AssistantText("Hel"))
+    log.publish(0, "assistant-0-a", AssistantText("lo "))
+    log.publish(0, "assistant-0-a", AssistantText("world"))
+    assert [e.payload for e in await read_now(log)] == [AssistantText("Hel")]
+    log.tick()
+    events = await read_now(log)
+    assert [e.payload for e in events] == [AssistantText("Hel"), AssistantText("lo world")]
+    assert [e.sequence for e in events] == [1, 2]
+
+
+async def test_the_tick_fires_by_itself_and_wakes_a_waiting_watcher() -> None:
+    log = EventLog("g", tick_s=0.001)
+    log.publish(1, "thinking-1-a", ThinkingText("a"))
+    log.publish(1, "thinking-1-a", ThinkingText("b"))
+    seen: list[Event] = []
+    async for batch in log.batches(0):
+        seen += batch
+        if len(seen) == 2:
+            break
+    assert [(e.variant_index, e.payload) for e in seen] == [
+        (1, ThinkingText("a")),
+        (1, ThinkingText("b")),
+    ]
+
+
+async def test_anything_else_commits_pending_deltas_of_every_variant_first() -> None:
+    log = EventLog("g", tick_s=3600)
+    log.publish(0, "thinking-0-a", ThinkingText("x"))
+    log.publish(0, "thinking-0-a", ThinkingText("y"))
+    log.publish(1, "assistant-1-a", AssistantText("p"))
+    log.publish(1, "assistant-1-a", AssistantText("q"))
+    log.publish(0, "call-1", ToolStarted("create_file", {}))
+    log.publish(0, "", GenerationComplete("completed"))
+    events = await read_now(log)
+    assert [(e.variant_index, e.payload) for e in events] == [
+        (0, ThinkingText("x")),
+        (1, AssistantText("p")),
+        (0, ThinkingText("y")),
+        (1, AssistantText("q")),
+        (0, ToolStarted("create_file", {})),
+        (0, GenerationComplete("completed")),
+    ]
+    assert [e.sequence for e in events] == list(range(1, 7))
+    assert log.closed
+    log.publish(0, "", Status("too late"))
+    assert len(log) == 6
+
+
+async def test_code_merges_only_while_contiguous_and_a_restart_goes_out_at_once() -> None:
+    log = EventLog("g", tick_s=3600)
+    log.publish(0, "call-1", CodeDelta(0, ""))  # the empty start must not hold back text
+    log.publish(0, "call-1", CodeDelta(0, "<ht"))
+    log.publish(0, "call-1", CodeDelta(3, "ml>"))
+    log.publish(0, "call-1", CodeDelta(6, "<b>"))
+    log.publish(0, "call-1", CodeDelta(2, "X"))  # the model's value restarted earlier
+    events = await read_now(log)
+    assert [e.payload for e in events] == [
+        CodeDelta(0, ""),
+        CodeDelta(0, "<ht"),
+        CodeDelta(3, "ml><b>"),
+        CodeDelta(2, "X"),
+    ]
+    # Replaying the deltas gives the code a browser would show.
+    code = ""
+    for event in events:
+        assert isinstance(event.payload, CodeDelta)
+        code = code[: event.payload.offset] + event.payload.text
+    assert code == "<hX"
+
+
+async def test_another_message_or_kind_starts_a_new_stream() -> None:
+    log = EventLog("g", tick_s=3600)
+    log.publish(0, "thinking-0-a", ThinkingText("t"))
+    log.publish(0, "assistant-0-a", AssistantText("a"))
+    log.publish(0, "assistant-0-b", AssistantText("b"))
+    payloads = [e.payload for e in await read_now(log)]
+    assert payloads == [ThinkingText("t"), AssistantText("a"), AssistantText("b")]
+    # Equal dataclasses of different kinds must never merge.
+    assert [type(p) for p in payloads] == [ThinkingText, AssistantText, AssistantText]
+
+
+async def test_a_watcher_attaching_at_any_sequence_reads_what_a_live_one_read() -> None:
+    log = EventLog("g", tick_s=3600)
+    live: list[Event] = []
+
+    async def watch() -> None:
+        async for batch in log.batches(0):
+            live.extend(batch)
+
+    watcher = asyncio.create_task(watch())
+    for i in range(30):
+        log.publish(i % 3, f"assistant-{i % 3}-a", AssistantText(str(i)))
+        if i % 7 == 0:
+            log.tick()
+        await asyncio.sleep(0)
+    log.publish(0, "", GenerationComplete("completed"))
+    await watcher
+    assert [e.sequence for e in live] == list(range(1, len(log) + 1))
+    for after in range(len(log) + 1):
+        late = [e async for batch in log.batches(after) for e in batch]
+        assert late == live[after:]
+    texts = {
+        v: "".join(
+            e.payload.text
+            for e in live
+            if e.variant_index == v and isinstance(e.payload, AssistantText)
+        )
+        for v in range(3)
+    }
+    assert texts == {v: "".join(str(i) for i in range(v, 30, 3)) for v in range(3)}
+
+
+async def test_committed_deltas_are_not_tracked_by_the_cycle_collector() -> None:
+    log = EventLog("g", tick_s=3600)
+    for i in range(100):
+        log.publish(0, "call-1", CodeDelta(i, "x"))
+    log.tick()
+    gc.collect()
+    # The retained logs must add nothing to full collections (see eventlog.py).
+    assert not any(gc.is_tracked(record) for record in log._records)
