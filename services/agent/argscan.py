@@ -133,6 +133,19 @@ class ArgumentScanner:
         """
         if self._state == _FAILED or not chunk:
             return []
+        if (
+            self._state == _STRING
+            and self._string_kind == _WATCHED
+            and not self._carry
+            and _STRING_STOP.search(chunk) is None
+        ):
+            # The common case while a watched value streams: plain text, nothing to decode.
+            self._pending.append(chunk)
+            self._consumed += len(chunk)
+            self._out = []
+            self._report()
+            out, self._out = self._out, []
+            return out
         data = self._carry + chunk if self._carry else chunk
         self._carry = ""
         self._out = []

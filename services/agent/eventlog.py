@@ -68,7 +68,10 @@ class EventLog:
         self._open: dict[int, _Stream] = {}
         self._pending = 0  # streams with uncommitted parts
         self._timer: asyncio.TimerHandle | None = None
-        self._wake = asyncio.Event()
+        self._waiters: list[asyncio.Future[None]] = []
+        # Cached: on Python 3.11 every asyncio.get_running_loop() is a getpid() system call,
+        # which was the agent's largest single cost under load when made per delta.
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
 
     def __len__(self) -> int:
@@ -79,16 +82,21 @@ class EventLog:
             return
         if isinstance(payload, AssistantText | ThinkingText | CodeDelta):
             stream = self._open.get(variant_index)
-            if stream is not None and self._continues(stream, event_id, payload):
+            code = isinstance(payload, CodeDelta)
+            if (
+                stream is not None
+                and stream.kind is type(payload)
+                and stream.event_id == event_id
+                # Code merges while it grows contiguously, once some of it is out (an
+                # empty first delta must not hold back the first visible text).
+                and (not isinstance(payload, CodeDelta) or payload.offset == stream.end > 0)
+            ):
                 if not stream.parts:
                     self._pending += 1
-                    if isinstance(payload, CodeDelta):
-                        stream.start = payload.offset
-                        self._arm(min(CODE_TICK_S, self._tick_s))
-                    else:
-                        self._arm(self._tick_s)
+                    stream.start = stream.end
+                    self._arm(min(CODE_TICK_S, self._tick_s) if code else self._tick_s)
                 stream.parts.append(payload.text)
-                if isinstance(payload, CodeDelta):
+                if code:
                     stream.end += len(payload.text)
                 return
             # A new stream: its first delta goes out at once.
@@ -110,7 +118,7 @@ class EventLog:
 
     def _arm(self, delay_s: float) -> None:
         """Makes sure the next tick comes within `delay_s`."""
-        loop = asyncio.get_running_loop()
+        loop = self._running_loop()
         due = loop.time() + delay_s
         if self._timer is not None:
             if self._timer.when() <= due:
@@ -118,22 +126,21 @@ class EventLog:
             self._timer.cancel()
         self._timer = loop.call_at(due, self.tick)
 
-    @staticmethod
-    def _continues(stream: _Stream, event_id: str, payload: Streamed) -> bool:
-        if type(payload) is not stream.kind or event_id != stream.event_id:
-            return False
-        # Code merges while it grows contiguously, once some of it is out (an empty first
-        # delta must not hold back the first visible text).
-        return not isinstance(payload, CodeDelta) or payload.offset == stream.end > 0
-
     def tick(self) -> None:
         """Commits every pending delta and wakes the watchers."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._commit_all()
-        self._wake.set()
-        self._wake = asyncio.Event()
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():  # a watcher that was cancelled meanwhile
+                waiter.set_result(None)
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
 
     def _commit_all(self) -> None:
         if self._pending:
@@ -171,7 +178,6 @@ class EventLog:
         as are there; live until the log closes."""
         position = max(0, after_sequence)
         while True:
-            wake = self._wake
             records = self._records
             if position < len(records):
                 start, position = position, len(records)
@@ -179,4 +185,6 @@ class EventLog:
                 continue
             if self.closed:
                 return
-            await wake.wait()
+            waiter = self._running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter

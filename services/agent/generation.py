@@ -9,6 +9,7 @@ finds, cancels and retires generations.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -362,8 +363,9 @@ class GenerationManager:
         state = generation.variants[index]
         request = generation.request
 
-        def emit(event_id: str, payload: Payload) -> None:
-            generation.publish(index, event_id, payload)
+        # Straight into the log (per streamed delta: no extra frame); a variant never
+        # publishes the generation's completion, which is all Generation.publish adds.
+        emit = functools.partial(generation.log.publish, index)
 
         engine: VariantEngine | None = None
         span = tracer("s2c.agent").start_span(

@@ -37,7 +37,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,20 +140,24 @@ class ServerClock:
     def __init__(self, quantum_s: float = 0.001) -> None:
         self._quantum_s = quantum_s
         self._ticks: dict[int, list[asyncio.Future[None]]] = {}
+        # Cached: asyncio.get_running_loop() is a getpid() system call on Python 3.11.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def wait_until(self, due: float) -> None:
-        loop = asyncio.get_running_loop()
+    def wait_until(self, due: float) -> Awaitable[None]:
+        """What to await until `due` (a plain function: one coroutine less per delta)."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        loop = self._loop
         tick = math.ceil(due / self._quantum_s)
         if tick * self._quantum_s <= loop.time():
-            await asyncio.sleep(0)  # late: deliver at once, but let others run between
-            return
+            return asyncio.sleep(0)  # late: deliver at once, but let others run between
         waiters = self._ticks.get(tick)
         if waiters is None:
             waiters = self._ticks[tick] = []
             loop.call_at(tick * self._quantum_s, self._release, tick)
-        future = loop.create_future()
+        future: asyncio.Future[None] = loop.create_future()
         waiters.append(future)
-        await future
+        return future
 
     def _release(self, tick: int) -> None:
         for future in self._ticks.pop(tick):
@@ -182,8 +186,8 @@ class LoadSession:
         for step in turn.steps:
             if isinstance(step, Think | Say):
                 for chunk in step.chunks:
-                    due = await self._tick()
-                    marked = stamp(due) + chunk if self.stamps else chunk
+                    await self._tick()
+                    marked = stamp(self._due) + chunk if self.stamps else chunk
                     if isinstance(step, Think):
                         await on_event(ThinkingDelta(marked))
                     else:
@@ -206,13 +210,12 @@ class LoadSession:
     async def close(self) -> None:
         return None
 
-    async def _tick(self) -> float:
-        """Waits until the next delta is due (only yields when already late); its due time."""
+    def _tick(self) -> Awaitable[None]:
+        """What to await until the next delta is due (only yields when already late)."""
         self._due += self.pace_s
-        await self.clock.wait_until(self._due)
         if self.stats is not None:
             self.stats.deltas += 1
-        return self._due
+        return self.clock.wait_until(self._due)
 
 
 def _parse(step: CallTool) -> ToolCall:
