@@ -7,8 +7,7 @@ Run alone: `.venv/bin/python bench/preview.py` (under a minute on two idle cores
    buffer on every delta as upstream does, on the same 8-character deltas.
 2. gRPC: the bytes of `code_delta` events the agent sends for the preview, against the
    content size. The agent's event log (services/agent/eventlog.py) commits a stream's first
-   delta at once and merges what continues it until the generation's next tick (20 ms
-   for code);
+   delta at once and merges what continues it until the generation's next tick (50 ms);
    for one stream that is exactly `DeltaBatcher` with no size limit and the tick as its
    delay, which is how it is modelled here (`agent_batcher()`).
 3. Browser: timed streams replayed on a simulated clock through scanner, batcher, gateway
@@ -35,7 +34,7 @@ from typing import Final
 from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.agent.argscan import ArgumentScanner, DeltaBatcher
-from services.agent.eventlog import CODE_TICK_S
+from services.agent.eventlog import DEFAULT_TICK_S
 from services.gateway.preview_policy import CodeBuffer, PreviewPolicyConfig, SetCodePolicy
 
 KB: Final = 1024
@@ -195,7 +194,7 @@ def cpu(fn: Callable[[Sequence[str]], int], pieces: Sequence[str], repeat: int) 
 
 def agent_batcher() -> DeltaBatcher:
     """One code stream as the agent's event log merges it (see the module docstring)."""
-    return DeltaBatcher(min_chars=sys.maxsize, max_delay_s=CODE_TICK_S)
+    return DeltaBatcher(min_chars=sys.maxsize, max_delay_s=DEFAULT_TICK_S)
 
 
 def grpc_bytes(pieces: Sequence[str]) -> tuple[int, int]:
@@ -262,7 +261,7 @@ def replay_ours(
     def timers_until(limit: float) -> None:
         """Time passes until `limit`: the agent's and the gateway's timers fire in order."""
         while True:
-            batch_due, frame_due = batcher.due(), policy.next_due(clock[0])
+            batch_due, frame_due = batcher.due(), policy.timer_at(clock[0])
             due = min(t for t in (batch_due, frame_due, limit + 1.0) if t is not None)
             if due > limit:
                 clock[0] = limit

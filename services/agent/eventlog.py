@@ -5,9 +5,8 @@ log entry, one gRPC message and a wake-up on every side per token — the agent'
 cost under load. So the log commits a stream's first delta at once (the UI shows thinking,
 text and the preview without delay) and merges the deltas that continue it — same
 variant, same message or tool call, contiguous code — into one pending event that is
-committed on the next *tick*, at most `tick_s` later (code: `CODE_TICK_S`). Anything
-else (a tool start, a snapshot, a completion) commits every pending delta first and
-wakes watchers at once.
+committed on the next *tick*, at most `tick_s` later. Anything else (a tool start, a
+snapshot, a completion) commits every pending delta first and wakes watchers at once.
 
 One timer per generation and tick replaces a timer per stream, and watchers wake once
 per tick, reading everything committed since, so a batched stream carries many events per
@@ -31,13 +30,11 @@ from services.agent.events import (
     ThinkingText,
 )
 
-# Long enough that a 50-token/s stream merges a few deltas per event, short enough to stay
-# under what a reader notices (20 updates a second). The gateway sends what a batch
-# carries, so this is also the pace of the browser's text frames.
-DEFAULT_TICK_S = 0.05
-# Code waits less: the gateway spaces setCode frames 225 ms apart, and the preview must stay
-# within 250 ms of the model (bench/preview.py).
-CODE_TICK_S = 0.02
+# Long enough that a 50-token/s stream merges two deltas per event, short enough to stay
+# under what a reader notices (25 updates a second). The gateway sends what a batch
+# carries, so this is also the pace of the browser's text frames; and its setCode timer
+# waits a little longer than this for the next batch (preview_policy.arrival_grace_s).
+DEFAULT_TICK_S = 0.04
 
 Streamed = AssistantText | ThinkingText | CodeDelta
 
@@ -94,7 +91,7 @@ class EventLog:
                 if not stream.parts:
                     self._pending += 1
                     stream.start = stream.end
-                    self._arm(min(CODE_TICK_S, self._tick_s) if code else self._tick_s)
+                    self._arm(self._tick_s)
                 stream.parts.append(payload.text)
                 if code:
                     stream.end += len(payload.text)

@@ -79,7 +79,7 @@ class AgentSettings:
             "grpc_security": GrpcSecurity.from_env(env),
             "shutdown_grace_s": float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
             "max_generation_s": float(env.get("S2C_MAX_GENERATION_S", "900")),
-            "event_tick_s": int(env.get("S2C_EVENT_TICK_MS", "50")) / 1000,
+            "event_tick_s": int(env.get("S2C_EVENT_TICK_MS", "40")) / 1000,
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

@@ -158,7 +158,7 @@ class FrameBuilder:
             if code.policy.on_change(now, code.length, restart=restart):
                 out.extend(self._set_code(v, code, now))
             else:
-                code.due = code.policy.next_due(now)
+                code.due = code.policy.timer_at(now)
         elif kind == "code_snapshot":
             code = self._variant(v)
             code.replace(event.code_snapshot.content)

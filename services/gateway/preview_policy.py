@@ -41,9 +41,15 @@ class PreviewPolicyConfig:
     # A change smaller than min_chars still goes out once the stream has been quiet this
     # long, so a paused stream never leaves the preview behind.
     idle_s: float = 0.1
+    # The timer for a pending change fires this long after it is due: while a stream runs,
+    # the agent delivers code at least every 50 ms (its event tick), and a frame sent as a
+    # batch arrives carries everything up to that moment, where one sent by a timer just
+    # before a batch leaves that batch waiting a whole interval. The timer only serves a
+    # stream that has stopped.
+    arrival_grace_s: float = 0.05
 
     def __post_init__(self) -> None:
-        if self.min_chars < 0 or self.min_interval_s < 0 or self.idle_s < 0:
+        if min(self.min_chars, self.min_interval_s, self.idle_s, self.arrival_grace_s) < 0:
             raise ValueError("preview policy limits must not be negative")
         if self.max_bytes_per_s <= 0:
             raise ValueError("max_bytes_per_s must be positive")
@@ -54,8 +60,8 @@ class SetCodePolicy:
 
     The gateway calls `on_change` whenever the code changes and sends a frame when it says
     so; after every frame it sends (asked for or not: flushes, snapshots) it calls
-    `mark_sent`. While `next_due` is not None it keeps a timer armed for that time and sends
-    then if `ready`. Before `toolStart`, `toolResult`, `variantComplete` and close it sends
+    `mark_sent`. While `timer_at` is not None it keeps a timer armed for that time and sends
+    then. Before `toolStart`, `toolResult`, `variantComplete` and close it sends
     the latest code if `flush_needed`; `flush_at` tells when that fits within the cap, for
     a gateway that prefers to wait a little over exceeding it.
     """
@@ -120,6 +126,14 @@ class SetCodePolicy:
         else:
             allowed = max(self._interval_ready, self._idle_ready)
         return max(allowed, cap_ready)
+
+    def timer_at(self, now: float) -> float | None:
+        """When to send the pending change if no newer code arrives first: `next_due`, plus
+        `arrival_grace_s` once the stream's first frame is out; None when nothing waits."""
+        due = self.next_due(now)
+        if due is None or self._first:
+            return due
+        return due + self.config.arrival_grace_s
 
     def ready(self, now: float) -> bool:
         """A pending change may go out now."""

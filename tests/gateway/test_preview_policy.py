@@ -50,6 +50,24 @@ def test_new_frame_needs_40_characters_and_200_ms() -> None:
     assert sent(policy, 0.46, 240)  # 40 characters
 
 
+def test_the_timer_waits_for_the_next_batch_but_never_for_the_first_frame() -> None:
+    # The first frame of a stream: due at once, and the timer does not wait.
+    fresh = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=100, arrival_grace_s=0.05))
+    assert fresh.timer_at(0.0) is None
+    fresh.mark_sent(0.0, 100)  # the cap is full for a second
+    fresh.on_change(0.1, 10, frame_bytes=50, restart=True)
+    assert fresh.timer_at(0.1) == fresh.next_due(0.1) == pytest.approx(1.0)
+    # Later frames: the timer fires a grace after the due time...
+    policy = SetCodePolicy(PreviewPolicyConfig(min_interval_s=0.2, arrival_grace_s=0.05))
+    assert sent(policy, 1.0, 100)
+    assert not sent(policy, 1.05, 150)
+    assert policy.next_due(1.05) == pytest.approx(1.2)
+    assert policy.timer_at(1.05) == pytest.approx(1.25)
+    # ...so code arriving in between goes out with its batch, not a timer before it.
+    assert sent(policy, 1.22, 170)
+    assert policy.timer_at(1.22) is None
+
+
 def test_a_pending_update_is_due_when_the_interval_allows() -> None:
     policy = SetCodePolicy(INTERVAL_200)
     sent(policy, 1.0, 100)
