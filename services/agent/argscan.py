@@ -396,8 +396,11 @@ class TextEdit:
 class DeltaBatcher:
     """Coalesces one key's fragments into fewer, larger edits. Pure: the clock is passed in.
 
-    Each gRPC event costs a roughly fixed framing (ids, sequence, length prefixes) on top of
-    its text, so forwarding every model delta would multiply the preview's bytes. Pending
+    The agent's event log merges a code stream by the same rule on the event loop's clock
+    (first edit at once, the rest `max_delay_s` after they started waiting, no size limit);
+    this clock-free form is what bench/preview.py replays streams through on a simulated
+    clock. Each gRPC event costs a roughly fixed framing (ids, sequence, length prefixes)
+    on top of its text, so forwarding every model delta would multiply the preview's bytes. Pending
     text goes out once it reaches `min_chars`, or `max_delay_s` after it started waiting:
     the caller sends what `add` returns and, while `due()` is not None, wakes up then and
     calls `flush()`; it also flushes before anything that must follow the preview. The first

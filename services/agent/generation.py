@@ -125,12 +125,6 @@ class Generation:
         live until the generation ends."""
         return self.log.batches(after_sequence)
 
-    async def watch(self, after_sequence: int = 0) -> AsyncIterator[Event]:
-        """Events with sequence > after_sequence, one at a time."""
-        async for batch in self.log.batches(after_sequence):
-            for event in batch:
-                yield event
-
     def cancel(self) -> bool:
         if self.task is None or self.task.done():
             return False

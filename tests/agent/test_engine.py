@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -111,6 +111,13 @@ CREATE_THEN_EDIT = [
 ]
 
 
+async def events_of(generation: Generation, after: int = 0) -> AsyncIterator[ev.Event]:
+    """The generation's events after `after`, one at a time, live until it ends."""
+    async for batch in generation.batches(after):
+        for event in batch:
+            yield event
+
+
 def request(**kw: Any) -> GenerationRequest:
     base = GenerationRequest(
         generation_id="", input_mode="text", prompt=Prompt(text="a page"), variant_count=2
@@ -120,7 +127,7 @@ def request(**kw: Any) -> GenerationRequest:
 
 async def run(manager: GenerationManager, req: GenerationRequest) -> list[ev.Event]:
     generation = manager.start(req)
-    return [e async for e in generation.watch(0)]
+    return [e async for e in events_of(generation, 0)]
 
 
 def settings() -> AgentSettings:
@@ -260,7 +267,7 @@ async def test_cancel_stops_a_running_tool_call_and_closes_sessions() -> None:
     generation = manager.start(request())
     await tools.entered.wait()
     assert generation.cancel()
-    events = [e async for e in generation.watch(0)]
+    events = [e async for e in events_of(generation, 0)]
     assert events[-1].payload == ev.GenerationComplete("cancelled")
     assert generation.status == "cancelled"
     assert all(s.closed for s in factory.sessions)
@@ -270,8 +277,8 @@ async def test_cancel_stops_a_running_tool_call_and_closes_sessions() -> None:
 async def test_watch_resumes_after_a_sequence_without_loss() -> None:
     manager = GenerationManager(settings(), InProcessTools(), scripted(CREATE_THEN_EDIT))
     generation: Generation = manager.start(request())
-    everything = [e async for e in generation.watch(0)]
-    tail = [e async for e in generation.watch(7)]
+    everything = [e async for e in events_of(generation, 0)]
+    tail = [e async for e in events_of(generation, 7)]
     assert tail == everything[7:]
 
 
@@ -329,7 +336,7 @@ async def test_a_paused_stream_still_flushes_the_preview() -> None:
     )
     generation = manager.start(request(variant_count=1))
     code = ""
-    async for event in generation.watch(0):
+    async for event in events_of(generation, 0):
         if isinstance(event.payload, ev.CodeDelta):
             code = code[: event.payload.offset] + event.payload.text
             if code == "x" * 50 and not resume.is_set():
@@ -358,7 +365,7 @@ async def test_a_generation_past_its_deadline_is_stopped_with_a_clear_error() ->
     tools.release = asyncio.Event()  # the first tool call never finishes
     manager = GenerationManager(settings(), tools, scripted(CREATE_THEN_EDIT))
     generation = manager.start(request(), deadline_s=0.0)
-    events = [e async for e in generation.watch(0)]
+    events = [e async for e in events_of(generation, 0)]
     failures = [e.payload for e in events if isinstance(e.payload, ev.VariantFailed)]
     assert len(failures) == 2
     assert failures[0].message == "The generation took longer than 0 s and was stopped."
