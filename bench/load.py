@@ -24,12 +24,12 @@ for `--window` seconds, then closes every socket and exits; the suite is killed.
 How to read the table (one row per N, all rates over the window):
 
 * `deltas/s`: the load model's deltas (the offered load: 4 N variants × 50/s, less the
-  pauses for tool calls); `events/s`: GenerationEvents the agent published (both counted
-  in the agent process by the launcher; fewer events than deltas is the agent's
+  pauses for tool calls); `events/s`: GenerationEvents the agent sent (from its /metrics;
+  the deltas are counted by the load model; fewer events than deltas is the agent's
   coalescing). `frames/s`, `MB/s`: WebSocket frames and bytes the browsers received.
 * `p50`/`p99`/`max ms`: added latency of each stamped thinking/assistant delta, from the
   time the model server was due to send it to the time the browser process read the frame
-  carrying it. It includes the gateway's deliberate coalescing of text deltas (≤ 50 ms) and
+  carrying it. It includes the agent's deliberate coalescing of text deltas (its 40 ms tick) and
   everything the event loops add under load; code (setCode) frames are not stamped. `lag
   ms` is the load client's own worst event-loop lag (a busy client inflates latency).
 * `CPU %` per process (gateway, agent, tools summed over workers, client), as a share of
@@ -235,18 +235,27 @@ class Suite:
     agent: Proc
     gateway: Proc
     stats_file: Path
+    agent_metrics_url: str
 
     @property
     def servers(self) -> list[Proc]:
         return [*self.tools, self.agent, self.gateway]
 
-    def agent_counts(self) -> tuple[float, int, int]:
-        """(monotonic time, GenerationEvents published, model deltas) as the agent last
-        wrote them."""
+    async def agent_counts(self) -> tuple[float, int, int]:
+        """(monotonic time, GenerationEvents the agent sent, model deltas): the events from
+        the agent's /metrics now, the deltas as the load model last wrote them."""
+        async with aiohttp.ClientSession() as session:
+            async with session.get(self.agent_metrics_url) as response:
+                text = await response.text()
+        events = next(
+            int(float(line.split()[1]))
+            for line in text.splitlines()
+            if line.startswith("s2c_agent_events_sent_total ")
+        )
         with contextlib.suppress(FileNotFoundError, ValueError):
-            stamp, events, deltas = self.stats_file.read_text().split()
-            return float(stamp), int(events), int(deltas)
-        return time.monotonic(), 0, 0
+            stamp, deltas = self.stats_file.read_text().split()
+            return float(stamp), events, int(deltas)
+        return time.monotonic(), events, 0
 
     async def kill(self) -> None:
         for proc in self.servers:
@@ -293,7 +302,7 @@ async def start_suite(data_dir: Path, generations: int, options: Options) -> Sui
     )
     workers = options.workers
     tool_ports = [free_port() for _ in range(workers)]
-    agent_port = free_port()
+    agent_port, agent_metrics_port = free_port(), free_port()
     tools_addr = "ipv4:" + ",".join(f"127.0.0.1:{p}" for p in tool_ports)
     no_metrics = ["--metrics-listen", ""]
     out = options.cprofile_dir
@@ -311,7 +320,12 @@ async def start_suite(data_dir: Path, generations: int, options: Options) -> Sui
             "agent",
             launch(
                 "services.agent.loadmodel",
-                ["--listen", f"127.0.0.1:{agent_port}", *no_metrics],
+                [
+                    "--listen",
+                    f"127.0.0.1:{agent_port}",
+                    "--metrics-listen",
+                    f"127.0.0.1:{agent_metrics_port}",
+                ],
                 out / f"agent-{generations}.pstats" if out else None,
             ),
             {**env, "S2C_TOOLS_ADDR": tools_addr},
@@ -336,7 +350,8 @@ async def start_suite(data_dir: Path, generations: int, options: Options) -> Sui
             proc.process.kill()
             await proc.process.wait()
         raise failed[0]
-    return Suite(procs[:workers], procs[workers], procs[workers + 1], stats_file)
+    metrics_url = f"http://127.0.0.1:{agent_metrics_port}/metrics"
+    return Suite(procs[:workers], procs[workers], procs[workers + 1], stats_file, metrics_url)
 
 
 # -- the load client (its own process) -----------------------------------------------------
@@ -615,7 +630,7 @@ async def _measure(suite: Suite, generations: int, options: Options) -> Row:
     groups = process_groups(suite, client.pid)
     await asyncio.sleep(max(0.0, window_start - time.monotonic()))
     cpu_before, wall_before = group_cpu(groups), time.monotonic()
-    counts_before = suite.agent_counts()
+    counts_before = await suite.agent_counts()
     spies: list[asyncio.subprocess.Process] = []
     if options.spy_dir is not None:
         for name in ("gateway", "agent", "client"):
@@ -626,7 +641,7 @@ async def _measure(suite: Suite, generations: int, options: Options) -> Row:
         proc.process.send_signal(signal.SIGUSR1)  # start profiling
     await asyncio.sleep(max(0.0, window_end - 0.05 - time.monotonic()))
     cpu_after, wall_after = group_cpu(groups), time.monotonic()
-    counts_after = suite.agent_counts()
+    counts_after = await suite.agent_counts()
     for proc in profiled:
         proc.process.send_signal(signal.SIGUSR2)  # stop and write the stats
     rss = {p.name: rss_bytes(p.pid) for p in (suite.gateway, suite.agent)}

@@ -9,17 +9,26 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from services.common.logs import setup_logging
 from services.common.tracing import setup_tracing
+
+if TYPE_CHECKING:  # the services import lazily: `s2c generate` needs none of them
+    from services.agent.generation import SessionFactory as Sessions
+    from services.agent.settings import AgentSettings
 
 AGENT_PORT, TOOLS_PORT, GATEWAY_PORT = 50051, 50052, 7001
 # /metrics of the gRPC services (the gateway serves its own on GATEWAY_PORT).
 AGENT_METRICS_PORT, TOOLS_METRICS_PORT = 9101, 9102
 
 
-def _run_agent(args: argparse.Namespace) -> None:
+def run_agent(
+    args: argparse.Namespace, sessions: Callable[[AgentSettings], Sessions] | None = None
+) -> None:
+    """`s2c agent`; `sessions` builds other model sessions from the settings (the load
+    bench's model)."""
     from services.agent.server import AgentServer
     from services.agent.settings import AgentSettings
 
@@ -31,7 +40,7 @@ def _run_agent(args: argparse.Namespace) -> None:
 
     async def serve() -> None:
         # gRPC channels belong to the loop they are created in: build inside it.
-        await AgentServer(settings).serve()
+        await AgentServer(settings, sessions(settings) if sessions else None).serve()
 
     asyncio.run(serve())
 
@@ -161,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     agent.add_argument(
         "--metrics-listen", default=f"127.0.0.1:{AGENT_METRICS_PORT}", help="'' turns it off"
     )
-    agent.set_defaults(func=_run_agent)
+    agent.set_defaults(func=run_agent)
     tools = sub.add_parser("tools", help="run a tool worker")
     tools.add_argument("--listen", default=f"127.0.0.1:{TOOLS_PORT}")
     tools.add_argument(

@@ -20,11 +20,10 @@ load rather than a demo:
 Only the benchmark uses it: run the agent as `python -m services.agent.loadmodel [s2c agent
 options]` with `S2C_DEMO_PACE_MS` (ms between deltas; 20 ms of 4-character deltas is
 200 characters/s, about 50 tokens/s), `S2C_LOAD_CHUNK_CHARS` (default 4) and
-`S2C_LOAD_STAMPS` (default 1). The launcher routes the demo model's sessions here and then
-runs `s2c agent` unchanged; every other model is untouched. With `S2C_LOAD_STATS=PATH` it
-also counts the model's deltas and the GenerationEvents the agent publishes, and keeps
-`<monotonic s> <events> <deltas>` in PATH, so the bench reads both rates without another
-endpoint.
+`S2C_LOAD_STAMPS` (default 1). The launcher runs `s2c agent` with `LoadSessions` as its model
+sessions: the demo model is the load model, every other model is untouched.
+With `S2C_LOAD_STATS=PATH` it also counts the model's deltas and keeps `<monotonic s>
+<deltas>` in PATH.
 """
 
 from __future__ import annotations
@@ -39,13 +38,10 @@ import threading
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from services.agent.demo import demo_script
 from services.agent.domain import GenerationRequest
-from services.agent.eventlog import EventLog
 from services.agent.models import ModelSpec
-from services.agent.providers import factory
 from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
@@ -58,6 +54,7 @@ from services.agent.providers.base import (
     ToolCallDelta,
     ToolSpec,
 )
+from services.agent.providers.factory import SessionFactory
 from services.agent.providers.scripted import (
     CallTool,
     Say,
@@ -67,6 +64,7 @@ from services.agent.providers.scripted import (
     TurnSource,
     chunk_text,
 )
+from services.agent.settings import AgentSettings
 
 DEFAULT_CHUNK_CHARS = 4
 STAMP_PATTERN = re.compile(r"\[t:(\d+)\]")
@@ -102,30 +100,23 @@ def rechunk(script: TurnSource, chunk_chars: int) -> TurnSource:
 
 
 class LoadStats:
-    """Counts the model's deltas and the GenerationEvents the agent commits; a thread
-    writes `<monotonic s> <events> <deltas>` to `path` every `interval_s` (atomically)."""
+    """Counts the model's deltas; a thread writes `<monotonic s> <deltas>` to `path` every
+    `interval_s` (atomically). The events the agent sends the bench reads from its
+    /metrics (`s2c_agent_events_sent_total`)."""
 
     def __init__(self, path: str, interval_s: float = 0.25) -> None:
-        self.events = 0
         self.deltas = 0
         self._path = path
         self._interval_s = interval_s
 
-    def install(self) -> None:
-        append = EventLog._append
-
-        def counting_append(log: EventLog, record: tuple[Any, ...]) -> None:
-            self.events += 1
-            append(log, record)
-
-        setattr(EventLog, "_append", counting_append)  # noqa: B010
+    def start(self) -> None:
         threading.Thread(target=self._write_forever, name="load-stats", daemon=True).start()
 
     def _write_forever(self) -> None:
         temporary = self._path + ".tmp"
         while True:
             with open(temporary, "w") as f:
-                f.write(f"{time.monotonic()} {self.events} {self.deltas}\n")
+                f.write(f"{time.monotonic()} {self.deltas}\n")
             os.replace(temporary, self._path)
             time.sleep(self._interval_s)
 
@@ -246,16 +237,19 @@ class LoadModelConfig:
         )
 
 
-def install(config: LoadModelConfig) -> None:
-    """Routes the demo model's sessions of every `SessionFactory` to `LoadSession`."""
-    demo_factory = factory.SessionFactory.__call__
-    stats = LoadStats(config.stats_path) if config.stats_path else None
-    clock = ServerClock()
-    if stats is not None:
-        stats.install()
+class LoadSessions:
+    """The agent's model sessions with the demo model replaced by the load model."""
 
-    def load_factory(
-        self: factory.SessionFactory,
+    def __init__(self, settings: AgentSettings, config: LoadModelConfig) -> None:
+        self._providers = SessionFactory(settings)
+        self._config = config
+        self._clock = ServerClock()
+        self.stats = LoadStats(config.stats_path) if config.stats_path else None
+        if self.stats is not None:
+            self.stats.start()
+
+    def __call__(
+        self,
         spec: ModelSpec,
         *,
         variant_index: int,
@@ -264,30 +258,29 @@ def install(config: LoadModelConfig) -> None:
         request: GenerationRequest,
     ) -> ProviderSession:
         if spec.provider != "demo":
-            return demo_factory(
-                self,
-                spec,
-                variant_index=variant_index,
-                messages=messages,
-                tools=tools,
-                request=request,
+            return self._providers(
+                spec, variant_index=variant_index, messages=messages, tools=tools, request=request
             )
+        config = self._config
         script = demo_script(
             request.prompt.text, request.stack, variant_index, [t.name for t in tools]
         )
         return LoadSession(
-            rechunk(script, config.chunk_chars), config.pace_s, clock, config.stamps, stats
+            rechunk(script, config.chunk_chars),
+            config.pace_s,
+            self._clock,
+            config.stamps,
+            self.stats,
         )
-
-    setattr(factory.SessionFactory, "__call__", load_factory)  # noqa: B010
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """`s2c agent ARGV` with the demo model replaced by the load model."""
-    from services.cli import main as cli_main
+    from services.cli import build_parser, run_agent
 
-    install(LoadModelConfig.from_env())
-    cli_main(["agent", *(sys.argv[1:] if argv is None else argv)])
+    config = LoadModelConfig.from_env()
+    args = build_parser().parse_args(["agent", *(sys.argv[1:] if argv is None else argv)])
+    run_agent(args, lambda settings: LoadSessions(settings, config))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.generation import GenerationManager
+from services.agent.generation import SessionFactory as Sessions
 from services.agent.providers.factory import SessionFactory
 from services.agent.runstore import open_run_store
 from services.agent.servicer import AgentServicer
@@ -30,13 +31,15 @@ log = logging.getLogger(__name__)
 class AgentServer:
     """The agent service: its gRPC server, generation manager and tool client."""
 
-    def __init__(self, settings: AgentSettings) -> None:
+    def __init__(self, settings: AgentSettings, sessions: Sessions | None = None) -> None:
+        """`sessions` replaces the model sessions (the load bench's model); default: the
+        providers of the catalogue."""
         self.settings = settings
         self.metrics = AgentMetrics()
         self.tools = GrpcToolExecutor(settings.tools_addr, security=settings.grpc_security)
         self.store = open_run_store(settings.data_dir, settings.database_url or None)
         self.manager = GenerationManager(
-            settings, self.tools, SessionFactory(settings), self.metrics, self.store
+            settings, self.tools, sessions or SessionFactory(settings), self.metrics, self.store
         )
         self.running: RunningServer | None = None
         self._metrics_server: WSGIServer | None = None
@@ -50,7 +53,7 @@ class AgentServer:
         interrupted = await self.store.open()
         if interrupted:
             log.warning("runs interrupted by a previous stop", extra={"count": interrupted})
-        servicer = AgentServicer(self.manager, self.settings)
+        servicer = AgentServicer(self.manager, self.settings, self.metrics)
 
         def register(server: grpc.aio.Server) -> Sequence[str]:
             pb_grpc.add_AgentServiceServicer_to_server(servicer, server)

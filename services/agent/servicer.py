@@ -16,6 +16,7 @@ from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.common.credentials import credentials_from_proto
 from services.common.errors import InvalidRequest, abort_invalid, clip
+from services.common.metrics import AgentMetrics
 from services.common.tracing import incoming_context, tracer
 
 Context = grpc.aio.ServicerContext[object, object]
@@ -24,9 +25,12 @@ MAX_BATCH_BYTES = 1 << 20
 
 
 class AgentServicer(pb_grpc.AgentServiceServicer):
-    def __init__(self, manager: GenerationManager, settings: AgentSettings) -> None:
+    def __init__(
+        self, manager: GenerationManager, settings: AgentSettings, metrics: AgentMetrics
+    ) -> None:
         self._manager = manager
         self._settings = settings
+        self._events_sent = metrics.events_sent
 
     async def GenerateCode(
         self, request: pb.GenerateCodeRequest, context: Context
@@ -79,22 +83,21 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
         raise AssertionError("unreachable: abort raises")
 
-    @staticmethod
-    async def _held(generation: Generation, after: int) -> AsyncIterator[Sequence[Event]]:
+    async def _held(self, generation: Generation, after: int) -> AsyncIterator[Sequence[Event]]:
         # Every open stream holds the generation; when the last caller goes away
         # (cancel, deadline, disconnect) the work stops too.
         generation.acquire()
         try:
             async for events in generation.batches(after):
+                self._events_sent.inc(len(events))
                 yield events
         finally:
             generation.release()
 
-    @classmethod
     async def _batches(
-        cls, generation: Generation, after: int
+        self, generation: Generation, after: int
     ) -> AsyncIterator[pb.GenerationEventBatch]:
-        async for events in cls._held(generation, after):
+        async for events in self._held(generation, after):
             # A re-attaching client may get a long log at once: keep each message well
             # under the channel's limit (snapshots and screenshots are large).
             messages = [event_to_proto(event) for event in events]

@@ -40,6 +40,11 @@ class AgentMetrics:
         self.cost = Counter(
             "s2c_cost_usd_total", "Model cost in US dollars", ["provider"], registry=self.registry
         )
+        self.events_sent = Counter(
+            "s2c_agent_events_sent_total",
+            "GenerationEvents sent to clients, over every stream",
+            registry=self.registry,
+        )
 
 
 class ToolsMetrics:
