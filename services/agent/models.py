@@ -1,4 +1,4 @@
-"""The model catalogue and how variants get their models (upstream §2.10).
+"""The model catalogue and how variants get their models (docs/design.md).
 
 A model id names a provider, the API model and an effort level. Ids of the form
 `local:<name>` run `<name>` on an OpenAI-compatible Chat Completions server

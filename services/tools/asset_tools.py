@@ -2,7 +2,7 @@
 
 The agent stages every still image of a request (`stage_uploads`) and tells the model the
 temporary ids; `save_assets` promotes the ids the model wants to keep into permanent,
-served assets (upstream-protocol.md §2.3 and §3.10). Promotion keeps the base URL that
+served assets (docs/design.md, "Uploaded images and save_assets"). Promotion keeps the base URL that
 was current when the image was uploaded, so links match the host the user sees.
 """
 

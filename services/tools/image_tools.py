@@ -1,6 +1,6 @@
 """The Replicate image tools: `generate_images`, `remove_background` and `edit_image`.
 
-Checks, error texts and result shapes follow upstream (upstream-protocol.md §3.4–§3.6):
+Checks, error texts and result shapes follow upstream (docs/design.md, "Image tools"):
 per-item failures are reported in each item's `status` and the call itself stays ok.
 The key is only ever the request's Replicate token (already merged over the worker's
 environment by the caller); no other provider's key is considered.

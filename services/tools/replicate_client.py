@@ -2,7 +2,7 @@
 
 We create predictions with the SDK and poll them ourselves instead of calling
 `async_run`, because `async_run` waits without a deadline and returns `None` output when
-the create call answers "processing" (see provider-wire-formats.md §4). Polling starts
+the create call answers "processing" (docs/provider-wire-formats.md, Replicate). Polling starts
 fast (image models usually finish in about a second) and backs off so that twenty
 concurrent predictions stay well inside Replicate's rate limits.
 

@@ -40,7 +40,7 @@ SCRIPT = ROOT / "scripts" / "validate_deploy.sh"
 BIN = Path(sys.executable).parent
 MANIFESTS = sorted(p for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.yaml")
 
-# The ports fixed by DESIGN.md, as the CLI defaults carry them.
+# The ports fixed by docs/design.md, as the CLI defaults carry them.
 PORTS = {"gateway": GATEWAY_PORT, "agent": AGENT_PORT, "tools": TOOLS_PORT}
 METRICS_PORTS = {"gateway": GATEWAY_PORT, "agent": AGENT_METRICS_PORT, "tools": TOOLS_METRICS_PORT}
 DATA_DIR = "/data"

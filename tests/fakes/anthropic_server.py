@@ -1,6 +1,6 @@
 """A local fake of the Anthropic Messages API that speaks its streaming wire format.
 
-Every reply follows `reference/captured/anthropic_turn*.sse`: `event:` lines
+Every reply follows docs/provider-wire-formats.md (Anthropic): `event:` lines
 are always present (the SDK drops records without one), and each record is
 written on its own so the client really receives a stream.
 

@@ -1,6 +1,6 @@
 """A local fake of the Gemini Developer API streaming endpoint.
 
-Replies follow `reference/captured/gemini_turn*.sse`: `data: <json>` records
+Replies follow docs/provider-wire-formats.md (Gemini): `data: <json>` records
 with a space after the colon and no `event:` lines (the SDK rejects both
 deviations), one scripted part per chunk, each chunk written on its own.
 

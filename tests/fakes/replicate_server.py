@@ -1,6 +1,6 @@
 """A local fake of the Replicate HTTP API, speaking the wire format the `replicate` SDK reads.
 
-See provider-wire-formats.md §4. Routes:
+See docs/provider-wire-formats.md (Replicate). Routes:
 
 * `POST /v1/models/{owner}/{name}/predictions` `{"input": …}` — a model by name;
 * `POST /v1/predictions` `{"version": …, "input": …}` — a pinned version (422 without one);
