@@ -120,7 +120,7 @@ def run_scanner(pieces: Sequence[str]) -> int:
 
 
 def run_rescan_baseline(pieces: Sequence[str]) -> int:
-    """Upstream's way (reference §2.11 step 4), written from its description.
+    """Upstream's way (docs/browser-protocol.md, setCode), written from its description.
 
     On every delta: append it, find `"content": "` in the whole buffer, walk character by
     character to the closing unescaped quote (or the end), drop a dangling backslash,
