@@ -5,14 +5,13 @@ Run alone: `.venv/bin/python bench/preview.py` (under a minute on two idle cores
 
 1. CPU: our incremental `ArgumentScanner` against a baseline that re-scans the whole
    buffer on every delta as upstream does, on the same 8-character deltas.
-2. gRPC: the bytes of `code_delta` events the agent sends for the preview, against the
-   content size. The agent's event log (services/agent/eventlog.py) commits a stream's first
-   delta at once and merges what continues it until the generation's next tick (50 ms);
-   for one stream that is exactly `DeltaBatcher` with no size limit and the tick as its
-   delay, which is how it is modelled here (`agent_batcher()`).
-3. Browser: timed streams replayed on a simulated clock through scanner, batcher, gateway
-   buffer and `SetCodePolicy`, against upstream's rule (the whole file on every 40 new
-   characters): setCode bytes, preview lag and the worst one-second bandwidth.
+2. gRPC: the bytes of the `code_delta` events the agent's event log commits for the
+   preview (services/agent/eventlog.py: a stream's first delta at once, the rest merged
+   until the generation's next tick), against the content size.
+3. Browser: timed streams replayed on a simulated clock through the production chain
+   (bench/chain.py: scanner, event log, the gateway's relay, frame builder and
+   `SetCodePolicy`), against upstream's rule (the whole file on every 40 new characters):
+   setCode bytes, preview lag and the worst one-second bandwidth.
 """
 
 from __future__ import annotations
@@ -29,13 +28,15 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
-from s2c.agent.v1 import agent_service_pb2 as pb
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: find bench/
 
-from services.agent.argscan import ArgumentScanner, DeltaBatcher
-from services.agent.eventlog import DEFAULT_TICK_S
-from services.gateway.preview_policy import CodeBuffer, PreviewPolicyConfig, SetCodePolicy
+from bench.chain import VARIANT, replay_stream
+from services.agent.argscan import ArgumentScanner
+from services.gateway.frames import encode, frame
+from services.gateway.preview_policy import PreviewPolicyConfig
 
 KB: Final = 1024
 DELTA: Final = 8  # characters per streamed delta
@@ -192,35 +193,10 @@ def cpu(fn: Callable[[Sequence[str]], int], pieces: Sequence[str], repeat: int) 
 # -- 2. gRPC bytes -----------------------------------------------------------------------
 
 
-def agent_batcher() -> DeltaBatcher:
-    """One code stream as the agent's event log merges it (see the module docstring)."""
-    return DeltaBatcher(min_chars=sys.maxsize, max_delay_s=DEFAULT_TICK_S)
-
-
 def grpc_bytes(pieces: Sequence[str]) -> tuple[int, int]:
-    """(code_delta events, bytes on the wire) for an unpaced stream, batched."""
-    scanner, batcher = ArgumentScanner(), agent_batcher()
-    edits = []
-    for piece in pieces:
-        for fragment in scanner.feed(piece):
-            if fragment.key == "content":
-                edit = batcher.add(0.0, fragment.offset, fragment.text)
-                if edit is not None:
-                    edits.append(edit)
-    last = batcher.flush()
-    if last is not None:
-        edits.append(last)
-    total = 0
-    for sequence, edit in enumerate(edits, start=100):
-        event = pb.GenerationEvent(
-            generation_id="0f8fad5b-d9cb-469f-a165-70867728950e",
-            sequence=sequence,
-            variant_index=1,
-            event_id="call_Xq3vLr8mT2pWc9ZkYb4nHs1d",
-            code_delta=pb.CodeDelta(offset=edit.offset, text=edit.text),
-        )
-        total += event.ByteSize() + GRPC_TRANSPORT
-    return len(edits), total
+    """(code_delta events, bytes on the wire) the agent sends for an unpaced stream."""
+    sent = replay_stream(pieces, [0.0] * len(pieces), PreviewPolicyConfig()).code_deltas
+    return len(sent), sum(event.ByteSize() + GRPC_TRANSPORT for event in sent)
 
 
 # -- 3. browser replay -------------------------------------------------------------------
@@ -237,63 +213,13 @@ class Replay:
 def replay_ours(
     pieces: Sequence[str], times: Sequence[float], config: PreviewPolicyConfig
 ) -> tuple[Replay, list[tuple[float, int]]]:
-    """Agent (scanner + batcher) and gateway (buffer + policy) on a simulated clock.
+    """The production chain (bench/chain.py) on a simulated clock.
 
     Returns the replay and, per delta, (arrival time, content length after it).
     """
-    scanner, batcher = ArgumentScanner(), agent_batcher()
-    code, policy = CodeBuffer(), SetCodePolicy(config)
-    frames: list[tuple[float, int, int]] = []  # (time, code length, bytes)
-    arrivals: list[tuple[float, int]] = []
-    decoded = 0
-
-    def send(now: float) -> None:
-        frames.append((now, len(code), code.frame_bytes))
-        policy.mark_sent(now, code.frame_bytes)
-
-    def to_gateway(now: float, offset: int, text: str) -> None:
-        restart = code.apply(offset, text)
-        if policy.on_change(now, len(code), frame_bytes=code.frame_bytes, restart=restart):
-            send(now)
-
-    clock = [0.0]  # the time of the last thing that happened
-
-    def timers_until(limit: float) -> None:
-        """Time passes until `limit`: the agent's and the gateway's timers fire in order."""
-        while True:
-            batch_due, frame_due = batcher.due(), policy.timer_at(clock[0])
-            due = min(t for t in (batch_due, frame_due, limit + 1.0) if t is not None)
-            if due > limit:
-                clock[0] = limit
-                return
-            clock[0] = due
-            if batch_due is not None and batch_due <= due:
-                edit = batcher.flush()
-                if edit is not None:
-                    to_gateway(due, edit.offset, edit.text)
-            elif policy.ready(due):
-                send(due)
-
-    for piece, now in zip(pieces, times, strict=True):
-        timers_until(now)
-        for fragment in scanner.feed(piece):
-            if fragment.key != "content":
-                continue
-            decoded = fragment.offset + len(fragment.text)
-            edit = batcher.add(now, fragment.offset, fragment.text)
-            if edit is not None:
-                to_gateway(now, edit.offset, edit.text)
-        arrivals.append((now, decoded))
-    # The tool call is complete: the agent flushes, the gateway flushes before toolStart.
-    end = times[-1]
-    edit = batcher.flush()
-    if edit is not None:
-        to_gateway(end, edit.offset, edit.text)
-    flush_at = policy.flush_at(end)
-    if flush_at is not None:
-        send(flush_at)
-    assert code.code == json.loads("".join(pieces))["content"]
-    return _summarise(frames, arrivals), arrivals
+    chain = replay_stream(pieces, times, config)
+    assert chain.code == json.loads("".join(pieces))["content"]
+    return _summarise(chain.set_code, chain.arrivals), chain.arrivals
 
 
 def content_lengths(pieces: Sequence[str]) -> list[tuple[float, int]]:
@@ -309,7 +235,8 @@ def content_lengths(pieces: Sequence[str]) -> list[tuple[float, int]]:
 
 def replay_upstream(pieces: Sequence[str], arrivals: Sequence[tuple[float, int]]) -> Replay:
     """Upstream's rule: the whole file at once on every 40 new characters, then at the end."""
-    head = CodeBuffer().frame_bytes  # an empty frame: everything but the code
+    # An empty frame: everything but the code.
+    head = len(encode(frame("setCode", VARIANT, value="")))
     content = json.loads("".join(pieces))["content"]
     # Frame sizes from prefix sums of each character's JSON-escaped size.
     prefix = list(itertools.accumulate((_json_bytes(ch) for ch in content), initial=0))

@@ -11,15 +11,13 @@ decoded so far (an append), and each occurrence of a key starts at offset 0 — 
 occurs again in the same object (json.loads keeps the last occurrence) the consumer
 replaces what it had.
 
-`DeltaBatcher` coalesces those fragments into fewer, larger deltas so the gRPC framing of
-each event stays small next to the text it carries.
+Merging fragments into fewer, larger events is the event log's job (eventlog.py).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 # A string body runs until one of these; everything before is copied with one slice.
@@ -383,71 +381,3 @@ class ArgumentScanner:
         if pos == len(literal):
             self._value_done()
         return i
-
-
-@dataclass(frozen=True, slots=True)
-class TextEdit:
-    """The value is now `value[:offset] + text` (the shape of `code_delta`)."""
-
-    offset: int
-    text: str
-
-
-class DeltaBatcher:
-    """Coalesces one key's fragments into fewer, larger edits. Pure: the clock is passed in.
-
-    The agent's event log merges a code stream by the same rule on the event loop's clock
-    (first edit at once, the rest `max_delay_s` after they started waiting, no size limit);
-    this clock-free form is what bench/preview.py replays streams through on a simulated
-    clock. Each gRPC event costs a roughly fixed framing (ids, sequence, length prefixes)
-    on top of its text, so forwarding every model delta would multiply the preview's bytes. Pending
-    text goes out once it reaches `min_chars`, or `max_delay_s` after it started waiting:
-    the caller sends what `add` returns and, while `due()` is not None, wakes up then and
-    calls `flush()`; it also flushes before anything that must follow the preview. The first
-    edit, and the first after a restart, go out at once: the preview should start promptly.
-    """
-
-    def __init__(self, min_chars: int = 1024, max_delay_s: float = 0.02) -> None:
-        self._min_chars = min_chars
-        self._max_delay_s = max_delay_s
-        self._start: int | None = None  # offset of the pending text; None when none
-        self._parts: list[str] = []
-        self._size = 0
-        self._due = 0.0
-        self._sent_end = 0  # end of the text sent so far
-
-    def add(self, now: float, offset: int, text: str) -> TextEdit | None:
-        """Takes a fragment; returns an edit when one is ready to send."""
-        end = self._sent_end if self._start is None else self._start + self._size
-        if offset > end:
-            raise ValueError(f"fragment at {offset} leaves a gap after {end}")
-        if self._start is None:
-            self._start, self._parts, self._size = offset, [text], len(text)
-            self._due = now + self._max_delay_s
-        elif offset == self._start + self._size:
-            self._parts.append(text)
-            self._size += len(text)
-        elif offset < self._start:
-            # The new value replaces everything pending too.
-            self._start, self._parts, self._size = offset, [text], len(text)
-        else:
-            kept = "".join(self._parts)[: offset - self._start]
-            self._parts, self._size = [kept, text], len(kept) + len(text)
-        # Until some text is out, and on a restart, waiting only delays the preview.
-        eager = self._start < self._sent_end or self._sent_end == 0
-        if eager or self._size >= self._min_chars or now >= self._due:
-            return self.flush()
-        return None
-
-    def due(self) -> float | None:
-        """When pending text must go out even if nothing else arrives."""
-        return None if self._start is None else self._due
-
-    def flush(self) -> TextEdit | None:
-        """The pending text as one edit, if any."""
-        if self._start is None:
-            return None
-        edit = TextEdit(self._start, "".join(self._parts))
-        self._sent_end = self._start + self._size
-        self._start, self._parts, self._size = None, [], 0
-        return edit

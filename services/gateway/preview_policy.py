@@ -17,7 +17,6 @@ clock, non-decreasing across calls.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -175,58 +174,3 @@ class SetCodePolicy:
             if remaining + size <= cap:
                 return leaves
         return self._window[-1][0]
-
-
-class CodeBuffer:
-    """A variant's code as the browser will get it, and the exact size of its setCode frame.
-
-    Applying a delta costs time in its own length only (a replacement in the middle costs
-    the kept prefix), so the frame size is known for every change without serialising the
-    frame, which is what `SetCodePolicy.on_change(frame_bytes=...)` needs for an exact cap.
-    Frames are serialised as upstream's server does: compact separators, UTF-8 text.
-    """
-
-    def __init__(self, variant_index: int = 0) -> None:
-        self._head = f'{{"type":"setCode","variantIndex":{variant_index},"value":'
-        self._parts: list[str] = []
-        self._len = 0
-        self._value_bytes = 0  # of the JSON string literal of the code, quotes excluded
-
-    def __len__(self) -> int:
-        return self._len
-
-    @property
-    def code(self) -> str:
-        if len(self._parts) > 1:
-            self._parts[:] = ["".join(self._parts)]
-        return self._parts[0] if self._parts else ""
-
-    @property
-    def frame_bytes(self) -> int:
-        """Bytes of `frame()` encoded as UTF-8."""
-        return len(self._head) + self._value_bytes + 3  # two quotes and the closing brace
-
-    def apply(self, offset: int, text: str) -> bool:
-        """The code becomes `code[:offset] + text`; True when earlier text was replaced."""
-        if not 0 <= offset <= self._len:
-            raise ValueError(f"delta offset {offset} outside code of length {self._len}")
-        replaced = offset < self._len
-        if replaced:
-            kept = self.code[:offset]
-            self._parts, self._len, self._value_bytes = [kept], offset, _json_bytes(kept)
-        if text:
-            self._parts.append(text)
-            self._len += len(text)
-            self._value_bytes += _json_bytes(text)
-        return replaced
-
-    def frame(self) -> str:
-        """The `setCode` frame carrying the whole code."""
-        return f"{self._head}{json.dumps(self.code, ensure_ascii=False)}}}"
-
-
-def _json_bytes(text: str) -> int:
-    # JSON escapes one code point at a time, so lengths of pieces add up exactly. Lone
-    # surrogates are counted as their 3-byte encoding.
-    literal = json.dumps(text, ensure_ascii=False)
-    return len(literal.encode("utf-8", "surrogatepass")) - 2

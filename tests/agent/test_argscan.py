@@ -1,7 +1,9 @@
-"""ArgumentScanner and DeltaBatcher: streamed tool arguments decoded like json.loads."""
+"""ArgumentScanner: streamed tool arguments decoded like json.loads, and rebuilt from the
+event log's merged code deltas."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import random
@@ -12,7 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.agent.argscan import ArgumentScanner, DeltaBatcher, Fragment, TextEdit
+from services.agent.argscan import ArgumentScanner, Fragment
+from services.agent.eventlog import EventLog
+from services.agent.events import CodeDelta, GenerationComplete
 
 WATCHED = ("path", "content")
 
@@ -432,65 +436,35 @@ def test_repeated_key_with_a_non_string_value_keeps_the_string() -> None:
     assert scanner.value("content") == "x"
 
 
-# -- DeltaBatcher ------------------------------------------------------------------------------
+# -- through the event log -------------------------------------------------------------------
 
 
-def test_batcher_sends_the_first_edit_at_once_then_coalesces() -> None:
-    batcher = DeltaBatcher(min_chars=10, max_delay_s=0.05)
-    assert batcher.add(0.0, 0, "<h") == TextEdit(0, "<h")
-    assert batcher.due() is None
-    assert batcher.add(0.01, 2, "tml") is None
-    assert batcher.due() == pytest.approx(0.06)
-    assert batcher.add(0.02, 5, ">") is None
-    assert batcher.add(0.03, 6, "<body") is None
-    assert batcher.add(0.04, 11, ">") == TextEdit(2, "tml><body>")  # 10 characters
-    assert batcher.flush() is None
-
-
-def test_batcher_deadline_and_flush() -> None:
-    batcher = DeltaBatcher(min_chars=100, max_delay_s=0.05)
-    batcher.add(0.0, 0, "a")
-    assert batcher.add(0.01, 1, "b") is None
-    assert batcher.add(0.07, 2, "c") == TextEdit(1, "bc")
-    assert batcher.add(0.07, 3, "d") is None
-    assert batcher.flush() == TextEdit(3, "d")
-    assert batcher.due() is None
-
-
-def test_batcher_restart_goes_out_at_once_and_replaces_pending_text() -> None:
-    batcher = DeltaBatcher(min_chars=100, max_delay_s=1.0)
-    batcher.add(0.0, 0, "old")
-    assert batcher.add(0.1, 3, " text") is None
-    assert batcher.add(0.2, 0, "") == TextEdit(0, "")
-    assert batcher.add(0.3, 0, "n") == TextEdit(0, "n")  # still nothing visible: at once
-    assert batcher.add(0.4, 1, "ew") is None
-    assert batcher.add(0.5, 2, "!") is None
-    assert batcher.add(0.6, 2, "W!") is None  # replaces inside the pending text
-    assert batcher.add(0.7, 0, "N") == TextEdit(0, "N")  # replaces all of it
-    assert batcher.add(0.8, 1, "o") is None
-    assert batcher.flush() == TextEdit(1, "o")
-    with pytest.raises(ValueError, match="gap"):
-        batcher.add(0.6, 9, "x")
+async def _merged_by_the_event_log(chunks: Sequence[str], ticks: Sequence[bool]) -> str:
+    """The content as a consumer rebuilds it from what the event log commits, the fragments
+    published as the engine does and the log ticking after the chunks `ticks` marks."""
+    log = EventLog("g", tick_s=3600)  # ticks only when the test says so
+    scanner = ArgumentScanner()
+    for chunk, tick in zip(chunks, ticks, strict=True):
+        for fragment in scanner.feed(chunk):
+            if fragment.key == "content":
+                log.publish(0, "call-1", CodeDelta(fragment.offset, fragment.text))
+        if tick:
+            log.tick()
+    log.publish(0, "", GenerationComplete("completed"))
+    code = ""
+    async for events in log.batches():
+        for event in events:
+            if isinstance(event.payload, CodeDelta):
+                assert 0 <= event.payload.offset <= len(code)
+                code = code[: event.payload.offset] + event.payload.text
+    return code
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.data())
-def test_batched_edits_rebuild_the_same_value(data: st.DataObject) -> None:
+def test_merged_code_deltas_rebuild_the_same_value(data: st.DataObject) -> None:
     doc = data.draw(documents())
-    scanner, batcher = (
-        ArgumentScanner(),
-        DeltaBatcher(min_chars=data.draw(st.integers(1, 50)), max_delay_s=0.05),
-    )
-    edits: list[Fragment] = []
-    now = 0.0
-    for chunk in data.draw(chunkings(doc)):
-        now += data.draw(st.sampled_from([0.0, 0.01, 0.1]))
-        for fragment in scanner.feed(chunk):
-            if fragment.key == "content":
-                edit = batcher.add(now, fragment.offset, fragment.text)
-                if edit is not None:
-                    edits.append(Fragment("content", edit.text, edit.offset))
-    last = batcher.flush()
-    if last is not None:
-        edits.append(Fragment("content", last.text, last.offset))
-    assert apply(edits).get("content", "") == expected(doc).get("content", "")
+    chunks = data.draw(chunkings(doc))
+    ticks = data.draw(st.lists(st.booleans(), min_size=len(chunks), max_size=len(chunks)))
+    rebuilt = asyncio.run(_merged_by_the_event_log(chunks, ticks))
+    assert rebuilt == expected(doc).get("content", "")

@@ -1,16 +1,16 @@
-"""SetCodePolicy and CodeBuffer, driven by a fake clock."""
+"""SetCodePolicy, driven by a fake clock."""
 
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.gateway.preview_policy import CodeBuffer, PreviewPolicyConfig, SetCodePolicy
+from services.gateway.frames import encode, frame
+from services.gateway.preview_policy import PreviewPolicyConfig, SetCodePolicy
 
 FRAME = 1000  # bytes of a frame in the hand-written cases
 
@@ -150,56 +150,35 @@ def test_config_is_validated() -> None:
         PreviewPolicyConfig(max_bytes_per_s=0)
 
 
-# -- CodeBuffer -------------------------------------------------------------------------------
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(), max_size=8), st.integers(0, 3))
-def test_code_buffer_knows_its_frame_size(pieces: list[str], variant: int) -> None:
-    code = CodeBuffer(variant)
-    for piece in pieces:
-        code.apply(len(code), piece)
-    frame = code.frame()
-    assert code.frame_bytes == len(frame.encode("utf-8", "surrogatepass"))
-    assert json.loads(frame) == {"type": "setCode", "variantIndex": variant, "value": code.code}
-    assert code.code == "".join(pieces)
-
-
-def test_code_buffer_replaces_from_an_offset() -> None:
-    code = CodeBuffer()
-    assert not code.apply(0, "<p>hello</p>")
-    assert code.apply(3, "bye</p>")
-    assert code.code == "<p>bye</p>"
-    assert code.apply(0, "")
-    assert code.code == ""
-    assert len(code) == 0
-    assert code.frame_bytes == len(code.frame().encode())
-    with pytest.raises(ValueError, match="outside"):
-        code.apply(1, "x")
-
-
 # -- whole streams -----------------------------------------------------------------------------
 
 
 @dataclass
 class Browser:
-    """A gateway (buffer + policy + timer) and what its browser received."""
+    """A gateway (code + policy + timer) and what its browser received."""
 
     policy: SetCodePolicy
     now: float = 0.0
-    code: CodeBuffer = field(default_factory=CodeBuffer)
+    code: str = ""
     frames: list[tuple[float, str, int, str]] = field(
         default_factory=list
     )  # time, code, bytes, why
 
+    def frame_bytes(self) -> int:
+        """The size of the setCode frame the gateway would send (lone surrogates included)."""
+        text = encode(frame("setCode", 0, value=self.code))
+        return len(text.encode("utf-8", "surrogatepass"))
+
     def send(self, now: float, why: str) -> None:
-        self.frames.append((now, self.code.code, self.code.frame_bytes, why))
-        self.policy.mark_sent(now, self.code.frame_bytes)
+        nbytes = self.frame_bytes()
+        self.frames.append((now, self.code, nbytes, why))
+        self.policy.mark_sent(now, nbytes)
 
     def change(self, now: float, offset: int, text: str) -> None:
         self.now = now
-        restart = self.code.apply(offset, text)
-        frame_bytes = self.code.frame_bytes
+        restart = offset < len(self.code)
+        self.code = self.code[:offset] + text
+        frame_bytes = self.frame_bytes()
         if self.policy.on_change(now, len(self.code), frame_bytes=frame_bytes, restart=restart):
             self.send(now, "restart" if restart else "change")
 
