@@ -9,7 +9,7 @@ Run alone from the repository root:
 
 What runs. For each N, a fresh suite of real processes on 127.0.0.1: `s2c tools` (one worker
 unless `--workers`), the agent, and `s2c gateway`. The agent is `s2c agent` started through
-`python -m services.agent.loadmodel`, which routes the demo model to the *load model*: the
+`python -m bench.loadmodel`, which routes the demo model to the *load model*: the
 demo's own script (think, create_file of a ~6 KB page, edit_file, summary) re-cut into
 4-character deltas (≈ 1 token) due every 20 ms on a fixed clock, i.e. 200 characters/s ≈ 50
 tokens/s per variant, and every thinking/assistant delta starts with `[t:<µs>]`, the
@@ -82,10 +82,12 @@ from typing import Any, Final
 
 import aiohttp
 
-from services.agent.loadmodel import read_stamps
-
 SCRIPT: Final = Path(__file__).resolve()
 ROOT: Final = SCRIPT.parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: find bench/
+
+from bench.loadmodel import read_stamps  # noqa: E402
+
 CLK_TCK: Final = os.sysconf("SC_CLK_TCK")
 PR_SET_PDEATHSIG: Final = 1
 PAGE_SIZE: Final = os.sysconf("SC_PAGE_SIZE")
@@ -319,7 +321,7 @@ async def start_suite(data_dir: Path, generations: int, options: Options) -> Sui
         start(
             "agent",
             launch(
-                "services.agent.loadmodel",
+                "bench.loadmodel",
                 [
                     "--listen",
                     f"127.0.0.1:{agent_port}",

@@ -27,8 +27,8 @@ AGENT_METRICS_PORT, TOOLS_METRICS_PORT = 9101, 9102
 def run_agent(
     args: argparse.Namespace, sessions: Callable[[AgentSettings], Sessions] | None = None
 ) -> None:
-    """`s2c agent`; `sessions` builds other model sessions from the settings (the load
-    bench's model)."""
+    """`s2c agent`. `sessions` builds the model-session factory from the settings; None:
+    the configured providers (see `AgentServer`)."""
     from services.agent.server import AgentServer
     from services.agent.settings import AgentSettings
 

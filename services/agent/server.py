@@ -32,8 +32,8 @@ class AgentServer:
     """The agent service: its gRPC server, generation manager and tool client."""
 
     def __init__(self, settings: AgentSettings, sessions: Sessions | None = None) -> None:
-        """`sessions` replaces the model sessions (the load bench's model); default: the
-        providers of the catalogue."""
+        """`sessions` makes each variant's model session; default: the providers the
+        settings configure. (bench/loadmodel.py passes one that adds its load model.)"""
         self.settings = settings
         self.metrics = AgentMetrics()
         self.tools = GrpcToolExecutor(settings.tools_addr, security=settings.grpc_security)

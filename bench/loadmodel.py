@@ -17,11 +17,12 @@ load rather than a demo:
   frames and gets the added latency of each delta (model server → browser). Tool-call
   arguments are not stamped: the page and its edit stay the demo's, byte for byte.
 
-Only the benchmark uses it: run the agent as `python -m services.agent.loadmodel [s2c agent
-options]` with `S2C_DEMO_PACE_MS` (ms between deltas; 20 ms of 4-character deltas is
+Only the benchmark uses it: run the agent as `python -m bench.loadmodel [s2c agent options]`
+from the repository root, with `S2C_DEMO_PACE_MS` (ms between deltas; 20 ms of 4-character deltas is
 200 characters/s, about 50 tokens/s), `S2C_LOAD_CHUNK_CHARS` (default 4) and
 `S2C_LOAD_STAMPS` (default 1). The launcher runs `s2c agent` with `LoadSessions` as its model
-sessions: the demo model is the load model, every other model is untouched.
+sessions (`run_agent`'s `sessions` seam, through which the default providers go too): the
+demo model is the load model, every other model is untouched.
 With `S2C_LOAD_STATS=PATH` it also counts the model's deltas and keeps `<monotonic s>
 <deltas>` in PATH.
 """
