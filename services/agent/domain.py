@@ -10,15 +10,6 @@ from services.common.credentials import Credentials
 GenerationType = Literal["create", "update"]
 InputMode = Literal["image", "video", "text"]
 
-STACKS: tuple[str, ...] = (
-    "html_tailwind",
-    "html_css",
-    "react_tailwind",
-    "bootstrap",
-    "vue_tailwind",
-    "ionic_tailwind",
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Prompt:

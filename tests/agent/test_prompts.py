@@ -7,7 +7,8 @@ from typing import Any, cast
 
 import pytest
 
-from services.agent.domain import STACKS, FileState, GenerationRequest, HistoryMessage, Prompt
+from services.agent.convert import STACK_NAMES
+from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
 from services.agent.prompts import (
     BABEL_STANDALONE_URL,
     IMAGE_GENERATION_OFF,
@@ -188,7 +189,7 @@ def test_system_prompt_has_each_stack_rule(rule: str) -> None:
 
 def test_system_prompt_names_every_stack() -> None:
     prompt = build_system_prompt()
-    assert all(stack in prompt for stack in STACKS)
+    assert all(stack in prompt for stack in STACK_NAMES.values())
     assert BABEL_STANDALONE_URL == "https://unpkg.com/@babel/standalone@7.25.6/babel.min.js"
     # placehold.co belongs to the image-generation-off policy only.
     assert "placehold.co" not in prompt
