@@ -24,7 +24,6 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from services.tools.definitions import TOOL_DEFINITIONS, ToolDefinition
-from services.tools.file_tools import file_tool_handlers
 from services.tools.settings import DEFAULT_TOOL_TIMEOUT_S, DEFAULT_TOOL_TIMEOUTS_S
 from services.tools.types import (
     FileState,
@@ -36,8 +35,6 @@ from services.tools.types import (
     failure,
 )
 from services.tools.validation import check_arguments, unsupported_keywords
-
-__all__ = ["ToolRuntime", "file_tool_handlers"]
 
 logger = logging.getLogger(__name__)
 

@@ -9,16 +9,12 @@ import pytest
 
 from services.agent.convert import STACK_NAMES
 from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
-from services.agent.prompts import (
-    BABEL_STANDALONE_URL,
+from services.agent.prompts.pipeline import PromptError, build_prompt_messages, select_strategy
+from services.agent.prompts.system import BABEL_STANDALONE_URL, PERSONA, build_system_prompt
+from services.agent.prompts.templates import (
     IMAGE_GENERATION_OFF,
     IMAGE_GENERATION_ON,
-    PERSONA,
-    PromptError,
     asset_id_block,
-    build_prompt_messages,
-    build_system_prompt,
-    select_strategy,
 )
 from services.agent.providers.base import PromptMessage
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from services.tools.definitions import TOOL_DEFINITIONS
-from services.tools.runtime import ToolRuntime, file_tool_handlers
+from services.tools.file_tools import file_tool_handlers
+from services.tools.runtime import ToolRuntime
 from services.tools.types import (
     FileState,
     MediaPart,
