@@ -12,6 +12,8 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.exposition import generate_latest
 
+from services.common.storage import StorageMetrics
+
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
@@ -45,6 +47,7 @@ class AgentMetrics:
             "GenerationEvents sent to clients, over every stream",
             registry=self.registry,
         )
+        self.storage = StorageMetrics(self.registry)
 
 
 class ToolsMetrics:
@@ -77,6 +80,7 @@ class GatewayMetrics:
             ["type"],
             registry=self.registry,
         )
+        self.storage = StorageMetrics(self.registry)
 
 
 def render(registry: CollectorRegistry) -> bytes:

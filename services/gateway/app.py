@@ -18,9 +18,10 @@ from services.common.metrics import GatewayMetrics, render
 from services.common.security import create_channel
 from services.common.tracing import outgoing_metadata
 from services.gateway.access import ClientLimiter, access_middleware, allowed_origin
+from services.gateway.design_systems import STORE_NAME
 from services.gateway.generate import generate_code, hold_context
 from services.gateway.keys import CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
-from services.gateway.routes import add_routes
+from services.gateway.routes import DESIGN_SYSTEMS_KEY, add_routes
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,13 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
+    """200 either way: the gateway still serves generations when its storage fails, and a
+    restart would not mend a disk; "degraded" says which store fails and why. While it
+    fails, each call probes it, so the answer turns "ok" once the disk is writable again."""
+    store = request.app[DESIGN_SYSTEMS_KEY]
+    healthy = await store.probe()
+    storage = {STORE_NAME: store.health.to_json()}
+    return web.json_response({"status": "ok" if healthy else "degraded", "storage": storage})
 
 
 async def capabilities(request: web.Request) -> web.Response:

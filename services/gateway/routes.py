@@ -16,14 +16,18 @@ from urllib.parse import urlsplit
 
 from aiohttp import hdrs, web
 
+from services.common.storage import StorageHealth
 from services.gateway.design_systems import (
+    STORE_NAME,
     Clock,
     DesignSystemError,
     DesignSystemStore,
+    StorageUnavailable,
     parse_create,
     parse_patch,
 )
 from services.gateway.export import ExportPolicy, build_export
+from services.gateway.keys import METRICS_KEY
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -32,8 +36,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 DESIGN_SYSTEMS_KEY = web.AppKey("design_systems", DesignSystemStore)
 
-# Design system and screenshot bodies: a design system is at most 200 KB of content, and
-# JSON escaping can grow that a few times.
+# Screenshot bodies (design systems derive theirs from their own limits).
 MAX_SMALL_BODY_BYTES = 2 * 1024 * 1024
 
 SCREENSHOT_NOT_CONFIGURED = (
@@ -86,7 +89,8 @@ def _api(handler: Handler) -> Handler:
         except ApiError as exc:
             return web.json_response({"detail": exc.detail}, status=exc.status)
         except DesignSystemError as exc:
-            if exc.status >= 500:
+            # Storage failures are logged once, by the store's health, when they begin.
+            if exc.status >= 500 and not isinstance(exc, StorageUnavailable):
                 log.error("design systems store failed", extra={"detail": exc.detail})
             return web.json_response({"detail": exc.detail}, status=exc.status)
 
@@ -154,11 +158,13 @@ class _Routes:
         return web.json_response([s.to_json() for s in await self._store.list_all()])
 
     async def create_design_system(self, request: web.Request) -> web.StreamResponse:
-        name, content = parse_create(await _json_body(request, MAX_SMALL_BODY_BYTES))
+        limits = self._store.limits
+        name, content = parse_create(await _json_body(request, limits.max_body_bytes), limits)
         return web.json_response((await self._store.create(name, content)).to_json())
 
     async def update_design_system(self, request: web.Request) -> web.StreamResponse:
-        patch = parse_patch(await _json_body(request, MAX_SMALL_BODY_BYTES))
+        limits = self._store.limits
+        patch = parse_patch(await _json_body(request, limits.max_body_bytes), limits)
         updated = await self._store.update(request.match_info["system_id"], patch)
         return web.json_response(updated.to_json())
 
@@ -208,10 +214,13 @@ def add_routes(
     clock: Clock | None = None,
 ) -> None:
     """Registers design systems CRUD, `/api/export` and `/api/screenshot` on `app`."""
+    metrics = app.get(METRICS_KEY)
+    health = StorageHealth(STORE_NAME, None if metrics is None else metrics.storage)
+    limits = settings.design_systems
     store = (
-        DesignSystemStore(settings.data_dir)
+        DesignSystemStore(settings.data_dir, limits=limits, health=health)
         if clock is None
-        else DesignSystemStore(settings.data_dir, clock=clock)
+        else DesignSystemStore(settings.data_dir, clock=clock, limits=limits, health=health)
     )
     app[DESIGN_SYSTEMS_KEY] = store
     routes = _Routes(settings, store, export_policy or ExportPolicy())

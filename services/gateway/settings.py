@@ -9,6 +9,7 @@ from pathlib import Path
 
 from services.common.security import GrpcSecurity
 from services.gateway.access import AccessSettings
+from services.gateway.design_systems import DesignSystemLimits
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,8 @@ class GatewaySettings:
     resume_grace_s: float = 30.0
     # A frame the browser has not taken within this time disconnects it.
     send_timeout_s: float = 30.0
+    # Count, per-system and total size of the saved design systems.
+    design_systems: DesignSystemLimits = field(default_factory=DesignSystemLimits)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> GatewaySettings:
@@ -42,6 +45,7 @@ class GatewaySettings:
             "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
             "grpc_security": GrpcSecurity.from_env(env),
             "access": AccessSettings.from_env(env),
+            "design_systems": DesignSystemLimits.from_env(env),
             "preview_min_interval_s": int(env.get("S2C_PREVIEW_INTERVAL_MS", "225")) / 1000,
             "preview_max_bytes_per_s": int(env.get("S2C_PREVIEW_MAX_BPS", "1000000")),
         }

@@ -14,8 +14,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from services.gateway.design_systems import MAX_CONTENT_BYTES, MAX_NAME_CHARS
-from services.gateway.routes import add_routes
+from services.gateway.app import create_app
+from services.gateway.design_systems import (
+    MAX_CONTENT_BYTES,
+    MAX_NAME_CHARS,
+    DesignSystemLimits,
+)
+from services.gateway.routes import DESIGN_SYSTEMS_KEY, add_routes
 from services.gateway.settings import GatewaySettings
 
 Client = TestClient[web.Request, web.Application]
@@ -32,9 +37,12 @@ class StepClock:
         return self.now
 
 
-async def start(data_dir: Path, clock: StepClock | None = None) -> Client:
+async def start(
+    data_dir: Path, clock: StepClock | None = None, limits: DesignSystemLimits | None = None
+) -> Client:
     app = web.Application()
-    add_routes(app, GatewaySettings(data_dir=data_dir), clock=clock)
+    settings = GatewaySettings(data_dir=data_dir, design_systems=limits or DesignSystemLimits())
+    add_routes(app, settings, clock=clock)
     client: Client = TestClient(TestServer(app))
     await client.start_server()
     return client
@@ -109,30 +117,50 @@ async def test_a_blank_name_is_refused(client: Client, body: dict[str, Any]) -> 
 
 
 @pytest.mark.parametrize(
-    ("raw", "detail"),
+    ("raw", "status", "detail"),
     [
-        ("{not json", "Request body is not valid JSON"),
-        ("[1, 2]", "Request body must be a JSON object"),
-        ('"Acme"', "Request body must be a JSON object"),
-        ('{"name": 5}', "Design system name must be a string"),
-        ('{"name": "A", "content": ["x"]}', "Design system content must be a string"),
+        ("{not json", 400, "Request body is not valid JSON"),
+        ("[1, 2]", 400, "Request body must be a JSON object"),
+        ('"Acme"', 400, "Request body must be a JSON object"),
+        ('{"name": 5}', 400, "Design system name must be a string"),
+        ('{"name": ["A"]}', 400, "Design system name must be a string"),
+        ('{"name": "A", "content": ["x"]}', 400, "Design system content must be a string"),
+        ('{"name": "A", "content": 7}', 400, "Design system content must be a string"),
         (
             json.dumps({"name": "n" * (MAX_NAME_CHARS + 1)}),
+            400,
             f"Design system name is too long: {MAX_NAME_CHARS + 1} characters (max 200)",
         ),
         (
+            json.dumps({"name": "n" * 100_000}),
+            400,
+            "Design system name is too long: 100000 characters (max 200)",
+        ),
+        (
             json.dumps({"name": "A", "content": "é" * (MAX_CONTENT_BYTES // 2 + 1)}),
+            413,
             f"Design system content is too large: {MAX_CONTENT_BYTES + 2} bytes",
+        ),
+        # JSON escapes decode to lone surrogates, which no file or response can carry.
+        (
+            '{"name": "Bad \\ud800 name"}',
+            400,
+            "Design system name contains a lone surrogate (U+D800 at character 4)",
+        ),
+        (
+            '{"name": "A", "content": "ok \\udfff"}',
+            400,
+            "Design system content contains a lone surrogate (U+DFFF at character 3)",
         ),
     ],
 )
 async def test_invalid_create_bodies_say_what_is_wrong(
-    client: Client, raw: str, detail: str
+    client: Client, raw: str, status: int, detail: str
 ) -> None:
     response = await client.post(
         "/api/design-systems", data=raw, headers={"Content-Type": "application/json"}
     )
-    assert response.status == 400
+    assert response.status == status
     assert (await response.json())["detail"].startswith(detail)
     assert await listed(client) == []
 
@@ -187,6 +215,13 @@ async def test_patch_validates_like_create(client: Client) -> None:
         response = await client.patch(f"/api/design-systems/{created['id']}", json=body)
         assert response.status == 400
         assert await response.json() == {"detail": detail}
+    response = await client.patch(
+        f"/api/design-systems/{created['id']}",
+        data='{"name": "\\udbff"}',
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status == 400
+    assert "lone surrogate (U+DBFF" in (await response.json())["detail"]
     assert await listed(client) == [created]
 
 
@@ -277,5 +312,181 @@ async def test_the_data_dir_is_created_on_first_write(tmp_path: Path) -> None:
     try:
         created = await create(client)
         assert stored(tmp_path / "nested" / "data") == [created]
+    finally:
+        await client.close()
+
+
+async def test_the_count_is_bounded(tmp_path: Path) -> None:
+    client = await start(tmp_path, limits=DesignSystemLimits(max_count=3))
+    try:
+        created = [await create(client, f"S{i}") for i in range(3)]
+        response = await client.post("/api/design-systems", json={"name": "One too many"})
+        assert response.status == 413
+        assert await response.json() == {
+            "detail": "Too many design systems: 3 stored (max 3); delete one first"
+        }
+        assert len(stored(tmp_path)) == 3
+        await client.delete(f"/api/design-systems/{created[0]['id']}")
+        await create(client, "Fits again")
+    finally:
+        await client.close()
+
+
+async def test_the_total_size_is_bounded_for_creates_and_growing_patches(
+    tmp_path: Path,
+) -> None:
+    # Size = UTF-8 bytes of name + content: "A" + 400 = 401 per system.
+    limits = DesignSystemLimits(max_content_bytes=500, max_total_bytes=900)
+    client = await start(tmp_path, limits=limits)
+    try:
+        first = await create(client, "A", "x" * 400)
+        second = await create(client, "B", "y" * 400)
+        response = await client.post(
+            "/api/design-systems", json={"name": "C", "content": "z" * 400}
+        )
+        assert response.status == 413
+        assert await response.json() == {
+            "detail": "Design systems would take 1203 bytes in total (max 900 bytes); "
+            "delete or shorten one first"
+        }
+        grow = await client.patch(f"/api/design-systems/{first['id']}", json={"content": "x" * 499})
+        assert grow.status == 413
+        shrink = await client.patch(f"/api/design-systems/{first['id']}", json={"content": "x"})
+        assert shrink.status == 200
+        await create(client, "C", "z" * 400)
+        assert [s["name"] for s in await listed(client)] == ["A", "B", "C"]
+        assert stored(tmp_path)[1] == second
+        too_big = await client.post("/api/design-systems", json={"name": "D", "content": "w" * 501})
+        assert too_big.status == 413
+        assert "content is too large: 501 bytes (max 500 bytes)" in (await too_big.json())["detail"]
+    finally:
+        await client.close()
+
+
+async def test_a_file_over_a_lowered_limit_can_still_be_cut_down(tmp_path: Path) -> None:
+    first = await start(tmp_path)
+    try:
+        big = await create(first, "Big", "b" * 2000)
+    finally:
+        await first.close()
+    client = await start(tmp_path, limits=DesignSystemLimits(max_total_bytes=1000))
+    try:
+        assert await listed(client) == [big]
+        response = await client.post("/api/design-systems", json={"name": "New"})
+        assert response.status == 413
+        cut = await client.patch(f"/api/design-systems/{big['id']}", json={"content": "b" * 900})
+        assert cut.status == 200
+        await create(client, "New")
+    finally:
+        await client.close()
+
+
+async def test_the_body_limit_follows_the_content_limit(tmp_path: Path) -> None:
+    limits = DesignSystemLimits(max_content_bytes=1000)
+    client = await start(tmp_path, limits=limits)
+    try:
+        # Every character escaped (\\u0001 is six bytes): the largest valid body fits.
+        body = json.dumps({"name": "N", "content": "\x01" * 1000})
+        assert len(body) <= limits.max_body_bytes
+        assert (await client.post("/api/design-systems", data=body)).status == 200
+        response = await client.post("/api/design-systems", data=b" " * (limits.max_body_bytes + 1))
+        assert response.status == 413
+        assert (await response.json())["detail"].startswith("Request body is too large")
+    finally:
+        await client.close()
+
+
+async def test_an_edit_made_outside_the_gateway_is_seen(client: Client, tmp_path: Path) -> None:
+    created = await create(client, "Before")
+    assert await listed(client) == [created]
+    edited = {**created, "name": "Edited by hand", "content": "a longer content than before"}
+    (tmp_path / "design-systems.json").write_text(json.dumps([edited]), encoding="utf-8")
+    assert await listed(client) == [edited]
+
+
+def test_limits_come_from_the_environment() -> None:
+    settings = GatewaySettings.from_env(
+        {
+            "S2C_DESIGN_SYSTEMS_MAX_COUNT": "7",
+            "S2C_DESIGN_SYSTEM_MAX_BYTES": "1234",
+            "S2C_DESIGN_SYSTEMS_MAX_TOTAL_BYTES": "5678",
+        }
+    )
+    assert settings.design_systems == DesignSystemLimits(7, 1234, 5678)
+    assert GatewaySettings.from_env({}).design_systems == DesignSystemLimits(
+        100, 200 * 1024, 4 * 1024 * 1024
+    )
+
+
+async def test_an_unusable_data_dir_is_a_clear_503_and_healthz_says_degraded(
+    tmp_path: Path,
+) -> None:
+    # Root ignores permission bits, so "read-only" is staged as something no user can
+    # write through: the data directory replaced by a regular file (ENOTDIR/EEXIST).
+    data_dir = tmp_path / "data"
+    app = create_app(GatewaySettings(data_dir=data_dir))
+    client: Client = TestClient(TestServer(app))
+    await client.start_server()
+    try:
+        created = await create(client, "Kept")
+        assert await (await client.get("/healthz")).json() == {
+            "status": "ok",
+            "storage": {"design_systems": {"ok": True}},
+        }
+        data_dir.rename(tmp_path / "moved")
+        data_dir.write_text("not a directory")
+
+        response = await client.post("/api/design-systems", json={"name": "Lost"})
+        assert response.status == 503
+        detail = (await response.json())["detail"]
+        assert detail.startswith("The design systems file")
+        assert "cannot be read: NotADirectoryError" in detail
+        for request in (
+            client.patch(f"/api/design-systems/{created['id']}", json={"name": "x"}),
+            client.delete(f"/api/design-systems/{created['id']}"),
+            client.get("/api/design-systems"),
+        ):
+            response = await request
+            assert response.status == 503
+            assert "NotADirectoryError" in (await response.json())["detail"]
+
+        health = await (await client.get("/healthz")).json()
+        assert health["status"] == "degraded"
+        store = health["storage"]["design_systems"]
+        assert store["ok"] is False
+        assert store["op"] == "read"
+        assert "NotADirectoryError" in store["error"]
+        metrics = await (await client.get("/metrics")).text()
+        assert 's2c_storage_healthy{store="design_systems"} 0.0' in metrics
+        assert 's2c_storage_errors_total{op="read",store="design_systems"}' in metrics
+
+        # Recovery: the directory is back; the next /healthz probe finds it writable.
+        data_dir.unlink()
+        (tmp_path / "moved").rename(data_dir)
+        assert (await (await client.get("/healthz")).json())["status"] == "ok"
+        metrics = await (await client.get("/metrics")).text()
+        assert 's2c_storage_healthy{store="design_systems"} 1.0' in metrics
+        assert [s["name"] for s in await listed(client)] == ["Kept"]
+    finally:
+        await client.close()
+
+
+async def test_a_store_file_that_is_a_directory_is_a_503_that_says_why(tmp_path: Path) -> None:
+    # A write refused while reads work is reproduced against a running gateway in
+    # tests/e2e/test_storage_failures.py (a file-size limit on the process).
+    data_dir = tmp_path / "data"
+    client = await start(data_dir)
+    try:
+        await create(client, "Kept")
+        store = client.app[DESIGN_SYSTEMS_KEY]
+        stored_file = data_dir / "design-systems.json"
+        stored_file.unlink()
+        stored_file.mkdir()
+        (stored_file / "blocker").write_text("x")
+        response = await client.post("/api/design-systems", json={"name": "Lost"})
+        assert response.status == 503
+        detail = (await response.json())["detail"]
+        assert "cannot be read: IsADirectoryError" in detail
+        assert not store.health.ok
     finally:
         await client.close()
