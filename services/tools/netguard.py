@@ -24,9 +24,12 @@ but `is_page_internal_url` lets the renderer load them. Everything else (`file:`
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hmac
 import ipaddress
 import logging
+import secrets
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
@@ -39,6 +42,8 @@ log = logging.getLogger(__name__)
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 # address, port -> an open connection; a seam so tests can stand in for the internet.
 UpstreamOpener = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+# request target, whether it carried the proxy secret: sees every request the proxy reads.
+ProxyObserver = Callable[[str, bool], None]
 
 DEFAULT_RESOLVE_TIMEOUT_S = 5.0
 
@@ -238,8 +243,24 @@ _RELAY_CHUNK = 64 * 1024
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authorization"})
 
 
-def _status(code: int, reason: str) -> bytes:
-    return f"HTTP/1.1 {code} {reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode()
+_AUTH_REALM = "s2c-egress"
+# Answered by the proxy itself once authorized: a context's first navigation there makes
+# Chromium cache the proxy credentials (see EgressProxy). `.invalid` can never resolve.
+AUTH_PROBE_URL = "http://s2c-egress-auth.invalid/"
+_AUTH_PROBE_TARGET = ("s2c-egress-auth.invalid", 80)
+
+
+def _status(code: int, reason: str, extra: str = "") -> bytes:
+    head = f"HTTP/1.1 {code} {reason}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n"
+    return head.encode()
+
+
+def _header(header_block: str, wanted: str) -> str | None:
+    for line in header_block.split("\r\n"):
+        name, _, value = line.partition(":")
+        if name.strip().lower() == wanted:
+            return value.strip()
+    return None
 
 
 def _split_authority(authority: str) -> tuple[str, int] | None:
@@ -249,6 +270,16 @@ def _split_authority(authority: str) -> tuple[str, int] | None:
 
 class EgressProxy:
     """A minimal HTTP forward proxy (CONNECT tunnels and absolute-form requests) on loopback.
+
+    Only its own browser may use it: every request must carry `Proxy-Authorization` with
+    this process's random secret (`username`/`password`, made at construction and handed
+    to Chromium through Playwright's proxy option, which answers the 407 challenge).
+    Without it the answer is 407 before any name is resolved or connection opened, so
+    another local process cannot borrow the worker's egress. Chromium only asks for proxy
+    credentials on a top-level navigation, not for the subresources of an `about:blank`
+    page, so each browser context first navigates to `AUTH_PROBE_URL` (answered here, with
+    nothing sent anywhere); from then on Chromium sends the cached credentials with every
+    request of that context, CONNECT included.
 
     Every connection is refused unless its target host is vetted by the guard; it then
     connects to one of the vetted addresses, never to a name. Plain-HTTP requests are sent
@@ -262,13 +293,27 @@ class EgressProxy:
         *,
         opener: UpstreamOpener | None = None,
         connect_timeout_s: float = 10.0,
+        observer: ProxyObserver | None = None,
     ) -> None:
         self._guard = guard
+        self._observer = observer
         self._opener: UpstreamOpener = opener or _open_connection
         self._connect_timeout_s = connect_timeout_s
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
         self.url = ""
+        self.username = "s2c"
+        self.password = secrets.token_urlsafe(32)
+        self._credential = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
+
+    def _authorized(self, header_block: str) -> bool:
+        value = _header(header_block, "proxy-authorization")
+        if value is None:
+            return False
+        scheme, _, credential = value.partition(" ")
+        return scheme.lower() == "basic" and hmac.compare_digest(
+            credential.strip().encode(), self._credential.encode()
+        )
 
     async def start(self) -> str:
         """Listen on an ephemeral loopback port; returns the proxy URL for the browser."""
@@ -315,6 +360,24 @@ class EgressProxy:
             writer.write(_status(400, "Bad Request"))
             return None
         method, target, version = fields
+        authorized = self._authorized(header_block)
+        if self._observer is not None:
+            self._observer(target, authorized)
+        if not authorized:
+            writer.write(
+                _status(
+                    407,
+                    "Proxy Authentication Required",
+                    f'Proxy-Authenticate: Basic realm="{_AUTH_REALM}"\r\n',
+                )
+            )
+            return None
+        if network_target(target) == _AUTH_PROBE_TARGET:  # the page itself or its favicon
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 0\r\n"
+                b"Connection: close\r\n\r\n"
+            )
+            return None
         forward: bytes | None = None
         if method.upper() == "CONNECT":
             destination = _split_authority(target)

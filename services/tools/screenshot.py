@@ -7,7 +7,9 @@ storage, cache, service workers) leaks from one model's page into another's.
 The page is untrusted model output. Its network access goes through two layers from
 `netguard`: request routing refuses non-public targets before Chromium sends anything, and
 the browser's only way out is an `EgressProxy` that vets every connection, including the
-requests Chromium sends around routing (beacons, pings, prefetches).
+requests Chromium sends around routing (beacons, pings, prefetches). The proxy serves only
+requests carrying this process's random secret, which Playwright answers its 407 with
+(each context is primed once, see `netguard.AUTH_PROBE_URL`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from services.tools.babel_cdn import normalize_babel_cdn
 from services.tools.netguard import (
+    AUTH_PROBE_URL,
     AddressGuard,
     EgressProxy,
+    ProxyObserver,
     Resolver,
     UpstreamOpener,
     is_page_internal_url,
@@ -106,8 +110,8 @@ class Screenshotter:
     does not wait for Chromium to start a renderer process. Each spare is used exactly once;
     replacements are started when the capture that took them is done.
 
-    `resolver` and `upstream_opener` are the network seams of the guard (see `netguard`);
-    production leaves them at the system defaults.
+    `resolver` and `upstream_opener` are the network seams of the guard (see `netguard`),
+    `proxy_observer` sees every request reaching the proxy; production leaves them unset.
     """
 
     def __init__(
@@ -116,10 +120,11 @@ class Screenshotter:
         *,
         resolver: Resolver | None = None,
         upstream_opener: UpstreamOpener | None = None,
+        proxy_observer: ProxyObserver | None = None,
     ) -> None:
         self.settings = settings or ScreenshotSettings()
         self._guard = AddressGuard(resolver=resolver)
-        self._proxy = EgressProxy(self._guard, opener=upstream_opener)
+        self._proxy = EgressProxy(self._guard, opener=upstream_opener, observer=proxy_observer)
         self._lock = asyncio.Lock()
         self._slots = asyncio.Semaphore(max(1, self.settings.max_concurrent_captures))
         self._playwright: Playwright | None = None
@@ -228,11 +233,17 @@ class Screenshotter:
                 executable_path=self.settings.chromium_path,
                 args=[
                     *_CHROMIUM_ARGS,
-                    f"--proxy-server={proxy_url}",
                     # Chromium never proxies loopback by default; "<-loopback>" undoes that
                     # exemption so 127.0.0.1 reaches the guard like any other host.
                     "--proxy-bypass-list=<-loopback>",
                 ],
+                # Chromium takes no credentials in --proxy-server; Playwright answers the
+                # proxy's 407 challenge with these in every context.
+                proxy={
+                    "server": proxy_url,
+                    "username": self._proxy.username,
+                    "password": self._proxy.password,
+                },
                 timeout=self.settings.capture_timeout_s * 1000,
             )
             self._browser = browser
@@ -279,9 +290,13 @@ class Screenshotter:
             accept_downloads=False,
         )
         try:
+            page = await context.new_page()
+            # Before any route exists, so nothing but the proxy sees it (see netguard).
+            await page.goto(AUTH_PROBE_URL, timeout=self.settings.page_load_timeout_s * 1000)
+            await page.goto("about:blank")
             await context.route("**/*", self._route_request)
             await context.route_web_socket(lambda _url: True, self._route_websocket)
-            return await context.new_page()
+            return page
         except BaseException:
             await _quietly(context.close())
             raise

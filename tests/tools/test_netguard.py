@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
@@ -244,20 +245,35 @@ async def upstream() -> AsyncIterator[Upstream]:
         yield up
 
 
+@dataclass
+class Proxy:
+    host: str
+    port: int
+    authorization: bytes  # the whole Proxy-Authorization header line, CRLF included
+    lookups: list[str]
+
+
 @pytest.fixture
-async def proxy(upstream: Upstream) -> AsyncIterator[tuple[str, int]]:
-    resolver = _resolver({"public.example": [PUBLIC_V4], "rebind.example": [PUBLIC_V4, "10.0.0.1"]})
+async def proxy(upstream: Upstream) -> AsyncIterator[Proxy]:
+    lookups: list[str] = []
+    table = {"public.example": [PUBLIC_V4], "rebind.example": [PUBLIC_V4, "10.0.0.1"]}
+    resolver = _resolver(table, lookups)
     egress = EgressProxy(AddressGuard(resolver=resolver), opener=upstream.open)
     url = await egress.start()
     host, port = url.removeprefix("http://").split(":")
-    yield host, int(port)
+    token = base64.b64encode(f"{egress.username}:{egress.password}".encode())
+    yield Proxy(host, int(port), b"Proxy-Authorization: Basic " + token + b"\r\n", lookups)
     await egress.close()
 
 
-async def _exchange(proxy: tuple[str, int], *messages: bytes) -> bytes:
-    reader, writer = await asyncio.open_connection(*proxy)
+async def _exchange(proxy: Proxy, *messages: bytes, authorization: bytes | None = None) -> bytes:
+    """Sends `messages`, the proxy's secret added to the first one's head unless given."""
+    line = proxy.authorization if authorization is None else authorization
+    first, *rest = messages
+    request_line, _, headers = first.partition(b"\r\n")
+    reader, writer = await asyncio.open_connection(proxy.host, proxy.port)
     try:
-        for message in messages:
+        for message in (request_line + b"\r\n" + line + headers, *rest):
             writer.write(message)
         await writer.drain()
         return await reader.read()
@@ -265,9 +281,7 @@ async def _exchange(proxy: tuple[str, int], *messages: bytes) -> bytes:
         writer.close()
 
 
-async def test_proxy_forwards_plain_http_in_origin_form(
-    proxy: tuple[str, int], upstream: Upstream
-) -> None:
+async def test_proxy_forwards_plain_http_in_origin_form(proxy: Proxy, upstream: Upstream) -> None:
     reply = await _exchange(
         proxy,
         b"GET http://public.example/a/b?x=1 HTTP/1.1\r\nHost: public.example\r\n"
@@ -283,7 +297,7 @@ async def test_proxy_forwards_plain_http_in_origin_form(
 
 
 async def test_proxy_tunnels_connect_to_the_vetted_address(
-    proxy: tuple[str, int], upstream: Upstream
+    proxy: Proxy, upstream: Upstream
 ) -> None:
     reply = await _exchange(
         proxy,
@@ -309,7 +323,7 @@ async def test_proxy_tunnels_connect_to_the_vetted_address(
     ],
 )
 async def test_proxy_refuses_non_public_targets(
-    proxy: tuple[str, int], upstream: Upstream, request_head: bytes
+    proxy: Proxy, upstream: Upstream, request_head: bytes
 ) -> None:
     reply = await _exchange(proxy, request_head)
     assert reply.startswith(b"HTTP/1.1 403 ")
@@ -327,8 +341,46 @@ async def test_proxy_refuses_non_public_targets(
     ],
 )
 async def test_proxy_rejects_malformed_requests(
-    proxy: tuple[str, int], upstream: Upstream, request_head: bytes
+    proxy: Proxy, upstream: Upstream, request_head: bytes
 ) -> None:
     reply = await _exchange(proxy, request_head)
     assert reply.startswith(b"HTTP/1.1 400 ")
     assert upstream.opened == []
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        b"",
+        b"Proxy-Authorization: Basic " + base64.b64encode(b"s2c:guessed") + b"\r\n",
+        b"Proxy-Authorization: Bearer not-basic\r\n",
+        b"Authorization: Basic " + base64.b64encode(b"s2c:guessed") + b"\r\n",
+    ],
+)
+@pytest.mark.parametrize(
+    "request_head",
+    [
+        b"CONNECT public.example:443 HTTP/1.1\r\nHost: public.example:443\r\n\r\n",
+        b"GET http://public.example/ HTTP/1.1\r\nHost: public.example\r\n\r\n",
+    ],
+)
+async def test_proxy_refuses_clients_without_its_secret(
+    proxy: Proxy, upstream: Upstream, request_head: bytes, authorization: bytes
+) -> None:
+    reply = await _exchange(proxy, request_head, authorization=authorization)
+    assert reply.startswith(b"HTTP/1.1 407 ")
+    assert b'Proxy-Authenticate: Basic realm="s2c-egress"' in reply
+    # Refused before anything else: no name looked up, no connection opened.
+    assert proxy.lookups == []
+    assert upstream.opened == []
+
+
+async def test_proxy_secret_is_random_and_never_forwarded(proxy: Proxy, upstream: Upstream) -> None:
+    other = EgressProxy(AddressGuard())
+    assert other.password not in proxy.authorization.decode()
+    assert len(other.password) >= 32
+    reply = await _exchange(
+        proxy, b"GET http://public.example/ HTTP/1.1\r\nHost: public.example\r\n\r\n"
+    )
+    assert reply.endswith(b"ok")
+    assert b"proxy-authorization" not in upstream.heads[0].lower()

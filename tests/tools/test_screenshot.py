@@ -66,6 +66,16 @@ class FakeDNS:
         return self.table[host]
 
 
+class ProxyLog:
+    """Every request target that reached the egress proxy, with whether it was authorized."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, bool]] = []
+
+    def observe(self, target: str, authorized: bool) -> None:
+        self.requests.append((target, authorized))
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def dns() -> FakeDNS:
     return FakeDNS()
@@ -282,3 +292,51 @@ async def test_page_load_timeout_still_screenshots_what_rendered(dns: FakeDNS) -
     finally:
         dns.release.set()
         await slow.close()
+
+
+async def test_public_resources_load_through_the_authenticated_proxy(dns: FakeDNS) -> None:
+    """Chromium gets through the proxy's 407 with the secret Playwright hands it."""
+    heads: list[bytes] = []
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), HEADER_RGB).save(buffer, format="PNG")
+    png = buffer.getvalue()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nConnection: close\r\n"
+            + f"Content-Length: {len(png)}\r\n\r\n".encode()
+            + png
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    async def internet(address: str, _: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        assert address == "93.184.216.34"
+        return await asyncio.open_connection("127.0.0.1", port)
+
+    dns.table["cdn.test"] = ["93.184.216.34"]
+    log = ProxyLog()
+    shooter = Screenshotter(
+        ScreenshotSettings(chromium_path=CHROMIUM),
+        resolver=dns.resolve,
+        upstream_opener=internet,
+        proxy_observer=log.observe,
+    )
+    page = (
+        '<html><body style="margin:0;background:#fff">'
+        '<img src="http://cdn.test/red.png" style="display:block;width:200px;height:200px">'
+        "</body></html>"
+    )
+    try:
+        async with server:
+            captures = await shooter.capture(page)
+    finally:
+        await shooter.close()
+    assert _image(captures[0].png).convert("RGB").getpixel((100, 100)) == HEADER_RGB
+    assert ("http://cdn.test/red.png", True) in log.requests
+    assert heads
+    assert all(b"proxy-authorization" not in h.lower() for h in heads)
