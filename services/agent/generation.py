@@ -57,6 +57,12 @@ DEMO_STATUS = (
     "dialog) to use a real model."
 )
 ALL_FAILED = "Error generating code. Please contact support."
+# Appended to each variant's status line when the run record could not be saved: the
+# client learns the run will be missing from the history (the cause is in the agent's log).
+RECORD_NOT_SAVED = (
+    "Note: this run's record could not be saved (the agent's run store is failing); "
+    "the code is still generated."
+)
 DEMO_VARIANTS = 2
 
 
@@ -209,13 +215,16 @@ class GenerationManager:
                 break
             del self._generations[oldest_id]
 
-    async def _save(self, generation: Generation) -> None:
+    async def _save(self, generation: Generation) -> bool:
+        """Whether the record was saved. Never fails the generation: the store reports
+        failures (health, metric, the cause logged once, each lost final record logged)."""
         if self._store is None:
-            return
+            return True
         try:
             await self._store.save(snapshot(generation, self._settings.credentials.secrets()))
-        except Exception:  # the record is best effort: never fail a generation for it
-            log.exception("run store save failed", extra={"generation_id": generation.id})
+        except Exception:
+            return False
+        return True
 
     async def get_record(self, generation_id: str) -> RunRow | None:
         """The run record: from memory while retained, else from the store."""
@@ -305,11 +314,11 @@ class GenerationManager:
             return self._fail(generation, str(exc))
         generation.variants = [VariantState(i, spec.id) for i, spec in enumerate(specs)]
         generation.publish(0, "", VariantCount(count, tuple(s.id for s in specs)))
-        await self._save(generation)
+        # The full record so far: if this one lands, the start save's outcome is moot.
+        saved = await self._save(generation)
         for i, spec in enumerate(specs):
-            generation.publish(
-                i, "", Status(DEMO_STATUS if spec.provider == "demo" else GENERATING)
-            )
+            status = DEMO_STATUS if spec.provider == "demo" else GENERATING
+            generation.publish(i, "", Status(status if saved else f"{status} {RECORD_NOT_SAVED}"))
 
         context = ToolCallContext(
             input_images=_input_images(request),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from wsgiref.simple_server import WSGIServer
 
 import grpc
+from grpc_health.v1 import health, health_pb2
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
@@ -14,6 +16,7 @@ from services.agent.generation import GenerationManager
 from services.agent.generation import SessionFactory as Sessions
 from services.agent.providers.factory import SessionFactory
 from services.agent.runstore import open_run_store
+from services.agent.runstore_health import HEALTH_SERVICE, STORE_NAME, ObservedRunStore
 from services.agent.servicer import AgentServicer
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import GrpcToolExecutor
@@ -24,6 +27,7 @@ from services.common.grpc_server import (
     start_server,
 )
 from services.common.metrics import AgentMetrics, serve_metrics
+from services.common.storage import StorageHealth
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +41,18 @@ class AgentServer:
         self.settings = settings
         self.metrics = AgentMetrics()
         self.tools = GrpcToolExecutor(settings.tools_addr, security=settings.grpc_security)
-        self.store = open_run_store(settings.data_dir, settings.database_url or None)
+        # A failing store is reported (health service HEALTH_SERVICE, metrics, logs), never
+        # fatal: generations run without their records.
+        self.store = ObservedRunStore(
+            open_run_store(settings.data_dir, settings.database_url or None),
+            StorageHealth(STORE_NAME, self.metrics.storage),
+        )
         self.manager = GenerationManager(
             settings, self.tools, sessions or SessionFactory(settings), self.metrics, self.store
         )
         self.running: RunningServer | None = None
         self._metrics_server: WSGIServer | None = None
+        self._background: list[asyncio.Task[None]] = []
 
     @property
     def port(self) -> int:
@@ -50,9 +60,7 @@ class AgentServer:
         return self.running.port
 
     async def start(self) -> None:
-        interrupted = await self.store.open()
-        if interrupted:
-            log.warning("runs interrupted by a previous stop", extra={"count": interrupted})
+        await self.store.open()
         servicer = AgentServicer(self.manager, self.settings, self.metrics)
 
         def register(server: grpc.aio.Server) -> Sequence[str]:
@@ -62,6 +70,12 @@ class AgentServer:
         self.running = await start_server(
             self.settings.listen, register, self.settings.grpc_security
         )
+        health_servicer = self.running.health
+        await health_servicer.set(HEALTH_SERVICE, _serving(self.store.health.ok))
+        self._background = [
+            asyncio.create_task(self._publish_store_health(health_servicer)),
+            asyncio.create_task(self.store.retry_while_failing()),
+        ]
         if self.settings.metrics_listen:
             host, port = split_host_port(self.settings.metrics_listen)
             self._metrics_server, _ = serve_metrics(self.metrics.registry, host, port)
@@ -75,6 +89,7 @@ class AgentServer:
         if self.running is not None:
             await self.running.server.stop(1.0)
         await self.tools.close()
+        await self._stop_background()
         await self.store.close()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
@@ -87,7 +102,27 @@ class AgentServer:
     async def _drain(self) -> None:
         await self.manager.shutdown(self.settings.shutdown_grace_s)
         await self.tools.close()
-        await self.store.close()
+        await self._stop_background()
         await self.store.close()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
+
+    async def _publish_store_health(self, servicer: health.aio.HealthServicer) -> None:
+        ok = self.store.health.ok
+        while True:
+            ok = await self.store.health.wait_change(ok)
+            await servicer.set(HEALTH_SERVICE, _serving(ok))
+
+    async def _stop_background(self) -> None:
+        tasks, self._background = self._background, []
+        for task in tasks:
+            task.cancel()
+        # return_exceptions: a background task's own failure is retrieved, not lost.
+        for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+            if isinstance(outcome, Exception):
+                log.error("agent background task failed", exc_info=outcome)
+
+
+def _serving(ok: bool) -> health_pb2.HealthCheckResponse.ServingStatus.ValueType:
+    status = health_pb2.HealthCheckResponse
+    return status.SERVING if ok else status.NOT_SERVING

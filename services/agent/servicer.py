@@ -12,6 +12,7 @@ from services.agent.convert import event_to_proto, request_from_proto, run_to_pr
 from services.agent.events import Event
 from services.agent.generation import Generation, GenerationManager, ShuttingDown
 from services.agent.models import CATALOGUE
+from services.agent.runstore_health import StoreUnavailable
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.common.credentials import credentials_from_proto
@@ -118,7 +119,11 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     async def GetGeneration(
         self, request: pb.GetGenerationRequest, context: Context
     ) -> pb.GetGenerationResponse:
-        record = await self._manager.get_record(request.generation_id)
+        try:
+            record = await self._manager.get_record(request.generation_id)
+        except StoreUnavailable as exc:
+            # Not NOT_FOUND: the record may exist, or exist stale; retry once storage heals.
+            await context.abort(grpc.StatusCode.UNAVAILABLE, clip(str(exc), 400))
         if record is None:
             await context.abort(
                 grpc.StatusCode.NOT_FOUND,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -93,6 +94,21 @@ class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
             )
         if handler.unary_stream is not None:
             stream: Any = handler.unary_stream
+            if not inspect.isasyncgenfunction(stream):
+                # A handler that streams with context.write() (grpc.health.v1 Watch) is a
+                # coroutine, not an async iterator: wrap it as one.
+                async def unary_stream_writer(
+                    request: Any, context: grpc.aio.ServicerContext[Any, Any]
+                ) -> None:
+                    if request is _UNDECODABLE:
+                        await refuse(context)
+                    await stream(request, context)
+
+                return grpc.unary_stream_rpc_method_handler(
+                    unary_stream_writer,
+                    request_deserializer=safe,
+                    response_serializer=handler.response_serializer,
+                )
 
             async def unary_stream(
                 request: Any, context: grpc.aio.ServicerContext[Any, Any]

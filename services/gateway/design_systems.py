@@ -419,8 +419,14 @@ class DesignSystemStore:
         fd, tmp_name = tempfile.mkstemp(
             dir=self.path.parent, prefix=f".{FILE_NAME}.", suffix=".probe"
         )
-        os.close(fd)
-        os.unlink(tmp_name)
+        try:
+            # Some bytes, synced: an empty file needs no room and would pass on a full disk.
+            with os.fdopen(fd, "wb") as probe:
+                probe.write(b"probe\n" * 512)
+                probe.flush()
+                os.fsync(probe.fileno())
+        finally:
+            os.unlink(tmp_name)
 
 
 def _index_of(systems: Sequence[DesignSystem], system_id: str) -> int:

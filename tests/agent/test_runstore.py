@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -27,9 +28,12 @@ from services.agent.runstore import (
     open_run_store,
     snapshot,
 )
+from services.agent.runstore_health import ObservedRunStore, RecordNotSaved, StoreUnavailable
 from services.agent.runstore_postgres import PostgresRunStore
 from services.agent.runstore_sqlite import SqliteRunStore
 from services.common.credentials import Credentials
+from services.common.metrics import AgentMetrics
+from services.common.storage import StorageHealth
 from tests.pg import PostgresServer, postgres_server
 
 T0 = 1_760_000_000.25
@@ -353,3 +357,98 @@ async def test_a_store_must_be_open(backend: Backend) -> None:
     await store.close()  # idempotent
     with pytest.raises(RuntimeError, match="not open"):
         await store.save(a_run())
+
+
+# ---------------------------------------------------------------- a failing data directory
+
+
+def _unusable_data_dir(tmp_path: Path) -> Path:
+    # Root ignores permission bits, so a read-only directory would still be written. A
+    # data directory under a regular file fails for every user (mkdir: NotADirectoryError).
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the data directory's parent should be")
+    return blocker / "data"
+
+
+def _mend(tmp_path: Path) -> None:
+    (tmp_path / "blocker").unlink()
+    (tmp_path / "blocker").mkdir()
+
+
+async def test_a_store_that_cannot_open_starts_degraded_and_heals(tmp_path: Path) -> None:
+    metrics = AgentMetrics()
+    health = StorageHealth("runs", metrics.storage)
+    store = ObservedRunStore(open_run_store(_unusable_data_dir(tmp_path), None), health)
+    run = a_run()
+    try:
+        assert await store.open() == 0
+        assert not health.ok
+        assert health.state.op == "open"
+        assert "NotADirectoryError" in health.state.cause
+        with pytest.raises(StoreUnavailable, match="NotADirectoryError"):
+            await store.save(run)
+        assert store.unsaved("gen-1")
+        with pytest.raises(RecordNotSaved, match="could not be saved"):
+            await store.get("gen-1")
+        errors = metrics.registry.get_sample_value(
+            "s2c_storage_errors_total", {"store": "runs", "op": "save"}
+        )
+        assert errors == 1
+        assert metrics.registry.get_sample_value("s2c_storage_healthy", {"store": "runs"}) == 0
+
+        _mend(tmp_path)
+        await store.save(run)  # opens on the way: no restart needed
+        assert health.ok
+        assert not store.unsaved("gen-1")
+        assert await store.get("gen-1") == run
+        assert metrics.registry.get_sample_value("s2c_storage_healthy", {"store": "runs"}) == 1
+    finally:
+        await store.close()
+
+
+async def test_a_failed_save_whose_caller_was_cancelled_is_still_observed(
+    tmp_path: Path,
+) -> None:
+    loop = asyncio.get_running_loop()
+    unretrieved: list[str] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: unretrieved.append(str(context["message"])))
+    health = StorageHealth("runs")
+    store = ObservedRunStore(open_run_store(_unusable_data_dir(tmp_path), None), health)
+    try:
+        await store.open()
+        store.health.succeeded()  # as if it had opened: the save below is what fails
+        task = asyncio.create_task(store.save(a_run()))
+        handed_over = asyncio.Event()
+        loop.call_soon(handed_over.set)
+        await handed_over.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await store.close()  # waits for the save the cancelled caller left behind
+        gc.collect()
+        assert not health.ok
+        assert store.unsaved("gen-1")
+        assert unretrieved == []
+    finally:
+        loop.set_exception_handler(previous)
+
+
+async def test_a_failing_store_retries_its_newest_record_until_it_lands(tmp_path: Path) -> None:
+    health = StorageHealth("runs")
+    store = ObservedRunStore(
+        open_run_store(_unusable_data_dir(tmp_path), None), health, retry_s=0.01
+    )
+    retrying = asyncio.create_task(store.retry_while_failing())
+    try:
+        await store.open()
+        with pytest.raises(StoreUnavailable):
+            await store.save(a_run("lost-then-found"))
+        _mend(tmp_path)
+        assert await health.wait_change(False) is True  # no new save was asked for
+        assert await store.get("lost-then-found") == a_run("lost-then-found")
+    finally:
+        retrying.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await retrying
+        await store.close()
