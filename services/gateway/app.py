@@ -21,7 +21,7 @@ from services.gateway.access import ClientLimiter, access_middleware, allowed_or
 from services.gateway.design_systems import STORE_NAME
 from services.gateway.generate import generate_code, hold_context
 from services.gateway.keys import CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
-from services.gateway.routes import DESIGN_SYSTEMS_KEY, add_routes
+from services.gateway.routes import DESIGN_SYSTEMS_KEY, add_routes, max_request_body_bytes
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,9 @@ async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
 def create_app(settings: GatewaySettings) -> web.Application:
     app = web.Application(
         middlewares=[cors, access_middleware(settings.access)],
-        client_max_size=settings.access.max_frame_bytes,
+        # Each route reads its body with its own, smaller limit (routes.py); WebSocket
+        # frames have theirs (S2C_MAX_FRAME_BYTES).
+        client_max_size=max_request_body_bytes(settings),
     )
     app[SETTINGS_KEY] = settings
     app[METRICS_KEY] = GatewayMetrics()

@@ -1,8 +1,9 @@
 """Export: the page as a zip of `index.html` and the images it uses, `assets/image-N.ext`.
 
 Bundled references are rewritten to their copies, so the page works offline and outlives
-short-lived URLs (Replicate outputs expire). References are found with regular expressions
-over the raw text, not a parsed and re-serialised DOM, so nothing else in the page changes.
+short-lived URLs (Replicate outputs expire). References are found by a linear scan of the
+raw text (`export_markup`), not a parsed and re-serialised DOM, so nothing else in the
+page changes; that work runs in a worker thread within a time budget.
 
 The page is model output, so its URLs are untrusted. Remote images come only from public
 addresses (`services.tools.netguard`): every redirect hop is vetted again, and connections
@@ -13,32 +14,33 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import html
 import io
 import ipaddress
 import logging
 import re
 import socket
+import time
 import zipfile
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Literal, TypeVar
 from urllib.parse import unquote, unquote_to_bytes, urljoin, urlsplit, urlunsplit
 
 import aiohttp
 from aiohttp import hdrs
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from services.gateway.export_markup import IMAGE_EXTS, path_ext, rewrite_references
 from services.tools import netguard
 from services.tools.babel_cdn import normalize_babel_cdn
 
 log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
+
 # host, port -> the addresses it may be reached at; () refuses the host.
 HostVetter = Callable[[str, int], Awaitable[Sequence[str]]]
-# A reference as written in the page -> its replacement, or None to leave it as it is.
-Visit = Callable[[str], str | None]
 
 LOCAL_ASSETS_PREFIX = "/local-assets/"
 
@@ -54,10 +56,13 @@ _CONTENT_TYPE_EXT = {
     "image/vnd.microsoft.icon": "ico",
     "image/bmp": "bmp",
 }
-_IMAGE_EXTS = frozenset({*_CONTENT_TYPE_EXT.values(), "jpeg"})
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _ASSET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 _CHUNK = 64 * 1024
+
+
+class ExportBusy(Exception):
+    """No transform slot came free within the time budget."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,141 +76,20 @@ class ExportPolicy:
     timeout_s: float = 20.0
     concurrency: int = 8
     vet: HostVetter = netguard.resolve_public
+    # The request body `/api/export` accepts: a page, not an upload (S2C_EXPORT_MAX_BYTES).
+    max_body_bytes: int = 8 * 1024 * 1024
+    # CPU time budget for reading and rewriting the page, off the event loop
+    # (S2C_EXPORT_TRANSFORM_S); the scan is linear, so this is a backstop, not a guard.
+    transform_timeout_s: float = 10.0
 
-
-# --- Finding and rewriting references ---
-
-_MARKUP = re.compile(
-    r"<!--.*?-->"
-    r"|(?P<raw_open><(?P<raw_name>script|style)\b(?:\"[^\"]*\"|'[^']*'|[^'\">])*+>)"
-    r"(?P<raw_body>.*?)(?=</(?P=raw_name)\s*>)"
-    r"|(?P<tag><(?P<tag_name>[a-zA-Z][^\s/>]*)(?:\"[^\"]*\"|'[^']*'|[^'\">])*+>)",
-    re.IGNORECASE | re.DOTALL,
-)
-_ATTR = re.compile(r"""(?P<name>[^\s"'>/=]+)(?:\s*=\s*(?P<value>"[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
-_CSS_URL = re.compile(r"""url\(\s*(?P<quote>["']?)(?P<url>[^"'()]*?)(?P=quote)\s*\)""", re.I)
-_CSS_IMPORT_BEFORE = re.compile(r"@import\s*$", re.IGNORECASE)
-_SCRIPT_URL = re.compile(r"https?://[^\s\"'`<>(){}\[\]\\|^]+", re.IGNORECASE)
-# The HTML candidate grammar: a URL is a run of non-space characters not ending in a comma
-# (so data URLs, whose commas come before any space, survive), then descriptors up to a comma.
-_SRCSET_CANDIDATE = re.compile(r"(?P<url>[^\s,](?:\S*[^\s,])?)(?P<descriptors>[^,]*)")
-
-_URL_ATTRS: dict[str, dict[str, Literal["url", "srcset"]]] = {
-    "img": {"src": "url", "srcset": "srcset"},
-    "source": {"srcset": "srcset"},
-    "image": {"href": "url", "xlink:href": "url"},
-    "link": {"href": "url"},
-}
-
-
-def rewrite_references(code: str, visit: Visit) -> str:
-    """Calls `visit` on every image reference in document order; splices in its answers.
-
-    References: `img` src/srcset, `source` srcset, svg `image` href, icon `link` href,
-    `url()` in `<style>` and in style attributes, and absolute http(s) URLs inside
-    `<script>` that look like images. Attribute values are passed unescaped.
-    """
-
-    def on_markup(match: re.Match[str]) -> str:
-        body = match.group("raw_body")
-        if body is not None:
-            is_style = match.group("raw_name").lower() == "style"
-            rewritten = _rewrite_css(body, visit) if is_style else _rewrite_script(body, visit)
-            return match.group("raw_open") + rewritten
-        if match.group("tag") is not None:
-            return _rewrite_tag(match.group("tag"), match.group("tag_name").lower(), visit)
-        return match.group(0)
-
-    return _MARKUP.sub(on_markup, code)
-
-
-def _rewrite_tag(tag: str, name: str, visit: Visit) -> str:
-    attrs = [m for m in _ATTR.finditer(tag, 1 + len(name), len(tag) - 1) if m.group("value")]
-    url_attrs = _URL_ATTRS.get(name, {})
-    if name == "link" and not _is_icon_link(attrs):
-        url_attrs = {}
-    pieces: list[str] = []
-    done = 0
-    for attr in attrs:
-        attr_name = attr.group("name").lower()
-        kind = "css" if attr_name == "style" else url_attrs.get(attr_name)
-        if kind is None:
-            continue
-        raw = attr.group("value")
-        quote = raw[0] if raw[0] in "\"'" else ""
-        value = html.unescape(raw[1:-1] if quote else raw)
-        if kind == "url":
-            replacement = visit(value.strip())
-            new_value = value if replacement is None else replacement
-        elif kind == "srcset":
-            new_value = _rewrite_srcset(value, visit)
-        else:
-            new_value = _rewrite_css(value, visit)
-        if new_value == value:
-            continue
-        quote = quote or '"'
-        escaped = new_value.replace("&", "&amp;").replace(
-            quote, "&quot;" if quote == '"' else "&#39;"
-        )
-        pieces += [tag[done : attr.start("value")], quote, escaped, quote]
-        done = attr.end("value")
-    return "".join([*pieces, tag[done:]]) if pieces else tag
-
-
-def _is_icon_link(attrs: Iterable[re.Match[str]]) -> bool:
-    for attr in attrs:
-        if attr.group("name").lower() == "rel":
-            rel = html.unescape(attr.group("value").strip("\"'")).lower()
-            # "icon", "shortcut icon", "apple-touch-icon", "mask-icon"
-            return any(token.endswith("icon") for token in rel.split())
-    return False
-
-
-def _rewrite_srcset(value: str, visit: Visit) -> str:
-    def on_candidate(match: re.Match[str]) -> str:
-        replacement = visit(match.group("url"))
-        return match.group(0) if replacement is None else replacement + match.group("descriptors")
-
-    return _SRCSET_CANDIDATE.sub(on_candidate, value)
-
-
-def _rewrite_css(css: str, visit: Visit) -> str:
-    def on_url(match: re.Match[str]) -> str:
-        if _CSS_IMPORT_BEFORE.search(css, max(0, match.start() - 32), match.start()):
-            return match.group(0)  # a stylesheet, not an image
-        replacement = visit(match.group("url"))
-        quote = match.group("quote")
-        return match.group(0) if replacement is None else f"url({quote}{replacement}{quote})"
-
-    return _CSS_URL.sub(on_url, css)
-
-
-def _rewrite_script(script: str, visit: Visit) -> str:
-    def on_url(match: re.Match[str]) -> str:
-        text = match.group(0)
-        url = text.rstrip(".,;:!?")  # sentence punctuation after a URL in a comment or string
-        if not _counts_in_script(url):
-            return text
-        replacement = visit(url)
-        return text if replacement is None else replacement + text[len(url) :]
-
-    return _SCRIPT_URL.sub(on_url, script)
-
-
-def _counts_in_script(url: str) -> bool:
-    # Scripts mention many URLs (APIs, CDNs, links); only images are worth bundling.
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return False
-    host = (parts.hostname or "").rstrip(".")
-    if host == "replicate.delivery" or host.endswith(".replicate.delivery"):
-        return True
-    return _path_ext(parts.path) in _IMAGE_EXTS
-
-
-def _path_ext(path: str) -> str:
-    return PurePosixPath(unquote(path)).suffix.lower().lstrip(".")
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ExportPolicy:
+        defaults = cls()
+        max_body = int(env.get("S2C_EXPORT_MAX_BYTES", defaults.max_body_bytes))
+        timeout = float(env.get("S2C_EXPORT_TRANSFORM_S", defaults.transform_timeout_s))
+        if max_body <= 0 or timeout <= 0:
+            raise ValueError("S2C_EXPORT_MAX_BYTES and S2C_EXPORT_TRANSFORM_S must be positive")
+        return cls(max_body_bytes=max_body, transform_timeout_s=timeout)
 
 
 # --- Where a reference's bytes come from ---
@@ -334,7 +218,7 @@ class _Loader:
         # its public-address check and so silently left every saved or extracted asset
         # out of the zip: they are our own files, read straight from the asset dir.
         ext = PurePosixPath(name).suffix.lower().lstrip(".")
-        if self._assets_dir is None or ext not in _IMAGE_EXTS:
+        if self._assets_dir is None or ext not in IMAGE_EXTS:
             return _skipped(Source("local", name), "not a local image")
         root = self._assets_dir.resolve()
         path = (root / name).resolve()
@@ -389,8 +273,8 @@ def _remote_ext(content_type: str, url: str) -> str | None:
         return ext
     # Some storage buckets serve every object as octet-stream; the name must say image.
     untyped = content_type.startswith("image/") or content_type.endswith("octet-stream")
-    url_ext = _path_ext(urlsplit(url).path)
-    return url_ext if untyped and url_ext in _IMAGE_EXTS else None
+    url_ext = path_ext(urlsplit(url).path)
+    return url_ext if untyped and url_ext in IMAGE_EXTS else None
 
 
 def _skipped(source: Source, reason: str) -> Asset | None:
@@ -442,16 +326,24 @@ async def build_export(
     assets_dir: Path | None = None,
     own_hosts: Iterable[str] = (),
     policy: ExportPolicy | None = None,
+    cpu_slots: asyncio.Semaphore | None = None,
 ) -> bytes:
     """The zip for `code`. References that cannot be bundled are left as they are.
 
     `own_hosts`: names this gateway is reached by; their `/local-assets/` URLs are read
-    from `assets_dir`, like loopback ones.
+    from `assets_dir`, like loopback ones. The page is read and rewritten in a worker
+    thread, one `cpu_slots` place at a time, within `policy.transform_timeout_s`
+    (`ExportTooComplex`, or `ExportBusy` when no place came free in time).
     """
     policy = policy or ExportPolicy()
+    deadline = time.monotonic() + policy.transform_timeout_s
     hosts = frozenset(h.lower().rstrip(".") for h in own_hosts)
     references: list[str] = []
-    rewrite_references(code, lambda reference: references.append(reference))
+
+    def collect() -> None:
+        rewrite_references(code, lambda reference: references.append(reference), deadline=deadline)
+
+    await _off_loop(collect, deadline, cpu_slots)
     sources: dict[str, Source] = {}
     unique: dict[Source, None] = {}
     for reference in references:
@@ -480,8 +372,33 @@ async def build_export(
         source = sources.get(reference)
         return None if source is None else names.get(source)
 
-    page = normalize_babel_cdn(rewrite_references(code, replace))
-    return await asyncio.to_thread(_zip, page, files)
+    def finish() -> bytes:
+        page = rewrite_references(code, replace, deadline=deadline)
+        return _zip(normalize_babel_cdn(page), files)
+
+    return await _off_loop(finish, deadline, cpu_slots)
+
+
+async def _off_loop(work: Callable[[], _T], deadline: float, slots: asyncio.Semaphore | None) -> _T:
+    if slots is None:
+        return await asyncio.to_thread(work)
+    try:
+        async with asyncio.timeout_at(_loop_time(deadline)):
+            await slots.acquire()
+    except TimeoutError:
+        raise ExportBusy() from None
+    try:
+        # Not cancelled on the deadline: a thread cannot be stopped from outside, so the
+        # work checks the deadline itself and is linear in a page of bounded size.
+        return await asyncio.to_thread(work)
+    finally:
+        slots.release()
+
+
+def _loop_time(deadline: float) -> float:
+    """`deadline` on `time.monotonic()`'s clock, on the running loop's clock."""
+    loop = asyncio.get_running_loop()
+    return loop.time() + (deadline - time.monotonic())
 
 
 def _zip(page: str, files: Sequence[tuple[str, Asset]]) -> bytes:

@@ -6,6 +6,7 @@ answers with, `{"detail": "…"}`, which is what the frontend shows.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -26,7 +27,8 @@ from services.gateway.design_systems import (
     parse_create,
     parse_patch,
 )
-from services.gateway.export import ExportPolicy, build_export
+from services.gateway.export import ExportBusy, ExportPolicy, build_export
+from services.gateway.export_markup import ExportTooComplex
 from services.gateway.keys import METRICS_KEY
 from services.gateway.settings import GatewaySettings
 
@@ -38,6 +40,14 @@ DESIGN_SYSTEMS_KEY = web.AppKey("design_systems", DesignSystemStore)
 
 # Screenshot bodies (design systems derive theirs from their own limits).
 MAX_SMALL_BODY_BYTES = 2 * 1024 * 1024
+# A screenshot request is a URL and a key.
+MAX_SCREENSHOT_BODY_BYTES = 64 * 1024
+# Export transforms running at once: they share one GIL with the event loop, so more
+# would only slow every other request down without finishing any sooner.
+EXPORT_CPU_SLOTS = 2
+# Bodies up to this size are parsed on the event loop; larger ones in a worker thread.
+_PARSE_ON_LOOP_BYTES = 256 * 1024
+_READ_CHUNK = 64 * 1024
 
 SCREENSHOT_NOT_CONFIGURED = (
     "URL screenshots are not configured on this server: it has no screenshot service "
@@ -97,18 +107,31 @@ def _api(handler: Handler) -> Handler:
     return wrapped
 
 
+def max_request_body_bytes(settings: GatewaySettings) -> int:
+    """The largest body any route reads: aiohttp's app-wide cap, a backstop only."""
+    return max(
+        settings.export.max_body_bytes,
+        MAX_SMALL_BODY_BYTES,
+        MAX_SCREENSHOT_BODY_BYTES,
+        settings.design_systems.max_body_bytes,
+    )
+
+
 async def _json_body(request: web.Request, max_bytes: int) -> object:
+    """The body as JSON, refused with 413 once it is known to exceed `max_bytes`: at once
+    from Content-Length, else as soon as that much has arrived (never buffered whole)."""
     too_large = ApiError(413, f"Request body is too large (max {max_bytes} bytes)")
     if request.content_length is not None and request.content_length > max_bytes:
         raise too_large
+    raw = bytearray()
+    async for chunk in request.content.iter_chunked(_READ_CHUNK):
+        raw += chunk
+        if len(raw) > max_bytes:
+            raise too_large
     try:
-        raw = await request.read()
-    except web.HTTPRequestEntityTooLarge as exc:
-        raise ApiError(413, f"Request body is too large: {exc.text}") from exc
-    if len(raw) > max_bytes:
-        raise too_large
-    try:
-        return json.loads(raw)
+        if len(raw) <= _PARSE_ON_LOOP_BYTES:
+            return json.loads(raw)
+        return await asyncio.to_thread(json.loads, raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"Request body is not valid JSON: {exc}") from exc
 
@@ -153,6 +176,7 @@ class _Routes:
         self._settings = settings
         self._store = store
         self._policy = policy
+        self._export_slots = asyncio.Semaphore(EXPORT_CPU_SLOTS)
 
     async def list_design_systems(self, request: web.Request) -> web.StreamResponse:
         return web.json_response([s.to_json() for s in await self._store.list_all()])
@@ -173,19 +197,30 @@ class _Routes:
         return web.Response(status=204)
 
     async def export(self, request: web.Request) -> web.StreamResponse:
-        fields = _json_object(await _json_body(request, self._settings.access.max_frame_bytes))
+        fields = _json_object(await _json_body(request, self._policy.max_body_bytes))
         code = fields.get("code")
         if not isinstance(code, str):
             raise ApiError(400, "code must be a string holding the page's HTML")
         if not code.strip():
             raise ApiError(400, "There is no code to export")
-        archive = await build_export(
-            code,
-            _base_url(fields.get("baseUrl")),
-            assets_dir=self._settings.data_dir / "assets",
-            own_hosts=_own_hosts(request),
-            policy=self._policy,
-        )
+        budget = self._policy.transform_timeout_s
+        try:
+            archive = await build_export(
+                code,
+                _base_url(fields.get("baseUrl")),
+                assets_dir=self._settings.data_dir / "assets",
+                own_hosts=_own_hosts(request),
+                policy=self._policy,
+                cpu_slots=self._export_slots,
+            )
+        except ExportTooComplex:
+            raise ApiError(
+                422, f"The page could not be processed within {budget:g} s; export a smaller page"
+            ) from None
+        except ExportBusy:
+            raise ApiError(
+                503, f"The server is busy with other exports (waited {budget:g} s); try again"
+            ) from None
         return web.Response(
             body=archive,
             content_type="application/zip",
@@ -193,7 +228,7 @@ class _Routes:
         )
 
     async def screenshot(self, request: web.Request) -> web.StreamResponse:
-        fields = _json_object(await _json_body(request, MAX_SMALL_BODY_BYTES))
+        fields = _json_object(await _json_body(request, MAX_SCREENSHOT_BODY_BYTES))
         url = fields.get("url")
         if not isinstance(url, str):
             raise ApiError(400, "url must be a string")
@@ -223,7 +258,7 @@ def add_routes(
         else DesignSystemStore(settings.data_dir, clock=clock, limits=limits, health=health)
     )
     app[DESIGN_SYSTEMS_KEY] = store
-    routes = _Routes(settings, store, export_policy or ExportPolicy())
+    routes = _Routes(settings, store, export_policy or settings.export)
     table: Iterable[tuple[str, str, Handler]] = (
         (hdrs.METH_GET, "/api/design-systems", routes.list_design_systems),
         (hdrs.METH_POST, "/api/design-systems", routes.create_design_system),

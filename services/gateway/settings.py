@@ -10,6 +10,7 @@ from pathlib import Path
 from services.common.security import GrpcSecurity
 from services.gateway.access import AccessSettings
 from services.gateway.design_systems import DesignSystemLimits
+from services.gateway.export import ExportPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,8 @@ class GatewaySettings:
     send_timeout_s: float = 30.0
     # Count, per-system and total size of the saved design systems.
     design_systems: DesignSystemLimits = field(default_factory=DesignSystemLimits)
+    # `/api/export`: its body limit, transform time budget and asset limits.
+    export: ExportPolicy = field(default_factory=ExportPolicy)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> GatewaySettings:
@@ -46,6 +49,7 @@ class GatewaySettings:
             "grpc_security": GrpcSecurity.from_env(env),
             "access": AccessSettings.from_env(env),
             "design_systems": DesignSystemLimits.from_env(env),
+            "export": ExportPolicy.from_env(env),
             "preview_min_interval_s": int(env.get("S2C_PREVIEW_INTERVAL_MS", "225")) / 1000,
             "preview_max_bytes_per_s": int(env.get("S2C_PREVIEW_MAX_BPS", "1000000")),
         }

@@ -13,8 +13,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from services.gateway.access import AccessSettings
 from services.gateway.design_systems import DesignSystemStore
+from services.gateway.export import ExportPolicy
 from services.gateway.routes import (
     DESIGN_SYSTEMS_KEY,
     SCREENSHOT_NOT_CONFIGURED,
@@ -195,7 +195,7 @@ async def test_an_export_body_that_is_not_json_is_a_400(client: Client) -> None:
 
 async def test_an_export_over_the_body_limit_is_413(tmp_path: Path) -> None:
     app = web.Application()
-    add_routes(app, GatewaySettings(data_dir=tmp_path, access=AccessSettings(max_frame_bytes=1000)))
+    add_routes(app, GatewaySettings(data_dir=tmp_path, export=ExportPolicy(max_body_bytes=1000)))
     async with TestClient(TestServer(app)) as client:
         response = await client.post("/api/export", json={"code": "x" * 2000})
         assert response.status == 413
