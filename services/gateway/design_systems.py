@@ -8,8 +8,10 @@ previous file intact rather than a truncated one.
 
 Bounded by count, per-system size and total size (`DesignSystemLimits`): the whole list
 is what GET returns and what each change rewrites, so the total bounds both. The parsed
-list is kept between requests and re-read only when the file's identity (inode, size,
-mtime) changes, so an edit made outside the gateway is still seen.
+list, and each system's encoded JSON, are kept between requests: a change encodes only
+the system it touches and writes the rest as bytes already made. The file is re-read only
+when its identity (inode, size, mtime) changes, so an edit made outside the gateway is
+still seen.
 
 A write that the disk refuses (read-only, full, the data directory gone) is a 503 (507
 when the disk is full) that says why, and turns the store's `StorageHealth` failing until
@@ -251,6 +253,9 @@ class DesignSystemStore:
         self._clock = clock
         self._lock = asyncio.Lock()
         self._cached: tuple[_Stamp, list[DesignSystem]] | None = None
+        # Each system's JSON, kept between writes: a change encodes only what changed,
+        # the rest of the file is a join of bytes already made.
+        self._encoded: dict[DesignSystem, bytes] = {}
 
     async def list_all(self) -> list[DesignSystem]:
         async with self._lock:
@@ -391,10 +396,10 @@ class DesignSystemStore:
 
     def _write(self, systems: list[DesignSystem]) -> _Stamp:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps([s.to_json() for s in systems], ensure_ascii=False, indent=2)
-        # surrogatepass: a lone surrogate can only come from a hand-edited file; writing
-        # it back as it was beats refusing every later change.
-        data = payload.encode("utf-8", "surrogatepass")
+        encoded = {s: self._encoded.get(s) or _encode(s) for s in systems}
+        self._encoded = encoded
+        # One system per line: still the JSON list upstream reads.
+        data = b"[\n" + b",\n".join(encoded[s] for s in systems) + b"\n]\n"
         fd, tmp_name = tempfile.mkstemp(
             dir=self.path.parent, prefix=f".{FILE_NAME}.", suffix=".tmp"
         )
@@ -427,6 +432,12 @@ class DesignSystemStore:
                 os.fsync(probe.fileno())
         finally:
             os.unlink(tmp_name)
+
+
+def _encode(system: DesignSystem) -> bytes:
+    # surrogatepass: a lone surrogate can only come from a hand-edited file; writing it
+    # back as it was beats refusing every later change.
+    return json.dumps(system.to_json(), ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
 def _index_of(systems: Sequence[DesignSystem], system_id: str) -> int:
