@@ -47,6 +47,7 @@ def base_env(data_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str
             # Every test client comes from 127.0.0.1: no per-client limits unless asked.
             "S2C_MAX_CONCURRENT_PER_CLIENT": "0",
             "S2C_STARTS_PER_MINUTE": "0",
+            "S2C_MAX_WAITING_PER_CLIENT": "0",
             # The helpers read the services' JSON log lines (a developer may export text).
             "S2C_LOG_FORMAT": "json",
         }

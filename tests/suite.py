@@ -125,7 +125,11 @@ async def running_suite(
     await agent_server.start()
     gateway_settings = replace(
         gateway
-        or GatewaySettings(access=AccessSettings(max_concurrent_per_client=0, starts_per_minute=0)),
+        or GatewaySettings(
+            access=AccessSettings(
+                max_concurrent_per_client=0, starts_per_minute=0, max_waiting_per_client=0
+            )
+        ),
         port=0,
         agent_addr=f"127.0.0.1:{agent_server.port}",
         data_dir=data_dir,

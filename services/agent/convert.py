@@ -73,6 +73,22 @@ def _check_media(
     return out
 
 
+def _check_create_input(request: pb.GenerateCodeRequest) -> list[FieldViolation]:
+    """A create must have something to build from in its input mode; else it would be a
+    generation (and its cost) from an empty prompt."""
+    if _TYPES.get(request.generation_type) != "create":
+        return []
+    mode = _MODES.get(request.input_mode)
+    prompt = request.prompt
+    if mode == "image" and not prompt.images:
+        return [FieldViolation("prompt.images", "an image-mode create needs at least one image")]
+    if mode == "video" and not prompt.videos:
+        return [FieldViolation("prompt.videos", "a video-mode create needs a video")]
+    if mode == "text" and not prompt.text.strip():
+        return [FieldViolation("prompt.text", "a text-mode create needs a description")]
+    return []
+
+
 def request_from_proto(request: pb.GenerateCodeRequest) -> GenerationRequest:
     """Validates and converts; raises InvalidRequest listing every violation."""
     violations: list[FieldViolation] = []
@@ -111,6 +127,7 @@ def request_from_proto(request: pb.GenerateCodeRequest) -> GenerationRequest:
                 tuple(message.videos),
             )
         )
+    violations += _check_create_input(request)
     if not 0 <= request.variant_count <= MAX_VARIANTS:
         violations.append(FieldViolation("variant_count", f"must be 0..{MAX_VARIANTS}"))
     for i, model in enumerate(request.models):

@@ -19,6 +19,9 @@ Environment:
   `Host` says would let DNS-rebinding pages in.
 - `S2C_MAX_CONCURRENT_PER_CLIENT` (default 4), `S2C_STARTS_PER_MINUTE` (default 30):
   per-client limits on open generations and on generation starts; 0 turns one off.
+- `S2C_MAX_WAITING_PER_CLIENT` (default 4; 0 turns it off): sockets of one client
+  that are connected but have not sent their params yet. Such a socket holds no
+  generation slot: the concurrency limit counts a socket once its params arrived.
 - `S2C_MAX_FRAME_BYTES` (default 50 MB): the largest WebSocket frame; params carry
   screenshots and videos as data URLs.
 - `S2C_TRUST_PROXY` (`1`): take the client address from `X-Forwarded-For`, which only a
@@ -42,7 +45,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from aiohttp import WSCloseCode, hdrs, web
+from aiohttp import WSCloseCode, WSMsgType, hdrs, web
+from aiohttp.http_websocket import WSMessageDecodeText
 from aiohttp.typedefs import Handler, Middleware
 
 from services.common.security import bearer_matches, check_token, token_digest
@@ -103,6 +107,7 @@ class AccessSettings:
     starts_per_minute: int = 30
     max_frame_bytes: int = 50 * 1024 * 1024
     trust_proxy: bool = False
+    max_waiting_per_client: int = 4
 
     def __post_init__(self) -> None:
         check_token(self.token, "the gateway token (S2C_GATEWAY_TOKEN)")
@@ -112,9 +117,14 @@ class AccessSettings:
             raise ValueError(f"S2C_ALLOWED_ORIGINS: {exc}") from None
         # Frozen, but normalizing once here keeps every comparison a plain lookup.
         object.__setattr__(self, "allowed_origins", origins)
-        if self.max_concurrent_per_client < 0 or self.starts_per_minute < 0:
+        if (
+            self.max_concurrent_per_client < 0
+            or self.starts_per_minute < 0
+            or self.max_waiting_per_client < 0
+        ):
             raise ValueError(
-                "S2C_MAX_CONCURRENT_PER_CLIENT and S2C_STARTS_PER_MINUTE must be >= 0 (0: no limit)"
+                "S2C_MAX_CONCURRENT_PER_CLIENT, S2C_STARTS_PER_MINUTE and "
+                "S2C_MAX_WAITING_PER_CLIENT must be >= 0 (0: no limit)"
             )
         if self.max_frame_bytes <= 0:
             raise ValueError("S2C_MAX_FRAME_BYTES must be a positive number of bytes")
@@ -128,6 +138,7 @@ class AccessSettings:
             allowed_origins=tuple(o for o in origins.split(",") if o.strip()),
             max_concurrent_per_client=_int(env, "S2C_MAX_CONCURRENT_PER_CLIENT", 4),
             starts_per_minute=_int(env, "S2C_STARTS_PER_MINUTE", 30),
+            max_waiting_per_client=_int(env, "S2C_MAX_WAITING_PER_CLIENT", 4),
             max_frame_bytes=_int(env, "S2C_MAX_FRAME_BYTES", 50 * 1024 * 1024),
             trust_proxy=env.get("S2C_TRUST_PROXY", "").strip().lower() in _TRUE,
         )
@@ -138,6 +149,7 @@ class AccessSettings:
             f"allowed_origins={self.allowed_origins!r}, "
             f"max_concurrent_per_client={self.max_concurrent_per_client!r}, "
             f"starts_per_minute={self.starts_per_minute!r}, "
+            f"max_waiting_per_client={self.max_waiting_per_client!r}, "
             f"max_frame_bytes={self.max_frame_bytes!r}, trust_proxy={self.trust_proxy!r})"
         )
 
@@ -254,6 +266,14 @@ def frame_too_large_message(limit: int) -> str:
     )
 
 
+def echoed_close_code(code: object) -> int:
+    """The code to answer a client's close with: its own, when that may go on the wire."""
+    on_the_wire = isinstance(code, int) and (
+        (1000 <= code <= 1014 and code not in (1004, 1005, 1006)) or 3000 <= code <= 4999
+    )
+    return code if on_the_wire and isinstance(code, int) else WSCloseCode.OK
+
+
 class FrameLimitedWebSocketResponse(web.WebSocketResponse[Literal[True]]):
     """A WebSocketResponse that says why it drops an oversized or undecodable frame.
 
@@ -264,8 +284,17 @@ class FrameLimitedWebSocketResponse(web.WebSocketResponse[Literal[True]]):
     """
 
     def __init__(self, *, max_msg_size: int, **kwargs: Any) -> None:
-        super().__init__(max_msg_size=max_msg_size, **kwargs)
+        # aiohttp's autoclose answers every close with 1000; `receive` echoes instead.
+        super().__init__(max_msg_size=max_msg_size, autoclose=False, **kwargs)
         self._frame_limit = max_msg_size
+
+    async def receive(self, timeout: float | None = None) -> WSMessageDecodeText:  # noqa: ASYNC109
+        """Answers a close with the client's own code, as upstream's server does: the
+        upstream UI tells a cancel (4333) from success (1000) by the code it gets back."""
+        message = await super().receive(timeout)
+        if message.type == WSMsgType.CLOSE and not self.closed:
+            await self.close(code=echoed_close_code(message.data), drain=False)
+        return message
 
     async def close(
         self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True
@@ -327,10 +356,33 @@ class ClientLimiter:
     ) -> None:
         self._max_concurrent = settings.max_concurrent_per_client
         self._max_starts = settings.starts_per_minute
+        self._max_waiting = settings.max_waiting_per_client
         self._clock = clock
         self._active: dict[str, int] = {}
+        self._waiting: dict[str, int] = {}
         self._starts: dict[str, deque[float]] = {}
         self._last_sweep = clock()
+
+    def try_wait(self, client: str) -> Refusal | None:
+        """Takes a place for a socket waiting for its params; `done_waiting` gives it back."""
+        waiting = self._waiting.get(client, 0)
+        if self._max_waiting and waiting >= self._max_waiting:
+            return Refusal(
+                f"Too many connections from this client waiting to send their params "
+                f"(limit {self._max_waiting}). Send the params right after connecting."
+            )
+        self._waiting[client] = waiting + 1
+        return None
+
+    def done_waiting(self, client: str) -> None:
+        waiting = self._waiting.get(client, 0)
+        if waiting <= 1:
+            self._waiting.pop(client, None)
+        else:
+            self._waiting[client] = waiting - 1
+
+    def waiting(self, client: str) -> int:
+        return self._waiting.get(client, 0)
 
     def try_start(self, client: str) -> Refusal | None:
         """Takes a generation slot for `client`, or says why not; `finish` gives it back."""
@@ -369,7 +421,7 @@ class ClientLimiter:
 
     @property
     def tracked_clients(self) -> int:
-        return len(self._active.keys() | self._starts.keys())
+        return len(self._active.keys() | self._starts.keys() | self._waiting.keys())
 
     def _sweep(self, now: float) -> None:
         # Forgets clients whose every start has left the window, at most once a window,

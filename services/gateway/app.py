@@ -121,7 +121,14 @@ def create_app(settings: GatewaySettings) -> web.Application:
 
 async def serve(settings: GatewaySettings) -> None:
     """Serves until SIGTERM/SIGINT; logs the bound port (port 0 picks a free one)."""
-    runner = web.AppRunner(create_app(settings), shutdown_timeout=10.0)
+    # aiohttp's keep-alive timer also runs from the moment a connection is made, and a
+    # request whose headers never complete leaves the connection idle: this one setting
+    # closes half-sent headers and idle keep-alive connections alike.
+    runner = web.AppRunner(
+        create_app(settings),
+        shutdown_timeout=10.0,
+        keepalive_timeout=settings.http_idle_timeout_s,
+    )
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     await site.start()

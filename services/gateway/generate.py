@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -25,6 +26,7 @@ from aiohttp import WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
+from services.common.metrics import GatewayMetrics
 from services.common.text import clean_json
 from services.common.tracing import outgoing_metadata, tracer
 from services.gateway.access import FrameLimitedWebSocketResponse, client_identity
@@ -36,10 +38,12 @@ from services.gateway.keys import (
     METRICS_KEY,
     SETTINGS_KEY,
 )
-from services.gateway.params import ParamsError, parse_params
+from services.gateway.params import ParamsError, kind_of, parse_params
 from services.gateway.preview_policy import PreviewPolicyConfig
 from services.gateway.relay import APP_ERROR, USER_CANCEL, Relay
 from services.gateway.settings import GatewaySettings
+
+log = logging.getLogger(__name__)
 
 
 def asset_base_url(request: web.Request) -> str:
@@ -54,7 +58,11 @@ def asset_base_url(request: web.Request) -> str:
 
 
 async def _fail(ws: web.WebSocketResponse, message: str) -> None:
-    await ws.send_str(json.dumps(frame("error", None, value=message)))
+    if ws.closed:
+        return
+    # The browser may be gone already; then there is nobody left to tell.
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        await ws.send_str(json.dumps(frame("error", None, value=message)))
     await ws.close(code=APP_ERROR)
 
 
@@ -71,19 +79,30 @@ def _builder(settings: GatewaySettings, *, resumable: bool) -> FrameBuilder:
     )
 
 
+# The client went away before its params arrived: nothing can be sent back.
+_CLIENT_LEFT = object()
+
+
 async def _read_params(ws: web.WebSocketResponse, settings: GatewaySettings) -> Any:
+    """The first frame as a JSON object, `_CLIENT_LEFT`, or ParamsError saying what is wrong."""
     try:
-        message = await asyncio.wait_for(ws.receive(), settings.params_timeout_s)
+        async with asyncio.timeout(settings.params_timeout_s):
+            message = await ws.receive()
     except TimeoutError:
         raise ParamsError(
-            "No params received: send the generation params as the first frame."
+            f"No params received within {settings.params_timeout_s:g} s: "
+            "send the generation params as the first frame."
         ) from None
-    if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
-        return None
+    if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED):
+        return _CLIENT_LEFT
+    if message.type == WSMsgType.ERROR:
+        raise ParamsError(f"Invalid params: the WebSocket failed ({message.data})")
     if message.type != WSMsgType.TEXT:
-        raise ParamsError("Invalid params: expected a JSON text frame")
+        raise ParamsError(
+            f"Invalid params: expected a JSON text frame, got a {message.type.name.lower()} frame"
+        )
     try:
-        return clean_json(json.loads(message.data))
+        params = clean_json(json.loads(message.data))
     except json.JSONDecodeError as exc:
         raise ParamsError(
             f"Invalid params: not valid JSON ({exc.msg} at position {exc.pos})"
@@ -93,6 +112,9 @@ async def _read_params(ws: web.WebSocketResponse, settings: GatewaySettings) -> 
         raise ParamsError(
             "Invalid params: the JSON is too deeply nested or has a huge number"
         ) from None
+    if not isinstance(params, dict):
+        raise ParamsError(f"Invalid params: expected a JSON object, got {kind_of(params)}")
+    return params
 
 
 async def generate_code(request: web.Request) -> web.StreamResponse:
@@ -100,30 +122,56 @@ async def generate_code(request: web.Request) -> web.StreamResponse:
     ws = FrameLimitedWebSocketResponse(max_msg_size=settings.access.max_frame_bytes, heartbeat=20.0)
     await ws.prepare(request)
     limiter = request.app[LIMITER_KEY]
+    metrics = request.app[METRICS_KEY]
     client = client_identity(request, settings.access)
-    # Refused before the (possibly 50 MB) params frame is even read.
+    # A socket waiting for its params holds no generation slot, only one of a few
+    # waiting places, so idle sockets cannot lock their client out of generating.
+    refusal = limiter.try_wait(client)
+    if refusal is not None:
+        await _refuse(ws, metrics, "refused", refusal.message)
+        return ws
+    try:
+        params = await _read_params(ws, settings)
+    except ParamsError as exc:
+        await _refuse(ws, metrics, "invalid_params", str(exc))
+        return ws
+    finally:
+        limiter.done_waiting(client)
+    if params is _CLIENT_LEFT:
+        log.info("browser left before sending params", extra={"close_code": ws.close_code})
+        metrics.connections.labels("left_before_params").inc()
+        return ws
     refusal = limiter.try_start(client)
     if refusal is not None:
-        await _fail(ws, refusal.message)
+        await _refuse(ws, metrics, "refused", refusal.message)
         return ws
     try:
         # The trace of this browser generation; its context rides the gRPC metadata.
         with tracer("s2c.gateway").start_as_current_span("generate-code"):
-            return await _generate(request, ws, settings)
+            return await _generate(request, ws, settings, params)
     finally:
         limiter.finish(client)
 
 
+async def _refuse(
+    ws: web.WebSocketResponse, metrics: GatewayMetrics, outcome: str, message: str
+) -> None:
+    log.info("generation refused", extra={"outcome": outcome, "reason": message[:300]})
+    metrics.connections.labels(outcome).inc()
+    await _fail(ws, message)
+
+
 async def _generate(
-    request: web.Request, ws: web.WebSocketResponse, settings: GatewaySettings
+    request: web.Request,
+    ws: web.WebSocketResponse,
+    settings: GatewaySettings,
+    params: dict[str, Any],
 ) -> web.WebSocketResponse:
     stub = pb_grpc.AgentServiceStub(request.app[CHANNEL_KEY])
+    metrics = request.app[METRICS_KEY]
     call: grpc.aio.UnaryStreamCall[Any, pb.GenerationEventBatch]
     try:
-        params = await _read_params(ws, settings)
-        if params is None:
-            return ws
-        if isinstance(params, dict) and "resumeGenerationId" in params:
+        if "resumeGenerationId" in params:
             generation_id, after = _resume_params(params)
             call = stub.WatchGenerationBatched(
                 pb.WatchGenerationRequest(generation_id=generation_id),
@@ -137,12 +185,11 @@ async def _generate(
             call = stub.GenerateCodeBatched(generate_request, metadata=outgoing_metadata())
             resumable, skip_until = params.get("resumable") is True, 0
     except ParamsError as exc:
-        await _fail(ws, str(exc))
+        await _refuse(ws, metrics, "invalid_params", str(exc))
         return ws
 
     if resumable and skip_until == 0:
         await ws.send_str(json.dumps(frame("generation", None, value=generation_id)))
-    metrics = request.app[METRICS_KEY]
     relay = Relay(
         ws,
         call,

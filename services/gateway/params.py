@@ -41,6 +41,63 @@ def _key(params: dict[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _optional(container: dict[str, Any], name: str, kind: type, prefix: str = "") -> Any:
+    """`container[name]` when it has type `kind`; None when missing or null; else ParamsError.
+
+    A value of the wrong type is refused rather than dropped: a generation started from
+    what is left would be billed for a request its sender never meant.
+    """
+    value = container.get(name)
+    if value is None or isinstance(value, kind):
+        return value
+    raise ParamsError(
+        f"Invalid params: {prefix}{name} must be {_TYPE_NAMES[kind]}, got {kind_of(value)}"
+    )
+
+
+def kind_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "null" if value is None else _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+# What a create needs in each input mode, as (prompt field, what to say when it is empty).
+_CREATE_NEEDS = {
+    "image": ("images", "an image-mode create needs at least one screenshot"),
+    "video": ("videos", "a video-mode create needs a video"),
+    "text": ("text", "a text-mode create needs a description of the page"),
+}
+
+
+def _read_prompt(params: dict[str, Any], request: pb.GenerateCodeRequest) -> None:
+    prompt = params.get("prompt")
+    if not isinstance(prompt, dict):
+        shown = "missing" if "prompt" not in params else f"got {kind_of(prompt)}"
+        raise ParamsError(
+            f"Invalid params: prompt must be an object with text, images and videos ({shown})"
+        )
+    text = _optional(prompt, "text", str, "prompt.")
+    full_text = _optional(prompt, "fullText", str, "prompt.")
+    request.prompt.text = text or ""
+    if full_text is not None and full_text.strip():
+        request.prompt.full_text = full_text
+    # Upstream drops the non-string items of these lists.
+    request.prompt.images.extend(_strings(_optional(prompt, "images", list, "prompt.")))
+    request.prompt.videos.extend(_strings(_optional(prompt, "videos", list, "prompt.")))
+    if request.generation_type != pb.GENERATION_TYPE_CREATE:
+        return
+    mode = next(m for m, v in INPUT_MODES.items() if v == request.input_mode)
+    field, why = _CREATE_NEEDS[mode]
+    given = request.prompt.text.strip() if field == "text" else getattr(request.prompt, field)
+    if not given:
+        raise ParamsError(f"Invalid params: prompt.{field} is empty: {why}")
+
+
 def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
     if not isinstance(params, dict):
         raise ParamsError("Invalid params: expected a JSON object")
@@ -60,16 +117,10 @@ def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
         stack=STACKS[stack],
         asset_base_url=asset_base_url,
     )
-    prompt = params.get("prompt")
-    if isinstance(prompt, dict):
-        text, full_text = prompt.get("text"), prompt.get("fullText")
-        request.prompt.text = text if isinstance(text, str) else ""
-        if isinstance(full_text, str) and full_text.strip():
-            request.prompt.full_text = full_text
-        request.prompt.images.extend(_strings(prompt.get("images")))
-        request.prompt.videos.extend(_strings(prompt.get("videos")))
-    history = params.get("history")
-    for item in history if isinstance(history, list) else []:
+    _read_prompt(params, request)
+    history = _optional(params, "history", list)
+    for item in history or []:
+        # Upstream drops history items that are not objects or have another role.
         if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
             continue
         text = item.get("text")
@@ -81,19 +132,17 @@ def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
                 videos=_strings(item.get("videos")),
             )
         )
-    file_state = params.get("fileState")
-    if isinstance(file_state, dict):
-        content, path = file_state.get("content"), file_state.get("path")
-        if isinstance(content, str) and content.strip():
+    file_state = _optional(params, "fileState", dict)
+    if file_state is not None:
+        content = _optional(file_state, "content", str, "fileState.")
+        path = _optional(file_state, "path", str, "fileState.")
+        if content is not None and content.strip():
             request.file_state.CopyFrom(
-                common_pb2.FileState(
-                    path=path if isinstance(path, str) and path else "index.html",
-                    content=content,
-                )
+                common_pb2.FileState(path=path or "index.html", content=content)
             )
-    codes = params.get("optionCodes")
-    if isinstance(codes, list):
-        request.option_codes.extend("" if c is None else str(c) for c in codes)
+    codes = _optional(params, "optionCodes", list)
+    # Upstream: null becomes "" and anything else goes through str().
+    request.option_codes.extend("" if c is None else str(c) for c in codes or [])
     request.asset_extraction_enabled = bool(params.get("isAssetExtractionEnabled", True))
     # Upstream quirk kept on purpose: an explicit null disables image generation.
     request.image_generation_enabled = bool(params.get("isImageGenerationEnabled", True))

@@ -40,6 +40,10 @@ def rpc_error_text(exc: grpc.aio.AioRpcError, agent_addr: str) -> str:
         return f"Not found: {exc.details()}"
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return "The generation took too long and was stopped."
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return f"The agent is busy ({exc.details()}). Please retry in a moment."
+    if code == grpc.StatusCode.CANCELLED:
+        return "The agent stopped the generation before it finished. Please retry."
     return f"An unexpected error occurred: {code.name}: {exc.details()}"
 
 
@@ -68,6 +72,7 @@ class Relay:
         self.client_gone = asyncio.Event()
         self.outcome = "completed"  # completed | failed | client_closed
         self.client_close_code: int | None = None
+        self._frames_sent = 0
         # A resume replays the log from the start to rebuild each variant's code,
         # sending nothing the client already has (events up to `skip_until`).
         self._skip_until = skip_until
@@ -90,8 +95,9 @@ class Relay:
             async for batch in self._events:
                 await self._queue.put(batch)
         except grpc.aio.AioRpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED:
-                await self._queue.put(exc)
+            # Even CANCELLED: the gateway cancels the call only after the relay ended, so
+            # during it a cancel came from the agent, and the browser must be told.
+            await self._queue.put(exc)
         await self._queue.put(_END)
 
     async def _watch_client(self) -> None:
@@ -124,6 +130,10 @@ class Relay:
             if item is _END:
                 break
             if isinstance(item, grpc.aio.AioRpcError):
+                log.warning(
+                    "agent stream failed",
+                    extra={"code": item.code().name, "details": (item.details() or "")[:300]},
+                )
                 await self._send(builder.flush_all())
                 await self.fail(rpc_error_text(item, self._agent_addr))
                 return
@@ -146,6 +156,10 @@ class Relay:
         await self._send(builder.resync() if self._catching_up else builder.flush_all())
         if builder.error is not None:
             await self.fail(builder.error)
+        elif self._frames_sent == 0:
+            # A stream that ended cleanly without one event: never a bare 1000.
+            log.warning("agent stream ended without any event")
+            await self.fail("The agent ended the generation without a result. Please retry.")
         else:
             await self._ws.close(code=1000)
 
@@ -160,6 +174,7 @@ class Relay:
                         return
                     text = encode(out)
                     await self._ws.send_str(text)
+                    self._frames_sent += 1
                     count, size = self._counters(str(out["type"]))
                     count.inc()
                     size.inc(len(text))

@@ -9,6 +9,19 @@ from pathlib import Path
 
 from services.common.security import GrpcSecurity
 from services.gateway.access import AccessSettings
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {raw!r}")
+    return value
 from services.gateway.design_systems import DesignSystemLimits
 from services.gateway.export import ExportPolicy
 
@@ -30,7 +43,11 @@ class GatewaySettings:
     grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
     # Token, origins, per-client limits and the frame size (params carry videos).
     access: AccessSettings = field(default_factory=AccessSettings)
-    params_timeout_s: float = 60.0
+    # A socket that has not sent its params by then gets an error frame and 4332.
+    params_timeout_s: float = 10.0
+    # Closes a connection that has not sent a complete request within this time of
+    # connecting, or stays idle this long between requests (half-sent headers included).
+    http_idle_timeout_s: float = 15.0
     # How long a dropped resumable browser's generation keeps running, waiting for it.
     resume_grace_s: float = 30.0
     # A frame the browser has not taken within this time disconnects it.
@@ -52,6 +69,8 @@ class GatewaySettings:
             "export": ExportPolicy.from_env(env),
             "preview_min_interval_s": int(env.get("S2C_PREVIEW_INTERVAL_MS", "225")) / 1000,
             "preview_max_bytes_per_s": int(env.get("S2C_PREVIEW_MAX_BPS", "1000000")),
+            "params_timeout_s": _seconds(env, "S2C_PARAMS_TIMEOUT_S", 10.0),
+            "http_idle_timeout_s": _seconds(env, "S2C_HTTP_IDLE_TIMEOUT_S", 15.0),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

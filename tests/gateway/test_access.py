@@ -449,3 +449,19 @@ def test_repr_redacts_the_token() -> None:
     assert TOKEN not in text
     assert "<redacted>" in text
     assert UI in text
+
+
+def test_sockets_waiting_for_params_are_capped_apart_from_generations() -> None:
+    clock = FakeClock()
+    gate = limiter(clock, max_concurrent_per_client=1, max_waiting_per_client=2)
+    assert gate.try_wait("a") is None
+    assert gate.try_wait("a") is None
+    refusal = gate.try_wait("a")
+    assert refusal is not None
+    assert "waiting to send their params (limit 2)" in refusal.message
+    # Waiting sockets hold no generation slot.
+    assert gate.try_start("a") is None
+    assert gate.try_wait("b") is None
+    gate.done_waiting("a")
+    assert gate.try_wait("a") is None
+    assert gate.waiting("a") == 2

@@ -22,6 +22,8 @@ async def test_client_close_4333_cancels_the_generation(tmp_path: Path) -> None:
                     if json.loads(message.data)["type"] == "setCode":
                         break
                 await ws.close(code=4333)
+                # Echoed like upstream's server: the upstream UI shows "cancelled" on 4333.
+                assert ws.close_code == 4333
         generations = suite.agent.manager.generations()
         assert len(generations) == 1
         generation = generations[0]
@@ -29,6 +31,20 @@ async def test_client_close_4333_cancels_the_generation(tmp_path: Path) -> None:
         await asyncio.wait({generation.task}, timeout=10)
         assert generation.status == "cancelled"
         assert {v.status for v in generation.variants} == {"cancelled"}
+
+
+async def test_any_client_close_code_is_echoed(tmp_path: Path) -> None:
+    async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=0.05)) as suite:
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(suite.ws_url) as ws:
+                await ws.send_str(json.dumps(create_params()))
+                await ws.receive()
+                await ws.close(code=4000)
+                assert ws.close_code == 4000
+            async with session.ws_connect(suite.ws_url) as idle:
+                # Closed before sending params: still answered with the client's code.
+                await idle.close(code=4333)
+                assert idle.close_code == 4333
 
 
 async def test_capabilities_come_from_the_tool_workers(tmp_path: Path) -> None:

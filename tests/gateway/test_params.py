@@ -37,7 +37,8 @@ def test_not_an_object() -> None:
 
 def test_defaults_and_quirks() -> None:
     request = parse_params(
-        {"generatedCodeConfig": "react_tailwind", "inputMode": "text"}, asset_base_url="x"
+        {"generatedCodeConfig": "react_tailwind", "inputMode": "text", "prompt": {"text": "a"}},
+        asset_base_url="x",
     )
     assert request.generation_type == pb.GENERATION_TYPE_CREATE
     assert request.stack == pb.STACK_REACT_TAILWIND
@@ -82,3 +83,72 @@ def test_history_file_state_option_codes_and_keys() -> None:
 
 def test_blank_file_state_is_ignored() -> None:
     assert not parse(fileState={"path": "a.html", "content": "   "}).HasField("file_state")
+
+
+IMAGE = create_params()["prompt"]["images"][0]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"prompt": "a page"},
+            "prompt must be an object with text, images and videos (got a string)",
+        ),
+        ({"prompt": 7}, "prompt must be an object with text, images and videos (got a number)"),
+        ({"prompt": [IMAGE]}, "prompt must be an object with text, images and videos (got a list)"),
+        ({"prompt": None}, "prompt must be an object with text, images and videos (got null)"),
+        ({"prompt": {"text": 5, "images": [IMAGE]}}, "prompt.text must be a string, got a number"),
+        ({"prompt": {"text": "", "images": IMAGE}}, "prompt.images must be a list, got a string"),
+        (
+            {"prompt": {"images": [IMAGE], "videos": {}}},
+            "prompt.videos must be a list, got an object",
+        ),
+        ({"history": {"role": "user"}}, "history must be a list, got an object"),
+        ({"history": "make it blue"}, "history must be a list, got a string"),
+        ({"optionCodes": "<html>"}, "optionCodes must be a list, got a string"),
+        ({"fileState": "<html>"}, "fileState must be an object, got a string"),
+        ({"fileState": {"content": 3}}, "fileState.content must be a string, got a number"),
+        ({"prompt": {"text": "", "images": [], "videos": []}}, "prompt.images is empty"),
+        ({"prompt": {"text": "a page", "images": [7, None]}}, "prompt.images is empty"),
+        ({"inputMode": "text", "prompt": {"text": "  ", "images": []}}, "prompt.text is empty"),
+        (
+            {"inputMode": "video", "prompt": {"text": "x", "images": [IMAGE]}},
+            "prompt.videos is empty",
+        ),
+    ],
+)
+def test_wrong_types_and_no_usable_input_name_the_field(
+    overrides: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ParamsError) as caught:
+        parse_params(create_params(**overrides), asset_base_url="")
+    assert str(caught.value).startswith("Invalid params: " + message)
+
+
+def test_a_missing_prompt_is_refused() -> None:
+    params = create_params()
+    del params["prompt"]
+    with pytest.raises(ParamsError, match=r"prompt must be an object .*\(missing\)"):
+        parse_params(params, asset_base_url="")
+
+
+def test_every_upstream_shape_is_accepted() -> None:
+    text = parse(inputMode="text", prompt={"text": "A blog", "images": [], "videos": []})
+    assert text.prompt.text == "A blog"
+    video = parse(
+        inputMode="video",
+        prompt={"text": "", "images": [], "videos": ["data:video/mp4;base64,AAAA"]},
+        isAssetExtractionEnabled=False,
+    )
+    assert list(video.prompt.videos) == ["data:video/mp4;base64,AAAA"]
+    # An update: the instruction is in the history; the prompt may carry no media.
+    update = parse(
+        generationType="update",
+        prompt={"text": "bluer", "images": [], "videos": [], "fullText": None},
+        history=[{"role": "user", "text": "bluer", "images": [], "videos": []}],
+        fileState=None,
+        optionCodes=None,
+    )
+    assert [h.text for h in update.history] == ["bluer"]
+    assert not update.option_codes
