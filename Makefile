@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 BUF := node_modules/.bin/buf
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test install chromium postgres proto proto-check lint pytest bench clean
+.PHONY: run test test-fast test-ui install chromium postgres proto proto-check lint pytest bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -61,10 +61,25 @@ lint: $(STAMP) $(BUF)
 	$(BUF) lint
 	$(BUF) format --diff --exit-code
 
-pytest: $(STAMP) chromium postgres
-	$(PY) -m pytest
+# The slow tiers (markers set by directory in tests/conftest.py).
+FAST := not e2e and not browser and not fuzz and not scale
+# Extra pytest arguments, e.g. PYTEST_ARGS="-n 2" (pytest-xdist; every test binds port
+# 0, so workers never collide). Off by default: on a loaded two-core machine it measured
+# slower than one process.
+PYTEST_ARGS ?=
 
-test: install chromium postgres lint proto-check pytest
+pytest: $(STAMP) chromium postgres
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Unit tests of the UI's pure modules (static/js/state.js, protocol.js), no browser.
+test-ui:
+	node --test tests/ui/*.test.mjs
+
+test: install chromium postgres lint proto-check test-ui pytest
+
+# The inner loop: no lint, no processes, browsers, fuzzing or scale runs.
+test-fast: $(STAMP) postgres test-ui
+	$(PY) -m pytest -m "$(FAST)" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) bench/preview.py

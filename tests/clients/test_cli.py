@@ -6,13 +6,11 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
-import pytest_asyncio
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from s2c.common.v1 import common_pb2
@@ -34,12 +32,6 @@ from tests.processes import Processes, running_processes
 on_suite = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def suite(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Processes]:
-    async with running_processes(tmp_path_factory.mktemp("suite")) as processes:
-        yield processes
-
-
 def agent(suite: Processes) -> str:
     return f"127.0.0.1:{suite.agent.port}"
 
@@ -58,11 +50,11 @@ def payload(event: dict[str, Any]) -> str:
 
 @on_suite
 async def test_text_prompt_shows_progress_writes_each_variant_and_exits_0(
-    suite: Processes, tmp_path: Path
+    processes: Processes, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
     result = await s2c(
-        "generate", "A bakery landing page", "--agent", agent(suite), "--variants", "2",
+        "generate", "A bakery landing page", "--agent", agent(processes), "--variants", "2",
         "--out", str(out), env={"COLUMNS": "160"},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -84,13 +76,13 @@ async def test_text_prompt_shows_progress_writes_each_variant_and_exits_0(
 
 @on_suite
 async def test_image_input_json_streams_every_event_as_one_line(
-    suite: Processes, tmp_path: Path
+    processes: Processes, tmp_path: Path
 ) -> None:
     shot = write_png(tmp_path / "screenshot.png")
     out = tmp_path / "out"
     result = await s2c(
         "generate", str(shot), "--json", "--stack", "bootstrap", "--variants", "1",
-        "--agent", agent(suite), "--out", str(out),
+        "--agent", agent(processes), "--out", str(out),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
@@ -117,9 +109,9 @@ async def test_image_input_json_streams_every_event_as_one_line(
 
 
 @on_suite
-async def test_live_progress_on_a_terminal(suite: Processes, tmp_path: Path) -> None:
+async def test_live_progress_on_a_terminal(processes: Processes, tmp_path: Path) -> None:
     result = await s2c(
-        "generate", "A bakery landing page", "--agent", agent(suite), "--variants", "1",
+        "generate", "A bakery landing page", "--agent", agent(processes), "--variants", "1",
         "--out", str(tmp_path),
         env={"TTY_INTERACTIVE": "1", "TTY_COMPATIBLE": "1", "COLUMNS": "160"},
     )  # fmt: skip
@@ -137,11 +129,11 @@ async def test_live_progress_on_a_terminal(suite: Processes, tmp_path: Path) -> 
 
 @on_suite
 async def test_a_failed_variant_exits_1_and_the_others_are_still_written(
-    suite: Processes, tmp_path: Path
+    processes: Processes, tmp_path: Path
 ) -> None:
     # No Anthropic key: the pinned Claude variant fails at once, the demo one completes.
     result = await s2c(
-        "generate", "A bakery landing page", "--agent", agent(suite), "--variants", "2",
+        "generate", "A bakery landing page", "--agent", agent(processes), "--variants", "2",
         "--model", "demo", "--model", "claude-sonnet-4-6", "--out", str(tmp_path),
         env={"COLUMNS": "200"},
     )  # fmt: skip
@@ -155,9 +147,9 @@ async def test_a_failed_variant_exits_1_and_the_others_are_still_written(
 
 
 @on_suite
-async def test_a_failed_generation_exits_1(suite: Processes, tmp_path: Path) -> None:
+async def test_a_failed_generation_exits_1(processes: Processes, tmp_path: Path) -> None:
     result = await s2c(
-        "generate", "A bakery landing page", "--agent", agent(suite), "--json",
+        "generate", "A bakery landing page", "--agent", agent(processes), "--json",
         "--variants", "1", "--model", "claude-sonnet-4-6", "--out", str(tmp_path),
     )  # fmt: skip
     assert result.returncode == 1
@@ -170,10 +162,10 @@ async def test_a_failed_generation_exits_1(suite: Processes, tmp_path: Path) -> 
 
 @on_suite
 async def test_a_rejected_request_exits_2_with_the_agents_reason(
-    suite: Processes, tmp_path: Path
+    processes: Processes, tmp_path: Path
 ) -> None:
     result = await s2c(
-        "generate", "A bakery landing page", "--agent", agent(suite), "--model", "gpt-0",
+        "generate", "A bakery landing page", "--agent", agent(processes), "--model", "gpt-0",
         "--json", "--out", str(tmp_path),
     )  # fmt: skip
     assert result.returncode == 2

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -54,12 +53,6 @@ async def node() -> str:
     return node
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def suite(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Processes]:
-    async with running_processes(tmp_path_factory.mktemp("suite")) as processes:
-        yield processes
-
-
 def agent(suite: Processes) -> str:
     return f"127.0.0.1:{suite.agent.port}"
 
@@ -78,13 +71,13 @@ def event_lines(stdout: str) -> list[tuple[int, str, str, str]]:
 
 
 async def test_node_example_streams_a_text_generation_and_writes_each_variant(
-    node: str, suite: Processes, tmp_path: Path
+    node: str, processes: Processes, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
     result = await run(
         node, "examples/node/generate.mjs", "--variants", "2", "--out", str(out),
         "A bakery landing page",
-        env={"S2C_AGENT_ADDR": agent(suite)},
+        env={"S2C_AGENT_ADDR": agent(processes)},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
@@ -110,13 +103,13 @@ async def test_node_example_streams_a_text_generation_and_writes_each_variant(
         assert f'data-demo-variant="{n - 1}"' in page
 
 
-async def test_node_example_sends_an_image(node: str, suite: Processes, tmp_path: Path) -> None:
+async def test_node_example_sends_an_image(node: str, processes: Processes, tmp_path: Path) -> None:
     shot = write_png(tmp_path / "shot.png")
     out = tmp_path / "out"
     result = await run(
         node, str(NODE_EXAMPLE / "generate.mjs"), "--variants", "1", "--stack", "bootstrap",
         "--out", str(out), str(shot),
-        env={"S2C_AGENT_ADDR": agent(suite)}, cwd=tmp_path,
+        env={"S2C_AGENT_ADDR": agent(processes)}, cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     events = event_lines(result.stdout)
@@ -130,12 +123,12 @@ async def test_node_example_sends_an_image(node: str, suite: Processes, tmp_path
     assert "bootstrap" in page.lower()
 
 
-async def test_node_example_exit_codes(node: str, suite: Processes, tmp_path: Path) -> None:
+async def test_node_example_exit_codes(node: str, processes: Processes, tmp_path: Path) -> None:
     # Every variant fails (no Anthropic key): the generation fails, nothing is written.
     failed = await run(
         node, "examples/node/generate.mjs", "--variants", "1", "--model", "claude-sonnet-4-6",
         "--out", str(tmp_path), "A bakery landing page",
-        env={"S2C_AGENT_ADDR": agent(suite)},
+        env={"S2C_AGENT_ADDR": agent(processes)},
     )  # fmt: skip
     assert failed.returncode == 1
     assert "generation_complete RUN_STATUS_FAILED" in failed.lines[-1]
@@ -157,11 +150,11 @@ async def test_node_example_exit_codes(node: str, suite: Processes, tmp_path: Pa
 
 
 async def test_grpcurl_script_streams_events_until_generation_complete(
-    suite: Processes,
+    processes: Processes,
 ) -> None:
     result = await run(
         str(GRPCURL_SCRIPT), "-n", "1", 'A "bakery"\tlanding page\nwith \\ fresh bread',
-        env={"S2C_AGENT_ADDR": agent(suite), "GRPCURL": str(GRPCURL)},
+        env={"S2C_AGENT_ADDR": agent(processes), "GRPCURL": str(GRPCURL)},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     events = json_values(result.stdout)
@@ -177,11 +170,11 @@ async def test_grpcurl_script_streams_events_until_generation_complete(
 
 
 async def test_grpcurl_script_takes_the_address_as_an_argument_and_fails_clearly(
-    suite: Processes,
+    processes: Processes,
 ) -> None:
     env = {"GRPCURL": str(GRPCURL), "S2C_AGENT_ADDR": f"127.0.0.1:{closed_port()}"}
     # -a wins over the environment.
-    result = await run(str(GRPCURL_SCRIPT), "-a", agent(suite), "-n", "9", "A page", env=env)
+    result = await run(str(GRPCURL_SCRIPT), "-a", agent(processes), "-n", "9", "A page", env=env)
     assert result.returncode == 2  # reached the agent, which rejected the variant count
     assert "variant_count: must be 0..8" in result.stderr
     unreachable = await run(str(GRPCURL_SCRIPT), "A page", env=env)

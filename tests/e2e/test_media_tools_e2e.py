@@ -27,13 +27,12 @@ PAGE = "<!DOCTYPE html><html><body><img src='{logo}'></body></html>"
 
 
 async def test_save_assets_and_generate_images_reach_the_page_and_the_model(
-    tmp_path: Path,
+    tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
     upload = png_data_url(32, 16, "#ff0000")
     upload_bytes = base64.b64decode(upload.split(",", 1)[1])
     asset_id = "tmp_asset_" + hashlib.sha256(upload_bytes).hexdigest()[:24]
-    openai = FakeOpenAI()
-    await openai.start()
+    openai = fake_openai
     async with FakeReplicate(token="r8_test_token") as replicate:
         replicate.script("a mountain at dawn", Succeed(polls=1))
         openai.add_response(
@@ -82,7 +81,6 @@ async def test_save_assets_and_generate_images_reach_the_page_and_the_model(
                 assert served.status == 200
                 assert await served.read() == upload_bytes
 
-    await openai.stop()
     results = [e.tool_result for e in events if e.HasField("tool_result")]
     assert [(r.name, r.ok) for r in results] == [
         ("save_assets", True),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +54,10 @@ def update_params(**overrides: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def fakes() -> AsyncIterator[tuple[FakeOpenAI, FakeAnthropic]]:
-    openai, anthropic = FakeOpenAI(), FakeAnthropic()
-    await openai.start()
-    await anthropic.start()
-    yield openai, anthropic
-    await openai.stop()
-    await anthropic.stop()
+def fakes(
+    fake_openai: FakeOpenAI, fake_anthropic: FakeAnthropic
+) -> tuple[FakeOpenAI, FakeAnthropic]:
+    return fake_openai, fake_anthropic
 
 
 def agent_settings(openai: FakeOpenAI, anthropic: FakeAnthropic) -> AgentSettings:

@@ -14,7 +14,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from tests.processes import base_env, running_processes, start_service
-from tests.suite import create_params, run_ws, running_suite
+from tests.suite import Suite, create_params, run_ws, running_suite
 
 
 async def test_agent_killed_mid_generation_closes_the_record_as_interrupted(
@@ -117,10 +117,9 @@ async def test_a_non_resumable_drop_cancels_at_once(tmp_path: Path) -> None:
         assert generation.status == "cancelled"
 
 
-async def test_watch_of_an_unknown_generation_is_an_error_frame(tmp_path: Path) -> None:
-    async with running_suite(tmp_path) as suite:
-        result = await run_ws(suite.ws_url, {"resumeGenerationId": "nope", "afterSequence": 3})
-        bad = await run_ws(suite.ws_url, {"resumeGenerationId": "", "afterSequence": -1})
+async def test_watch_of_an_unknown_generation_is_an_error_frame(suite: Suite) -> None:
+    result = await run_ws(suite.ws_url, {"resumeGenerationId": "nope", "afterSequence": 3})
+    bad = await run_ws(suite.ws_url, {"resumeGenerationId": "", "afterSequence": -1})
     assert result.close_code == 4332
     assert "no generation 'nope'" in result.frames[-1]["value"]
     assert bad.frames == [

@@ -35,9 +35,8 @@ def final_code(events: list[pb.GenerationEvent]) -> str:
     return snapshots[-1]
 
 
-async def test_gemini_tool_loop(tmp_path: Path) -> None:
-    fake = FakeGemini()
-    await fake.start()
+async def test_gemini_tool_loop(tmp_path: Path, fake_gemini: FakeGemini) -> None:
+    fake = fake_gemini
     fake.add_turn(
         Thought("Planning a greeting."),
         Call("create_file", {"path": "index.html", "content": PAGE}, id="g1", signature=b"sig1"),
@@ -48,13 +47,10 @@ async def test_gemini_tool_loop(tmp_path: Path) -> None:
         provider_max_retries=0,
         credentials=Credentials(gemini_api_key="g-key", gemini_base_url=fake.base_url),
     )
-    try:
-        async with running_suite(tmp_path, agent=settings) as suite:
-            events = await generate(
-                suite.agent.port, models=["gemini-3-flash-preview (minimal thinking)"]
-            )
-    finally:
-        await fake.stop()
+    async with running_suite(tmp_path, agent=settings) as suite:
+        events = await generate(
+            suite.agent.port, models=["gemini-3-flash-preview (minimal thinking)"]
+        )
     assert events[-1].generation_complete.status == pb.RUN_STATUS_COMPLETED
     assert final_code(events) == PAGE.replace("Hello", "Hi")
     assert any(e.HasField("thinking_delta") for e in events)
@@ -63,9 +59,8 @@ async def test_gemini_tool_loop(tmp_path: Path) -> None:
     assert second[-1]["parts"][0]["functionResponse"]["id"] == "g1"
 
 
-async def test_openai_compatible_local_server(tmp_path: Path) -> None:
-    fake = FakeOpenAI()
-    await fake.start()
+async def test_openai_compatible_local_server(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    fake = fake_openai
     args = json.dumps({"path": "index.html", "content": PAGE})
     fake.add_chat(
         chat_turn(
@@ -74,11 +69,8 @@ async def test_openai_compatible_local_server(tmp_path: Path) -> None:
         chat_turn([Text(["All done."])]),
     )
     settings = AgentSettings(local_models=("llama3.2",), local_base_url=fake.base_url)
-    try:
-        async with running_suite(tmp_path, agent=settings) as suite:
-            events = await generate(suite.agent.port)
-    finally:
-        await fake.stop()
+    async with running_suite(tmp_path, agent=settings) as suite:
+        events = await generate(suite.agent.port)
     counts = [e.variant_count for e in events if e.HasField("variant_count")]
     assert list(counts[0].models) == ["local:llama3.2"]
     assert events[-1].generation_complete.status == pb.RUN_STATUS_COMPLETED

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from tests.suite import create_params, run_ws, running_suite
+from tests.suite import Suite, create_params, run_ws
 
 
-async def test_create_from_image_streams_every_frame_in_order(tmp_path: Path) -> None:
-    async with running_suite(tmp_path) as suite:
-        result = await run_ws(suite.ws_url, create_params())
+async def test_create_from_image_streams_every_frame_in_order(suite: Suite) -> None:
+    result = await run_ws(suite.ws_url, create_params())
 
     assert result.close_code == 1000
     kinds = [f["type"] for f in result.frames]
@@ -49,18 +46,16 @@ async def test_create_from_image_streams_every_frame_in_order(tmp_path: Path) ->
                 assert f["eventId"].startswith(f"{f['type']}-{variant}-")
 
 
-async def test_invalid_stack_gets_the_upstream_error_and_4332(tmp_path: Path) -> None:
-    async with running_suite(tmp_path) as suite:
-        result = await run_ws(suite.ws_url, create_params(generatedCodeConfig="cobol"))
+async def test_invalid_stack_gets_the_upstream_error_and_4332(suite: Suite) -> None:
+    result = await run_ws(suite.ws_url, create_params(generatedCodeConfig="cobol"))
     assert result.frames == [{"type": "error", "value": "Invalid generated code config: cobol"}]
     assert result.close_code == 4332
 
 
-async def test_invalid_input_mode_and_generation_type(tmp_path: Path) -> None:
-    async with running_suite(tmp_path) as suite:
-        mode = await run_ws(suite.ws_url, create_params(inputMode="audio"))
-        kind = await run_ws(suite.ws_url, create_params(generationType="delete"))
-        not_json = await run_ws(suite.ws_url, None, raw="{not json")
+async def test_invalid_input_mode_and_generation_type(suite: Suite) -> None:
+    mode = await run_ws(suite.ws_url, create_params(inputMode="audio"))
+    kind = await run_ws(suite.ws_url, create_params(generationType="delete"))
+    not_json = await run_ws(suite.ws_url, None, raw="{not json")
     assert mode.frames == [{"type": "error", "value": "Invalid input mode: audio"}]
     assert kind.frames == [{"type": "error", "value": "Invalid generation type: delete"}]
     assert not_json.frames[0]["type"] == "error"
@@ -68,9 +63,8 @@ async def test_invalid_input_mode_and_generation_type(tmp_path: Path) -> None:
     assert {mode.close_code, kind.close_code, not_json.close_code} == {4332}
 
 
-async def test_update_without_history_or_file_fails_after_variant_count(tmp_path: Path) -> None:
-    async with running_suite(tmp_path) as suite:
-        result = await run_ws(suite.ws_url, create_params(generationType="update"))
+async def test_update_without_history_or_file_fails_after_variant_count(suite: Suite) -> None:
+    result = await run_ws(suite.ws_url, create_params(generationType="update"))
     assert result.frames[0]["type"] == "variantCount"
     assert result.frames[-1]["type"] == "error"
     assert "Update requests require history or fileState.content" in result.frames[-1]["value"]

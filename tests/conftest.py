@@ -1,0 +1,103 @@
+"""Shared fixtures and the test tiers.
+
+Tiers: every test is marked by where it lives, so a new file in a slow directory is in
+its tier without anyone remembering to mark it. `make test-fast` deselects the slow
+tiers; `make test` (and CI) runs everything.
+
+- `e2e`: real service processes or whole suites end to end (`tests/e2e`, `tests/clients`).
+- `browser`: a real Chromium (`tests/browser`, the screenshot tool's tests).
+- `fuzz`: the hostile-input campaigns (`tests/e2e/test_fuzz.py`) and the property test
+  that checks the tool validators against a reference.
+- `scale`: many generations against killed workers (`tests/e2e/test_scale.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.gemini_server import FakeGemini
+from tests.fakes.openai_server import FakeOpenAI
+from tests.processes import Processes, running_processes
+from tests.suite import Suite, running_suite
+
+TESTS = Path(__file__).resolve().parent
+# Directories, files, and single tests (`file::name`) of each slow tier; a file inherits
+# its directory's tiers. Outside the slow directories, the entries are what
+# `pytest --durations=30` showed taking seconds each.
+TIERS: dict[str, tuple[str, ...]] = {
+    "e2e": ("e2e",),
+    "clients": ("e2e",),
+    "browser": ("browser",),
+    "e2e/test_fuzz.py": ("fuzz",),
+    "e2e/test_scale.py": ("scale",),
+    "tools/test_screenshot.py": ("browser",),
+    "tools/test_validation.py::test_verdicts_match_a_reference_validator": ("fuzz",),
+}
+
+
+def tiers(item: pytest.Item) -> set[str]:
+    try:
+        relative = item.path.resolve().relative_to(TESTS)
+    except ValueError:
+        return set()
+    keys = [*relative.parts[:-1], relative.as_posix()]
+    keys.append(f"{relative.as_posix()}::{getattr(item, 'originalname', item.name)}")
+    return {tier for key in keys for tier in TIERS.get(key, ())}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for tier in sorted(tiers(item)):
+            item.add_marker(tier)
+
+
+@pytest_asyncio.fixture
+async def suite(tmp_path: Path) -> AsyncIterator[Suite]:
+    """Tools, agent and gateway in this process with the default settings (demo model)."""
+    async with running_suite(tmp_path) as running:
+        yield running
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def processes(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Processes]:
+    """The three real service processes (demo model), shared by a module's tests.
+
+    Module-scoped: its tests must run on the module's event loop
+    (`pytest.mark.asyncio(loop_scope="module")`).
+    """
+    async with running_processes(tmp_path_factory.mktemp("suite")) as running:
+        yield running
+
+
+@pytest_asyncio.fixture
+async def fake_openai() -> AsyncIterator[FakeOpenAI]:
+    """A fake OpenAI server (Responses and Chat Completions) at `fake_openai.base_url`."""
+    async with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest_asyncio.fixture
+async def fake_anthropic() -> AsyncIterator[FakeAnthropic]:
+    """A fake Anthropic Messages server at `fake_anthropic.base_url`; stop() is idempotent."""
+    fake = FakeAnthropic()
+    await fake.start()
+    try:
+        yield fake
+    finally:
+        await fake.stop()
+
+
+@pytest_asyncio.fixture
+async def fake_gemini() -> AsyncIterator[FakeGemini]:
+    """A fake Gemini server at `fake_gemini.base_url`."""
+    fake = FakeGemini()
+    await fake.start()
+    try:
+        yield fake
+    finally:
+        await fake.stop()
