@@ -31,7 +31,7 @@ import aiohttp
 from aiohttp import hdrs
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from services.gateway.export_markup import IMAGE_EXTS, path_ext, rewrite_references
+from services.gateway.export_markup import IMAGE_EXTS, CpuBudget, path_ext, rewrite_references
 from services.tools import netguard
 from services.tools.babel_cdn import normalize_babel_cdn
 
@@ -332,26 +332,26 @@ async def build_export(
 
     `own_hosts`: names this gateway is reached by; their `/local-assets/` URLs are read
     from `assets_dir`, like loopback ones. The page is read and rewritten in a worker
-    thread, one `cpu_slots` place at a time, within `policy.transform_timeout_s`
-    (`ExportTooComplex`, or `ExportBusy` when no place came free in time).
+    thread, one `cpu_slots` place at a time, within `policy.transform_timeout_s` of CPU
+    time (`ExportTooComplex`), waiting at most that long for a place (`ExportBusy`).
     """
     policy = policy or ExportPolicy()
     deadline = time.monotonic() + policy.transform_timeout_s
+    budget = CpuBudget(policy.transform_timeout_s)
     hosts = frozenset(h.lower().rstrip(".") for h in own_hosts)
-    references: list[str] = []
-
-    def collect() -> None:
-        rewrite_references(code, lambda reference: references.append(reference), deadline=deadline)
-
-    await _off_loop(collect, deadline, cpu_slots)
-    sources: dict[str, Source] = {}
+    sources: dict[str, Source | None] = {}
     unique: dict[Source, None] = {}
-    for reference in references:
-        source = sources.get(reference) or classify(reference, base_url, hosts)
-        if source is None or (source not in unique and len(unique) >= policy.max_assets):
-            continue
-        sources[reference] = source
-        unique[source] = None
+
+    def collect(reference: str) -> None:
+        if reference in sources:
+            return
+        source = sources[reference] = classify(reference, base_url, hosts)
+        if source is not None and (source in unique or len(unique) < policy.max_assets):
+            unique[source] = None
+        elif source is not None:
+            sources[reference] = None  # over the asset limit: stays as it is
+
+    await _off_loop(lambda: rewrite_references(code, collect, budget=budget), deadline, cpu_slots)
     loaded = await _load_all(list(unique), assets_dir, policy)
 
     names: dict[Source, str] = {}
@@ -373,7 +373,7 @@ async def build_export(
         return None if source is None else names.get(source)
 
     def finish() -> bytes:
-        page = rewrite_references(code, replace, deadline=deadline)
+        page = rewrite_references(code, replace, budget=budget)
         return _zip(normalize_babel_cdn(page), files)
 
     return await _off_loop(finish, deadline, cpu_slots)

@@ -250,6 +250,23 @@ class ExportTooComplex(Exception):
     """The page's transform ran past its time budget."""
 
 
+class CpuBudget:
+    """CPU seconds a page's transform may use, over all its passes and worker threads.
+
+    CPU time rather than wall time: a busy machine slows an export down but must not
+    turn a page that is cheap to process into an error.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self._left = seconds
+
+    def over(self, used: float) -> bool:
+        return used >= self._left
+
+    def spend(self, used: float) -> None:
+        self._left -= used
+
+
 # --- Rewriting references ---
 
 _ATTR = re.compile(r"""(?P<name>[^\s"'>/=]+)(?:\s*=\s*(?P<value>"[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
@@ -276,19 +293,23 @@ _URL_ATTRS: dict[str, dict[str, Literal["url", "srcset"]]] = {
 }
 
 
-def rewrite_references(code: str, visit: Visit, *, deadline: float | None = None) -> str:
+def rewrite_references(code: str, visit: Visit, *, budget: CpuBudget | None = None) -> str:
     """Calls `visit` on every image reference in document order; splices in its answers.
 
     References: `img` src/srcset, `source` srcset, svg `image` href, icon `link` href,
     `url()` in `<style>` and in style attributes, and absolute http(s) URLs inside
     `<script>` that look like images. Attribute values are passed unescaped. Linear in
-    the page (`export_scan`); past `deadline` (`time.monotonic()`) it raises
-    `ExportTooComplex` instead of finishing.
+    the page (see above); past `budget` it raises `ExportTooComplex` instead of finishing.
     """
+    started = time.thread_time()
     pieces: list[str] = []
     done = 0
     for count, token in enumerate(scan_markup(code)):
-        if deadline is not None and count % _DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+        if (
+            budget is not None
+            and count % _DEADLINE_EVERY == 0
+            and budget.over(time.thread_time() - started)
+        ):
             raise ExportTooComplex()
         if isinstance(token, RawText):
             body = code[token.body_start : token.end]
@@ -303,6 +324,8 @@ def rewrite_references(code: str, visit: Visit, *, deadline: float | None = None
         if new_tag is not tag:
             pieces += [code[done : token.start], new_tag]
             done = token.end
+    if budget is not None:
+        budget.spend(time.thread_time() - started)
     return "".join([*pieces, code[done:]]) if pieces else code
 
 
