@@ -43,7 +43,7 @@ from services.agent.runstore import RunRow, RunStore, snapshot
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import ToolCallContext, ToolExecutor
-from services.common.credentials import Credentials
+from services.common.credentials import Credentials, CredentialsError
 from services.common.metrics import AgentMetrics
 from services.common.tracing import tracer
 from services.tools.assets import decode_image_data_url, digest_of
@@ -288,7 +288,10 @@ class GenerationManager:
         request = generation.request
         settings = self._settings
         count = variant_count(request.generation_type, request.input_mode, request.variant_count)
-        credentials = request.credentials.merged_over(settings.credentials)
+        try:
+            credentials = settings.credential_policy.resolve(request.credentials)
+        except CredentialsError as exc:
+            return self._fail(generation, f"Refused credentials: {exc}")
         keys = frozenset(
             name
             for name, key in (

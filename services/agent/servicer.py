@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
+from s2c.common.v1 import common_pb2
 
 from services.agent.convert import event_to_proto, request_from_proto, run_to_proto
 from services.agent.events import Event
@@ -15,8 +16,8 @@ from services.agent.models import CATALOGUE
 from services.agent.runstore_health import StoreUnavailable
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
-from services.common.credentials import credentials_from_proto
-from services.common.errors import InvalidRequest, abort_invalid, clip
+from services.common.credentials import Credentials, credentials_from_proto
+from services.common.errors import FieldViolation, InvalidRequest, abort_invalid, clip
 from services.common.metrics import AgentMetrics
 from services.common.tracing import incoming_context, tracer
 
@@ -64,10 +65,13 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             yield batch
 
     async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
+        violations = self._credential_violations(request.credentials)
         try:
             domain = request_from_proto(request)
         except InvalidRequest as exc:
-            await abort_invalid(context, exc)
+            violations = [*exc.violations, *violations]
+        if violations:
+            await abort_invalid(context, InvalidRequest(violations))
         try:
             parent = incoming_context(context.invocation_metadata())
             # The generation task starts inside this span, so its spans are children.
@@ -135,9 +139,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     async def ListModels(
         self, request: pb.ListModelsRequest, context: Context
     ) -> pb.ListModelsResponse:
-        credentials = credentials_from_proto(request.credentials).merged_over(
-            self._settings.credentials
-        )
+        credentials = await self._resolved(request.credentials, context)
         keys = {
             "openai": bool(credentials.openai_api_key),
             "anthropic": bool(credentials.anthropic_api_key),
@@ -164,6 +166,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     async def GetCapabilities(
         self, request: pb.GetCapabilitiesRequest, context: Context
     ) -> pb.GetCapabilitiesResponse:
+        await self._resolved(request.credentials, context)
         try:
             names = await self._manager.tool_names(credentials_from_proto(request.credentials))
         except ToolServiceError as exc:
@@ -171,6 +174,17 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         return pb.GetCapabilitiesResponse(
             tools=names, screenshot_preview="screenshot_preview" in names
         )
+
+    def _credential_violations(self, proto: common_pb2.Credentials) -> list[FieldViolation]:
+        policy = self._settings.credential_policy
+        return policy.violations(credentials_from_proto(proto), prefix="credentials.")
+
+    async def _resolved(self, proto: common_pb2.Credentials, context: Context) -> Credentials:
+        """The request's credentials resolved against ours, or INVALID_ARGUMENT."""
+        violations = self._credential_violations(proto)
+        if violations:
+            await abort_invalid(context, InvalidRequest(violations))
+        return self._settings.credential_policy.resolve(credentials_from_proto(proto))
 
     async def _find(self, generation_id: str, context: Context) -> Generation:
         generation = self._manager.get(generation_id)

@@ -8,7 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.agent.eventlog import DEFAULT_TICK_S
-from services.common.credentials import Credentials
+from services.common.credentials import (
+    CredentialPolicy,
+    Credentials,
+    request_base_urls_allowed,
+)
 from services.common.security import GrpcSecurity
 
 
@@ -31,6 +35,8 @@ class AgentSettings:
     tools_addr: str = "127.0.0.1:50052"
     data_dir: Path = Path(".s2c-data")
     credentials: Credentials = field(default_factory=Credentials)
+    # Whether requests may name their own *_base_url (always with their own key).
+    allow_request_base_urls: bool = True
     max_cost_usd: float | None = None
     demo_pace_s: float = 0.06
     max_turns: int = 30
@@ -50,6 +56,10 @@ class AgentSettings:
     # How long streamed deltas may wait to be merged into one event (see eventlog.py).
     event_tick_s: float = DEFAULT_TICK_S
 
+    @property
+    def credential_policy(self) -> CredentialPolicy:
+        return CredentialPolicy(self.credentials, self.allow_request_base_urls)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> AgentSettings:
         env = os.environ if env is None else env
@@ -68,6 +78,7 @@ class AgentSettings:
             "tools_addr": env.get("S2C_TOOLS_ADDR", "127.0.0.1:50052"),
             "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
             "credentials": credentials,
+            "allow_request_base_urls": request_base_urls_allowed(env),
             "max_cost_usd": _float_or_none(
                 env.get("GENERATION_MAX_COST_USD", ""), "GENERATION_MAX_COST_USD"
             ),

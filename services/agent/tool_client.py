@@ -17,7 +17,7 @@ from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 from services.agent.domain import FileState
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.agent.tooling import ToolCallContext, ToolOutcome
-from services.common.credentials import credentials_to_proto
+from services.common.credentials import TOOL_PROVIDERS, Credentials, credentials_to_proto
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 from services.common.structs import from_struct, to_struct
@@ -78,7 +78,7 @@ class GrpcToolExecutor:
 
     async def list_tools(self, context: ToolCallContext) -> list[ToolSpec]:
         request = pb.ListToolsRequest(
-            flags=_flags(context), credentials=credentials_to_proto(context.credentials)
+            flags=_flags(context), credentials=_tool_credentials(context.credentials)
         )
         try:
             response = await self._stub.ListTools(request, timeout=10.0, wait_for_ready=True)
@@ -100,7 +100,7 @@ class GrpcToolExecutor:
                 input_images=context.input_images,
                 option_codes=context.option_codes,
                 flags=_flags(context),
-                credentials=credentials_to_proto(context.credentials),
+                credentials=_tool_credentials(context.credentials),
                 asset_base_url=context.asset_base_url,
             ),
         )
@@ -132,6 +132,12 @@ class GrpcToolExecutor:
         return ToolServiceError(
             f"Tool service at {self._target} failed: {exc.code().name}: {exc.details()}"
         )
+
+
+def _tool_credentials(credentials: Credentials) -> common_pb2.Credentials:
+    # Least privilege: a worker gets the Replicate and Gemini credentials its tools use,
+    # never the request's model keys.
+    return credentials_to_proto(credentials.only(TOOL_PROVIDERS))
 
 
 def _flags(context: ToolCallContext) -> pb.ToolFlags:

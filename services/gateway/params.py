@@ -41,6 +41,13 @@ def _key(params: dict[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _check_base_url(params: dict[str, Any]) -> None:
+    # Paired with the server's key, a client's base URL would send that key to an address
+    # the client picked; the agent enforces the rule too, this names the browser's fields.
+    if _key(params, "openAiBaseURL") and not _key(params, "openAiApiKey"):
+        raise ParamsError("openAiBaseURL needs openAiApiKey in the same request")
+
+
 _TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
 
 
@@ -110,6 +117,7 @@ def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
     generation_type = params.get("generationType", "create")
     if not isinstance(generation_type, str) or generation_type not in GENERATION_TYPES:
         raise ParamsError(f"Invalid generation type: {_show(generation_type)}")
+    _check_base_url(params)
 
     request = pb.GenerateCodeRequest(
         generation_type=GENERATION_TYPES[generation_type],

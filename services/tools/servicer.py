@@ -7,7 +7,7 @@ from s2c.common.v1 import common_pb2
 from s2c.tools.v1 import tool_service_pb2 as pb
 from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
-from services.common.credentials import credentials_from_proto
+from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort_invalid
 from services.common.structs import from_struct, to_struct
 from services.common.tracing import incoming_context, tracer
@@ -30,12 +30,18 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
     def __init__(self, worker: ToolWorker) -> None:
         self._worker = worker
 
+    def _credential_violations(self, credentials: Credentials, prefix: str) -> list[FieldViolation]:
+        # Direct callers too: a request's base URL never gets this worker's own key.
+        return self._worker.settings.credential_policy.violations(credentials, prefix=prefix)
+
     async def ListTools(
         self, request: pb.ListToolsRequest, context: Context
     ) -> pb.ListToolsResponse:
-        definitions = await self._worker.definitions(
-            _flags(request.flags), credentials_from_proto(request.credentials)
-        )
+        credentials = credentials_from_proto(request.credentials)
+        violations = self._credential_violations(credentials, "credentials.")
+        if violations:
+            await abort_invalid(context, InvalidRequest(violations))
+        definitions = await self._worker.definitions(_flags(request.flags), credentials)
         return pb.ListToolsResponse(
             tools=[
                 pb.ToolDefinition(
@@ -48,13 +54,16 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
     async def ExecuteTool(
         self, request: pb.ExecuteToolRequest, context: Context
     ) -> pb.ExecuteToolResponse:
-        violations = []
+        violations: list[FieldViolation] = []
         if not request.call.name:
             violations.append(FieldViolation("call.name", "required"))
         elif len(request.call.name) > MAX_NAME_LENGTH:
             violations.append(FieldViolation("call.name", f"at most {MAX_NAME_LENGTH} characters"))
         if len(request.call.id) > MAX_ID_LENGTH:
             violations.append(FieldViolation("call.id", f"at most {MAX_ID_LENGTH} characters"))
+        violations += self._credential_violations(
+            credentials_from_proto(request.context.credentials), "context.credentials."
+        )
         if violations:
             await abort_invalid(context, InvalidRequest(violations))
         call = ToolCall(

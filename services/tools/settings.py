@@ -8,7 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from services.common.credentials import Credentials
+from services.common.credentials import (
+    CredentialPolicy,
+    Credentials,
+    request_base_urls_allowed,
+)
 from services.common.security import GrpcSecurity
 
 # Wall-clock limit of a whole tool execution, on top of each Replicate or Gemini request's
@@ -39,6 +43,8 @@ class ToolsSettings:
     screenshots_enabled: bool = True
     # Only the image-tool keys matter here; model keys never reach the workers' env.
     credentials: Credentials = field(default_factory=Credentials)
+    # Whether requests may name their own *_base_url (always with their own key).
+    allow_request_base_urls: bool = True
     shutdown_grace_s: float = 30.0
     grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
     metrics_listen: str = ""  # host:port of the /metrics endpoint; empty: off
@@ -48,6 +54,10 @@ class ToolsSettings:
     # UTF-8 size of the app's file, for create_file and for the result of edit_file.
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 
+    @property
+    def credential_policy(self) -> CredentialPolicy:
+        return CredentialPolicy(self.credentials, self.allow_request_base_urls)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> ToolsSettings:
         env = os.environ if env is None else env
@@ -56,6 +66,7 @@ class ToolsSettings:
             "chromium_path": env.get("S2C_CHROMIUM_PATH", "/usr/bin/chromium"),
             "grpc_security": GrpcSecurity.from_env(env),
             "screenshots_enabled": env.get("S2C_SCREENSHOTS", "1") not in ("0", "false", "no"),
+            "allow_request_base_urls": request_base_urls_allowed(env),
             "credentials": Credentials(
                 gemini_api_key=env.get("GEMINI_API_KEY", ""),
                 gemini_base_url=env.get("GEMINI_BASE_URL", ""),

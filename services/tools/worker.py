@@ -57,7 +57,7 @@ class ToolWorker:
 
     async def available(self, credentials: Credentials) -> set[str]:
         """Tool names this worker can really run for a request with these credentials."""
-        creds = credentials.merged_over(self.settings.credentials)
+        creds = self.settings.credential_policy.resolve(credentials)
         names = set(_ALWAYS)
         if creds.replicate_api_token:
             names |= _REPLICATE
@@ -77,7 +77,7 @@ class ToolWorker:
             input_images=ctx.input_images,
             option_codes=ctx.option_codes,
             flags=ctx.flags,
-            credentials=ctx.credentials.merged_over(self.settings.credentials),
+            credentials=self.settings.credential_policy.resolve(ctx.credentials),
             asset_base_url=ctx.asset_base_url,
         )
         started = time.monotonic()

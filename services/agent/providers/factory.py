@@ -17,6 +17,9 @@ from services.agent.providers.base import (
 )
 from services.agent.providers.scripted import ScriptedSession
 from services.agent.settings import AgentSettings
+from services.common.credentials import CredentialsError, Provider
+
+_PROVIDERS: dict[str, Provider] = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 
 
 class SessionFactory:
@@ -40,16 +43,19 @@ class SessionFactory:
                 tools_offered=[t.name for t in tools],
             )
             return ScriptedSession(script, pace_s=self._settings.demo_pace_s)
-        creds = request.credentials.merged_over(self._settings.credentials)
-        key, base_url = {
-            "openai": (creds.openai_api_key, creds.openai_base_url),
-            "anthropic": (creds.anthropic_api_key, creds.anthropic_base_url),
-            "gemini": (creds.gemini_api_key, creds.gemini_base_url),
-            "openai-compatible": (
-                creds.openai_api_key,
-                self._settings.local_base_url or creds.openai_base_url,
-            ),
-        }[spec.provider]
+        policy = self._settings.credential_policy
+        try:
+            if spec.provider == "openai-compatible":
+                key, base_url = policy.endpoint(request.credentials, "openai")
+                # The operator's own local server wins over any OpenAI base URL; sending
+                # either key to an endpoint the operator configured is within the rule.
+                if self._settings.local_base_url:
+                    base_url = self._settings.local_base_url
+            else:
+                key, base_url = policy.endpoint(request.credentials, _PROVIDERS[spec.provider])
+        except CredentialsError as exc:
+            # The servicer refuses these requests up front; this guards other callers.
+            raise ProviderError(f"Refused credentials: {exc}") from None
         config = SessionConfig(
             model_id=spec.id,
             api_name=spec.api_name,

@@ -1,0 +1,334 @@
+"""The server's keys cannot be sent to an address the client picks (issue 13, items 1 and 10).
+
+The attack: a client names a base URL (its own listener) and no key, hoping the suite pairs
+that URL with the key from its environment. Two loopback listeners record every request
+that reaches them: `attacker` is the address a client names, `operator` is where the
+suite's environment points every provider. The real processes run with recognisable keys
+in their environment. Refused requests must get a precise error and leave `attacker`
+untouched; accepted ones must send the request's key to the request's URL and the
+environment's keys only to the environment's URL.
+
+Item 10: a tool worker is sent only the credentials its tools use, never model keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from aiohttp import web
+from google.protobuf import struct_pb2
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
+from s2c.common.v1 import common_pb2
+from s2c.tools.v1 import tool_service_pb2 as tpb
+from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
+
+from services.agent.server import AgentServer
+from services.agent.settings import AgentSettings
+from services.common.errors import bad_request_violations
+from services.tools.server import ToolsServer
+from services.tools.settings import ToolsSettings
+from tests.fakes import serve_on_loopback
+from tests.processes import Processes, running_processes
+from tests.suite import create_params, png_data_url, run_ws
+
+ENV_KEYS = {
+    "OPENAI_API_KEY": "sk-ENV-openai-exfil-5b2d4f607f3a9c1e",
+    "ANTHROPIC_API_KEY": "sk-ant-ENV-anthropic-exfil-4a1c9e732b8e6d0f",
+    "GEMINI_API_KEY": "AIza-ENV-gemini-exfil-9d2b80645c1f7a3e",
+    "REPLICATE_API_TOKEN": "r8_ENV-replicate-exfil-0b8d1e579e4a2c6f",
+}
+REQUEST_OPENAI_KEY = "sk-REQUEST-openai-exfil-8a2c80463d7b1f9e"
+REQUEST_REPLICATE_TOKEN = "r8_REQUEST-replicate-exfil-2f4b9d136c0a8e"
+TIMEOUT_S = 60.0
+BASE_URL_FIELDS = ("openai_base_url", "anthropic_base_url", "gemini_base_url", "replicate_base_url")
+
+
+@dataclass
+class Listener:
+    """A loopback HTTP server that records every request and answers 401 (no retries)."""
+
+    url: str = ""
+    requests: list[str] = field(default_factory=list)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        self.requests.append(
+            f"{request.method} {request.path_qs}\n"
+            + "\n".join(f"{k}: {v}" for k, v in request.headers.items())
+            + "\n"
+            + body.decode("utf-8", "replace")
+        )
+        error = {"error": {"message": "invalid key", "type": "invalid_request_error"}}
+        return web.json_response(error, status=401)
+
+    def saw(self, secret: str) -> bool:
+        return any(secret in text for text in self.requests)
+
+
+@pytest.fixture
+async def listeners() -> AsyncIterator[tuple[Listener, Listener]]:
+    pair = (Listener(), Listener())
+    runners = []
+    for listener in pair:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", listener.handle)
+        runner, listener.url = await serve_on_loopback(app)
+        runners.append(runner)
+    yield pair
+    for runner in runners:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def suite(tmp_path: Path, listeners: tuple[Listener, Listener]) -> AsyncIterator[Processes]:
+    _, operator = listeners
+    env = {
+        **ENV_KEYS,
+        "OPENAI_BASE_URL": f"{operator.url}/v1",
+        "ANTHROPIC_BASE_URL": operator.url,
+        "GEMINI_BASE_URL": operator.url,
+        "REPLICATE_BASE_URL": operator.url,
+        "S2C_SCREENSHOTS": "0",
+    }
+    async with running_processes(tmp_path, env) as processes:
+        yield processes
+
+
+def tool_request(name: str, arguments: dict[str, Any], **creds: str) -> tpb.ExecuteToolRequest:
+    args = struct_pb2.Struct()
+    args.update(arguments)
+    return tpb.ExecuteToolRequest(
+        call=tpb.ToolCall(id=f"{name}-{sorted(creds)}", name=name, arguments=args),
+        context=tpb.ToolContext(
+            input_images=[png_data_url()],
+            credentials=common_pb2.Credentials(**creds),
+            flags=tpb.ToolFlags(
+                image_generation_enabled=True, asset_extraction_enabled=True, has_input_images=True
+            ),
+            asset_base_url="http://127.0.0.1:7001",
+        ),
+    )
+
+
+async def test_client_base_url_never_gets_the_server_key(
+    suite: Processes, listeners: tuple[Listener, Listener]
+) -> None:
+    attacker, operator = listeners
+
+    # 1. The browser attack: a base URL and no key.
+    refused = await run_ws(suite.ws_url, create_params(openAiBaseURL=f"{attacker.url}/v1"))
+    assert refused.close_code == 4332
+    assert refused.of("error")[-1]["value"] == (
+        "openAiBaseURL needs openAiApiKey in the same request"
+    )
+    assert refused.of("variantCount") == []
+
+    # 2. Direct gRPC callers, one base URL field at a time, on every RPC taking credentials.
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
+        stub = pb_grpc.AgentServiceStub(channel)
+        for name in BASE_URL_FIELDS:
+            credentials = common_pb2.Credentials(**{name: attacker.url})
+            for method in ("GenerateCode", "ListModels", "GetCapabilities"):
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await agent_call(stub, method, credentials)
+                assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, method
+                [violation] = bad_request_violations(caught.value)
+                assert violation.field == f"credentials.{name}", method
+                assert "in the same request" in violation.description
+
+    # 3. The tool worker, called directly: Replicate and Gemini URLs without their keys.
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.tools.port}") as channel:
+        tools = tpb_grpc.ToolServiceStub(channel)
+        for tool, arguments, name in (
+            ("generate_images", {"prompts": ["a lighthouse"]}, "replicate_base_url"),
+            ("extract_assets", {"asset_descriptions": ["the logo"]}, "gemini_base_url"),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await tools.ExecuteTool(
+                    tool_request(tool, arguments, **{name: attacker.url}), timeout=TIMEOUT_S
+                )
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            [violation] = bad_request_violations(caught.value)
+            assert violation.field == f"context.credentials.{name}"
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await tools.ListTools(
+                    tpb.ListToolsRequest(
+                        credentials=common_pb2.Credentials(**{name: attacker.url})
+                    ),
+                    timeout=TIMEOUT_S,
+                )
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+        # Every refusal above was answered before any provider call: nothing arrived.
+        assert attacker.requests == []
+
+        # 4. Accepted: the request's own key with the request's own URL goes there...
+        await tools.ExecuteTool(
+            tool_request(
+                "generate_images",
+                {"prompts": ["a lighthouse"]},
+                replicate_api_token=REQUEST_REPLICATE_TOKEN,
+                replicate_base_url=attacker.url,
+            ),
+            timeout=TIMEOUT_S,
+        )
+        # ...and without request credentials the worker's key goes to its own URL only.
+        await tools.ExecuteTool(
+            tool_request("generate_images", {"prompts": ["a harbour"]}), timeout=TIMEOUT_S
+        )
+    assert attacker.saw(REQUEST_REPLICATE_TOKEN)
+    assert operator.saw(ENV_KEYS["REPLICATE_API_TOKEN"])
+
+    accepted = await run_ws(
+        suite.ws_url,
+        create_params(openAiApiKey=REQUEST_OPENAI_KEY, openAiBaseURL=f"{attacker.url}/v1"),
+    )
+    assert accepted.of("variantCount"), json.dumps(accepted.frames)[:500]
+    assert attacker.saw(f"Bearer {REQUEST_OPENAI_KEY}")
+    # A browser generation without keys: the environment's keys, at the environment's URL.
+    await run_ws(suite.ws_url, create_params())
+    assert operator.saw(f"Bearer {ENV_KEYS['OPENAI_API_KEY']}")
+    assert operator.saw(ENV_KEYS["ANTHROPIC_API_KEY"])
+    assert operator.saw(ENV_KEYS["GEMINI_API_KEY"])
+
+    # The point of it all: no environment key ever reached the client's address, and the
+    # request's key went nowhere but the request's address.
+    for key in ENV_KEYS.values():
+        assert not attacker.saw(key), key
+    assert not operator.saw(REQUEST_OPENAI_KEY)
+    assert not operator.saw(REQUEST_REPLICATE_TOKEN)
+
+
+async def test_switch_refuses_request_base_urls(
+    tmp_path: Path, listeners: tuple[Listener, Listener]
+) -> None:
+    attacker, _ = listeners
+    env = {**ENV_KEYS, "S2C_ALLOW_REQUEST_BASE_URLS": "0", "S2C_SCREENSHOTS": "0"}
+    async with running_processes(tmp_path, env) as processes:
+        # Even with the request's own key, the URL is refused, and the browser is told why.
+        result = await run_ws(
+            processes.ws_url,
+            create_params(openAiApiKey=REQUEST_OPENAI_KEY, openAiBaseURL=f"{attacker.url}/v1"),
+        )
+        assert result.close_code == 4332
+        error = result.of("error")[-1]["value"]
+        assert "credentials.openai_base_url" in error
+        assert "S2C_ALLOW_REQUEST_BASE_URLS" in error
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{processes.tools.port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await tpb_grpc.ToolServiceStub(channel).ExecuteTool(
+                    tool_request(
+                        "generate_images",
+                        {"prompts": ["x"]},
+                        replicate_api_token=REQUEST_REPLICATE_TOKEN,
+                        replicate_base_url=attacker.url,
+                    ),
+                    timeout=TIMEOUT_S,
+                )
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert attacker.requests == []
+
+
+async def agent_call(
+    stub: pb_grpc.AgentServiceAsyncStub, method: str, credentials: common_pb2.Credentials
+) -> None:
+    if method == "GenerateCode":
+        request = pb.GenerateCodeRequest(
+            input_mode=pb.INPUT_MODE_TEXT, prompt=pb.Prompt(text="a page"), credentials=credentials
+        )
+        async for _ in stub.GenerateCode(request, timeout=TIMEOUT_S):
+            pass
+    elif method == "ListModels":
+        await stub.ListModels(pb.ListModelsRequest(credentials=credentials), timeout=TIMEOUT_S)
+    else:
+        await stub.GetCapabilities(
+            pb.GetCapabilitiesRequest(credentials=credentials), timeout=TIMEOUT_S
+        )
+
+
+class RecordingToolService(tpb_grpc.ToolServiceServicer):
+    """A tool worker in front of a real one: records the credentials of every request."""
+
+    def __init__(self, target: tpb_grpc.ToolServiceAsyncStub) -> None:
+        self.target = target
+        self.seen: list[tuple[str, common_pb2.Credentials]] = []
+
+    async def ListTools(
+        self, request: tpb.ListToolsRequest, context: object
+    ) -> tpb.ListToolsResponse:
+        self.seen.append(("ListTools", request.credentials))
+        response: tpb.ListToolsResponse = await self.target.ListTools(request)
+        return response
+
+    async def ExecuteTool(
+        self, request: tpb.ExecuteToolRequest, context: object
+    ) -> tpb.ExecuteToolResponse:
+        self.seen.append((f"ExecuteTool {request.call.name}", request.context.credentials))
+        response: tpb.ExecuteToolResponse = await self.target.ExecuteTool(request)
+        return response
+
+
+async def test_tool_workers_never_receive_model_keys(tmp_path: Path) -> None:
+    tools = ToolsServer(
+        ToolsSettings(listen="127.0.0.1:0", data_dir=tmp_path, screenshots_enabled=False)
+    )
+    await tools.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{tools.port}")
+    recorder = RecordingToolService(tpb_grpc.ToolServiceStub(channel))
+    server = grpc.aio.server()
+    tpb_grpc.add_ToolServiceServicer_to_server(recorder, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    agent = AgentServer(
+        AgentSettings(
+            listen="127.0.0.1:0",
+            tools_addr=f"127.0.0.1:{port}",
+            data_dir=tmp_path,
+            demo_pace_s=0.0,
+            pinned_models=("demo",),
+        )
+    )
+    await agent.start()
+    credentials = common_pb2.Credentials(
+        openai_api_key=REQUEST_OPENAI_KEY,
+        openai_base_url="http://127.0.0.1:9/v1",
+        anthropic_api_key="sk-ant-REQUEST-model-key",
+        anthropic_base_url="http://127.0.0.1:9",
+        gemini_api_key="AIza-REQUEST-tool-key",
+        replicate_api_token=REQUEST_REPLICATE_TOKEN,
+    )
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{agent.port}") as agent_channel:
+            stub = pb_grpc.AgentServiceStub(agent_channel)
+            request = pb.GenerateCodeRequest(
+                input_mode=pb.INPUT_MODE_TEXT,
+                prompt=pb.Prompt(text="a pricing page"),
+                variant_count=1,
+                credentials=credentials,
+            )
+            events = [e async for e in stub.GenerateCode(request, timeout=TIMEOUT_S)]
+            await stub.GetCapabilities(
+                pb.GetCapabilitiesRequest(credentials=credentials), timeout=TIMEOUT_S
+            )
+    finally:
+        await agent.stop(grace_s=0.0)
+        await server.stop(0)
+        await channel.close()
+        await tools.stop()
+    assert any(e.HasField("variant_complete") for e in events)
+    methods = [method for method, _ in recorder.seen]
+    assert "ListTools" in methods
+    assert any(m.startswith("ExecuteTool") for m in methods)
+    for method, seen in recorder.seen:
+        assert seen.openai_api_key == seen.anthropic_api_key == "", method
+        assert seen.openai_base_url == seen.anthropic_base_url == "", method
+        # What the tools do use still arrives.
+        assert seen.gemini_api_key == "AIza-REQUEST-tool-key", method
+        assert seen.replicate_api_token == REQUEST_REPLICATE_TOKEN, method
