@@ -24,6 +24,13 @@ AGENT_PORT, TOOLS_PORT, GATEWAY_PORT = 50051, 50052, 7001
 AGENT_METRICS_PORT, TOOLS_METRICS_PORT = 9101, 9102
 
 
+def bootstrap(service: str, secrets: Sequence[str], args: argparse.Namespace) -> None:
+    """What every service process does first, the same way: tracing (so trace context
+    leaves each hop), then logging (scrubbing the service's secrets)."""
+    setup_tracing(service)
+    setup_logging(service, secrets, args.log_level)
+
+
 def run_agent(
     args: argparse.Namespace, sessions: Callable[[AgentSettings], Sessions] | None = None
 ) -> None:
@@ -33,10 +40,7 @@ def run_agent(
     from services.agent.settings import AgentSettings
 
     settings = AgentSettings.from_env(listen=args.listen, metrics_listen=args.metrics_listen)
-    setup_tracing("agent")
-    setup_logging(
-        "agent", [*settings.credentials.secrets(), settings.grpc_security.token], args.log_level
-    )
+    bootstrap("agent", [*settings.credentials.secrets(), settings.grpc_security.token], args)
 
     async def serve() -> None:
         # gRPC channels belong to the loop they are created in: build inside it.
@@ -50,10 +54,7 @@ def _run_tools(args: argparse.Namespace) -> None:
     from services.tools.settings import ToolsSettings
 
     settings = ToolsSettings.from_env(listen=args.listen, metrics_listen=args.metrics_listen)
-    setup_tracing("tools")
-    setup_logging(
-        "tools", [*settings.credentials.secrets(), settings.grpc_security.token], args.log_level
-    )
+    bootstrap("tools", [*settings.credentials.secrets(), settings.grpc_security.token], args)
 
     async def serve() -> None:
         await ToolsServer(settings).serve()
@@ -66,7 +67,7 @@ def _run_gateway(args: argparse.Namespace) -> None:
     from services.gateway.settings import GatewaySettings
 
     settings = GatewaySettings.from_env(host=args.host, port=args.port)
-    setup_logging("gateway", [settings.access.token, settings.grpc_security.token], args.log_level)
+    bootstrap("gateway", [settings.access.token, settings.grpc_security.token], args)
     asyncio.run(serve(settings))
 
 

@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MODEL_KEYS = (
@@ -30,6 +30,14 @@ class Service:
     port: int
     log: list[str]
     drain: asyncio.Task[None] | None = None
+    out: list[str] = field(default_factory=list)
+    out_drain: asyncio.Task[None] | None = None
+
+    async def output(self) -> list[str]:
+        """Its stdout lines (spans, with S2C_OTEL_EXPORTER=console) once it has exited."""
+        assert self.out_drain is not None
+        await self.out_drain
+        return self.out
 
     async def stop(self, sig: int = signal.SIGTERM) -> int:
         if self.process.returncode is None:
@@ -66,9 +74,13 @@ async def start_service(name: str, args: list[str], env: Mapping[str, str]) -> S
         *args,
         env=dict(env),
         stderr=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
     )
     assert process.stderr is not None
+    assert process.stdout is not None
+    # Logs are on stderr, spans on stdout: read both so neither pipe fills up.
+    out: list[str] = []
+    out_drain = asyncio.create_task(_drain(process.stdout, out))
     log: list[str] = []
     while True:
         line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
@@ -80,7 +92,7 @@ async def start_service(name: str, args: list[str], env: Mapping[str, str]) -> S
         except json.JSONDecodeError:
             continue
         if record.get("msg") == f"{name} listening":
-            service = Service(name, process, int(record["port"]), log)
+            service = Service(name, process, int(record["port"]), log, out=out, out_drain=out_drain)
             # Keep reading stderr so a chatty service never blocks on a full pipe.
             service.drain = asyncio.create_task(_drain(process.stderr, log))
             return service

@@ -1,33 +1,50 @@
 """OpenTelemetry traces across gateway → agent → tools, carried in gRPC metadata.
 
-Propagation (W3C `traceparent`) is always on, so a trace started by a caller — or by
-our gateway — continues through every hop. Recording is off unless
-`S2C_OTEL_EXPORTER=console` (spans printed as JSON on stderr) is set; deployments that
-ship spans elsewhere install their exporter and set their own tracer provider.
+Propagation (W3C `traceparent`) is always on: a process that records nothing still passes
+the caller's trace context on to the next hop. Every service process calls `setup_tracing`
+once at startup (`services/cli.py`), so `S2C_OTEL_EXPORTER=console` records spans in all
+of them; without it nothing is recorded, and a trace starts only where a caller sent one.
+Deployments that ship spans elsewhere install their exporter and set their own provider.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
 Metadata = list[tuple[str, str]]
 
+EXPORTERS = ("", "none", "console")
+
 
 def setup_tracing(service: str, env: Mapping[str, str] | None = None) -> None:
-    """Installs a recording tracer provider when an exporter is configured."""
+    """Installs a recording tracer provider when `S2C_OTEL_EXPORTER=console`.
+
+    Each finished span is one JSON line on stdout. The logs go to stderr, so spans and
+    log lines never share a stream and each stays one parseable line. The batch
+    processor flushes on its own schedule and when the process exits.
+    """
     env = os.environ if env is None else env
-    if env.get("S2C_OTEL_EXPORTER", "").strip().lower() != "console":
+    exporter = env.get("S2C_OTEL_EXPORTER", "").strip().lower()
+    if exporter not in EXPORTERS:
+        raise ValueError(f"S2C_OTEL_EXPORTER must be 'console', 'none' or unset, got {exporter!r}")
+    if exporter != "console":
         return
     provider = TracerProvider(resource=Resource.create({"service.name": f"s2c-{service}"}))
-    provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+    console = ConsoleSpanExporter(out=sys.stdout, formatter=_one_line)
+    provider.add_span_processor(BatchSpanProcessor(console))
     trace.set_tracer_provider(provider)
+
+
+def _one_line(span: ReadableSpan) -> str:
+    return str(span.to_json(indent=None)) + "\n"
 
 
 def tracer(name: str) -> trace.Tracer:

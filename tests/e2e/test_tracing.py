@@ -1,50 +1,57 @@
-"""One trace from the browser's generation through the agent to the tool worker."""
+"""One trace from the browser's generation through the agent to the tool worker, across
+three real processes: each service's startup sets tracing up, and only the gRPC metadata
+carries the context from one process to the next."""
 
 from __future__ import annotations
 
+import json
+import signal
 from pathlib import Path
+from typing import Any
 
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-from tests.suite import create_params, run_ws, running_suite
+from tests.processes import Service, running_processes
+from tests.suite import create_params, run_ws
 
 
-def recording_exporter() -> InMemorySpanExporter:
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return exporter
+async def spans_of(service: Service) -> list[dict[str, Any]]:
+    """The spans a stopped service printed: stdout holds nothing but one span per line."""
+    assert await service.stop(signal.SIGTERM) == 0, "".join(service.log[-20:])
+    spans = [json.loads(line) for line in await service.output()]
+    names = {s["resource"]["attributes"]["service.name"] for s in spans}
+    assert names == {f"s2c-{service.name}"}
+    return spans
 
 
-async def test_spans_of_all_three_services_share_one_trace(tmp_path: Path) -> None:
-    exporter = recording_exporter()
-    async with running_suite(tmp_path) as suite:
+async def test_spans_of_three_processes_share_one_trace(tmp_path: Path) -> None:
+    async with running_processes(tmp_path, {"S2C_OTEL_EXPORTER": "console"}) as suite:
         result = await run_ws(suite.ws_url, create_params())
-    assert result.close_code == 1000
-    spans = list(exporter.get_finished_spans())
-    exporter.shutdown()
+        assert result.close_code == 1000
+        # The gateway first, so no stream is cut while its span is still open.
+        gateway, agent, tools = [
+            await spans_of(s) for s in (suite.gateway, suite.agent, suite.tools)
+        ]
+        # Spans only on stdout: none among the log lines on stderr.
+        for service in (suite.gateway, suite.agent, suite.tools):
+            assert not [line for line in service.log if '"span_id"' in line]
 
-    def named(name: str) -> list[ReadableSpan]:
-        return [s for s in spans if s.name == name]
+    def named(spans: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+        return [s for s in spans if s["name"] == name]
 
-    (root,) = named("generate-code")
-    (rpc,) = named("GenerateCode")
-    trace_id = root.context.trace_id
-    assert rpc.parent is not None
-    assert rpc.parent.span_id == root.context.span_id  # gateway → agent, via metadata
-    variants = named("variant 0") + named("variant 1")
+    def span_id(span: dict[str, Any]) -> str:
+        return str(span["context"]["span_id"])
+
+    (root,) = named(gateway, "generate-code")
+    assert root["parent_id"] is None
+    trace_id = root["context"]["trace_id"]
+    (rpc,) = named(agent, "GenerateCode")
+    assert rpc["parent_id"] == span_id(root)  # gateway → agent, via gRPC metadata
+    variants = named(agent, "variant 0") + named(agent, "variant 1")
     assert len(variants) == 2
-    assert all(v.parent is not None and v.parent.span_id == rpc.context.span_id for v in variants)
-    agent_tools = named("tool create_file")
-    worker_tools = named("ExecuteTool create_file")
+    assert {v["parent_id"] for v in variants} == {span_id(rpc)}
+    agent_tools = named(agent, "tool create_file")
+    worker_tools = named(tools, "ExecuteTool create_file")
     assert len(agent_tools) == len(worker_tools) == 2
-    agent_ids = {s.context.span_id for s in agent_tools}
-    # agent → tools, via metadata: each worker span is a child of an agent tool span.
-    assert {s.parent.span_id for s in worker_tools if s.parent} == agent_ids
-    assert {s.context.trace_id for s in [rpc, *variants, *agent_tools, *worker_tools]} == {trace_id}
+    assert {s["parent_id"] for s in agent_tools} == {span_id(v) for v in variants}
+    # agent → tools, via gRPC metadata: each worker span is a child of an agent tool span.
+    assert {s["parent_id"] for s in worker_tools} == {span_id(s) for s in agent_tools}
+    assert {s["context"]["trace_id"] for s in [*gateway, *agent, *tools]} == {trace_id}
