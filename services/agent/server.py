@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from wsgiref.simple_server import WSGIServer
+from contextlib import AsyncExitStack
 
 import grpc
 from grpc_health.v1 import health, health_pb2
@@ -22,11 +22,11 @@ from services.agent.settings import AgentSettings
 from services.agent.tool_client import GrpcToolExecutor
 from services.common.grpc_server import (
     RunningServer,
+    open_metrics_port,
     serve_until_signalled,
-    split_host_port,
     start_server,
 )
-from services.common.metrics import AgentMetrics, serve_metrics
+from services.common.metrics import AgentMetrics
 from services.common.storage import StorageHealth
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,6 @@ class AgentServer:
             settings, self.tools, sessions or SessionFactory(settings), self.metrics, self.store
         )
         self.running: RunningServer | None = None
-        self._metrics_server: WSGIServer | None = None
         self._background: list[asyncio.Task[None]] = []
 
     @property
@@ -60,15 +59,27 @@ class AgentServer:
         return self.running.port
 
     async def start(self) -> None:
-        await self.store.open()
         servicer = AgentServicer(self.manager, self.settings, self.metrics)
 
         def register(server: grpc.aio.Server) -> Sequence[str]:
             pb_grpc.add_AgentServiceServicer_to_server(servicer, server)
             return [pb.DESCRIPTOR.services_by_name["AgentService"].full_name]
 
+        # What opens here closes again if a later step fails; then the server owns it and
+        # closes it after the grace, when no generation needs the store or the tools any more.
+        async with AsyncExitStack() as opening:
+            await self.store.open()
+            opening.push_async_callback(self.store.close)
+            opening.push_async_callback(self.tools.close)
+            open_metrics_port(opening, self.metrics.registry, self.settings.metrics_listen)
+            resources = opening.pop_all()
+        # The drain: generations nobody streams get the same grace as the RPCs.
         self.running = await start_server(
-            self.settings.listen, register, self.settings.grpc_security
+            self.settings.listen,
+            register,
+            self.settings.grpc_security,
+            resources=resources,
+            drain=self.manager.shutdown,
         )
         health_servicer = self.running.health
         await health_servicer.set(HEALTH_SERVICE, _serving(self.store.health.ok))
@@ -76,36 +87,18 @@ class AgentServer:
             asyncio.create_task(self._publish_store_health(health_servicer)),
             asyncio.create_task(self.store.retry_while_failing()),
         ]
-        if self.settings.metrics_listen:
-            host, port = split_host_port(self.settings.metrics_listen)
-            self._metrics_server, _ = serve_metrics(self.metrics.registry, host, port)
+        self.running.resources.push_async_callback(self._stop_background)
         log.info("agent listening", extra={"port": self.running.port})
 
     async def stop(self, grace_s: float | None = None) -> None:
         grace = self.settings.shutdown_grace_s if grace_s is None else grace_s
         if self.running is not None:
-            await self.running.health.enter_graceful_shutdown()
-        await self.manager.shutdown(grace)
-        if self.running is not None:
-            await self.running.server.stop(1.0)
-        await self.tools.close()
-        await self._stop_background()
-        await self.store.close()
-        if self._metrics_server is not None:
-            self._metrics_server.shutdown()
+            await self.running.stop(grace)
 
     async def serve(self) -> None:
         await self.start()
         assert self.running is not None
-        await serve_until_signalled(self.running, self.settings.shutdown_grace_s, self._drain)
-
-    async def _drain(self) -> None:
-        await self.manager.shutdown(self.settings.shutdown_grace_s)
-        await self.tools.close()
-        await self._stop_background()
-        await self.store.close()
-        if self._metrics_server is not None:
-            self._metrics_server.shutdown()
+        await serve_until_signalled(self.running, self.settings.shutdown_grace_s)
 
     async def _publish_store_health(self, servicer: health.aio.HealthServicer) -> None:
         ok = self.store.health.ok

@@ -1,4 +1,5 @@
-"""Bootstrap shared by the gRPC servers: options, health, reflection, shutdown."""
+"""The one bootstrap and lifecycle of the gRPC servers: options, health, reflection, and
+a shutdown that closes each service's resources once, after the server has stopped."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import inspect
 import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from prometheus_client import CollectorRegistry
 
+from services.common.metrics import serve_metrics
 from services.common.security import GrpcSecurity, add_port, server_interceptors
 
 log = logging.getLogger(__name__)
@@ -126,50 +130,82 @@ class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
         return handler
 
 
+Drain = Callable[[float], Awaitable[object]]
+
+
 @dataclass
 class RunningServer:
+    """A started server and what it owns; `stop` is the one way down."""
+
     server: grpc.aio.Server
     port: int
     health: health.aio.HealthServicer
     service_names: Sequence[str]
+    # Closed once, in reverse order of opening, after the server has stopped.
+    resources: AsyncExitStack = field(default_factory=AsyncExitStack)
+    # In-flight work that is not an RPC (a generation nobody watches): given the same
+    # grace as the calls, while the server stops.
+    drain: Drain | None = None
+    _stopping: asyncio.Task[None] | None = None
 
     async def stop(self, grace_s: float) -> None:
-        """Stops taking new calls, lets running ones finish for `grace_s`, then cancels them."""
-        await self.health.enter_graceful_shutdown()
-        await self.server.stop(grace_s)
+        """Health NOT_SERVING (balancers stop sending work), no new calls, running ones
+        and the drain finish within `grace_s` (then are cancelled), then the resources
+        close. A second call waits for the first instead of closing anything again."""
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self._stop(grace_s))
+        # Shielded: a caller cancelled mid-shutdown must not leave resources half closed.
+        await asyncio.shield(self._stopping)
+
+    async def _stop(self, grace_s: float) -> None:
+        try:
+            await self.health.enter_graceful_shutdown()
+            work: list[Awaitable[object]] = [self.server.stop(grace_s)]
+            if self.drain is not None:
+                work.append(self.drain(grace_s))
+            await asyncio.gather(*work)
+        finally:
+            await self.resources.aclose()
 
 
 async def start_server(
     address: str,
     register: Callable[[grpc.aio.Server], Sequence[str]],
     security: GrpcSecurity | None = None,
+    *,
+    resources: AsyncExitStack | None = None,
+    drain: Drain | None = None,
 ) -> RunningServer:
-    """Starts an aio server on `address` (port 0 picks a free one).
+    """Starts an aio server on `address` (port 0 picks a free one), every service SERVING.
 
-    `register` adds the servicers and returns their full service names, which
-    health and reflection then announce.
+    `register` adds the servicers and returns their full service names, which health and
+    reflection then announce. The server owns `resources` from here on: `stop` closes
+    them, and so does a failed start.
     """
-    security = security or GrpcSecurity()
-    server = grpc.aio.server(
-        options=list(SERVER_OPTIONS),
-        interceptors=[*server_interceptors(security), DecodeErrorInterceptor()],
-    )
-    names = list(register(server))
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
-    reflection.enable_server_reflection([*names, health_name, reflection.SERVICE_NAME], server)
-    port = add_port(server, address, security)
-    await server.start()
+    resources = resources or AsyncExitStack()
+    try:
+        security = security or GrpcSecurity()
+        server = grpc.aio.server(
+            options=list(SERVER_OPTIONS),
+            interceptors=[*server_interceptors(security), DecodeErrorInterceptor()],
+        )
+        names = list(register(server))
+        health_servicer = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+        health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+        reflection.enable_server_reflection([*names, health_name, reflection.SERVICE_NAME], server)
+        port = add_port(server, address, security)
+        await server.start()
+    except BaseException:
+        await resources.aclose()
+        raise
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, health_servicer, names)
+    return RunningServer(server, port, health_servicer, names, resources, drain)
 
 
-async def serve_until_signalled(
-    running: RunningServer, grace_s: float, on_stop: Callable[[], object] | None = None
-) -> None:
-    """Serves until SIGTERM or SIGINT, then shuts down gracefully."""
+async def serve_until_signalled(running: RunningServer, grace_s: float) -> None:
+    """Serves until SIGTERM or SIGINT (or the server ends), then `running.stop(grace_s)`."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -177,18 +213,31 @@ async def serve_until_signalled(
     freeze_startup_heap()
     server_done = asyncio.ensure_future(running.server.wait_for_termination())
     stop_wait = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({server_done, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-    log.info("shutting down", extra={"grace_s": grace_s})
-    # Health goes NOT_SERVING first so balancers stop sending new work while
-    # the in-flight work drains.
-    await running.health.enter_graceful_shutdown()
-    if on_stop is not None:
-        result = on_stop()
-        if asyncio.iscoroutine(result):
-            await result
-    await running.server.stop(grace_s)
-    stop_wait.cancel()
-    server_done.cancel()
+    try:
+        await asyncio.wait({server_done, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        log.info("shutting down", extra={"grace_s": grace_s})
+        await running.stop(grace_s)
+    finally:
+        stop_wait.cancel()
+        server_done.cancel()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+
+
+def open_metrics_port(resources: AsyncExitStack, registry: CollectorRegistry, listen: str) -> None:
+    """/metrics on `listen` (the gRPC services have no HTTP server; '' turns it off),
+    closed with the other `resources`."""
+    if not listen:
+        return
+    host, port = split_host_port(listen)
+    server, _ = serve_metrics(registry, host, port)
+
+    async def close() -> None:
+        # shutdown() waits for the serving thread's next poll (up to 0.5 s): not on the loop.
+        await asyncio.to_thread(server.shutdown)
+        server.server_close()
+
+    resources.push_async_callback(close)
 
 
 def freeze_startup_heap() -> None:

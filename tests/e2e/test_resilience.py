@@ -13,7 +13,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
-from tests.processes import base_env, running_processes, start_service
+from tests.processes import Processes, base_env, running_processes, start_service
 from tests.suite import Suite, create_params, run_ws, running_suite
 
 
@@ -140,6 +140,25 @@ async def _generate_until_first_code(ws: aiohttp.ClientWebSocketResponse) -> lis
     return frames
 
 
+async def _record_after_restart(
+    tmp_path: Path, suite: Processes, generation_id: str
+) -> tuple[pb.GetGenerationResponse, list[str]]:
+    """The run record a fresh agent on the same data dir reads, and that agent's log."""
+    restarted = await start_service(
+        "agent",
+        ["--listen", "127.0.0.1:0", "--metrics-listen", ""],
+        base_env(tmp_path, {"S2C_TOOLS_ADDR": f"127.0.0.1:{suite.tools.port}"}),
+    )
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{restarted.port}") as channel:
+            record = await pb_grpc.AgentServiceStub(channel).GetGeneration(
+                pb.GetGenerationRequest(generation_id=generation_id)
+            )
+    finally:
+        await restarted.stop()
+    return record, restarted.log
+
+
 async def test_sigterm_lets_running_generations_finish(tmp_path: Path) -> None:
     async with running_processes(tmp_path, {"S2C_DEMO_PACE_MS": "5"}) as suite:
         async with aiohttp.ClientSession() as session:
@@ -152,6 +171,15 @@ async def test_sigterm_lets_running_generations_finish(tmp_path: Path) -> None:
         assert close_code == 1000
         assert [f["type"] for f in frames].count("variantComplete") == 2
         assert await suite.agent.process.wait() == 0
+        assert suite.agent.drain is not None
+        await suite.agent.drain  # its whole log, read to the end
+        # The store closed only after the generation had ended: its final record landed,
+        # and nothing failed on the way down.
+        levels = [json.loads(line)["level"] for line in suite.agent.log if line.startswith("{")]
+        assert not {"error", "critical"} & set(levels), "".join(suite.agent.log[-20:])
+        record, _ = await _record_after_restart(tmp_path, suite, frames[0]["value"])
+        assert record.generation.status == pb.RUN_STATUS_COMPLETED
+        assert {v.status for v in record.generation.variants} == {pb.RUN_STATUS_COMPLETED}
 
 
 async def test_sigterm_after_the_grace_period_cancels_and_closes_the_record(
@@ -166,18 +194,6 @@ async def test_sigterm_after_the_grace_period_cancels_and_closes_the_record(
                 async for message in ws:
                     frames.append(json.loads(message.data))
         assert await suite.agent.process.wait() == 0
-        generation_id = frames[0]["value"]
-        restarted = await start_service(
-            "agent",
-            ["--listen", "127.0.0.1:0", "--metrics-listen", ""],
-            base_env(tmp_path, {"S2C_TOOLS_ADDR": f"127.0.0.1:{suite.tools.port}"}),
-        )
-        try:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{restarted.port}") as channel:
-                record = await pb_grpc.AgentServiceStub(channel).GetGeneration(
-                    pb.GetGenerationRequest(generation_id=generation_id)
-                )
-        finally:
-            await restarted.stop()
+        record, log = await _record_after_restart(tmp_path, suite, frames[0]["value"])
         assert record.generation.status == pb.RUN_STATUS_CANCELLED
-        assert not any("runs interrupted" in line for line in restarted.log)
+        assert not any("runs interrupted" in line for line in log)
