@@ -1,8 +1,7 @@
 """The fuzz campaigns' machinery (`test_fuzz.py`): running hypothesis against services
-owned by the event loop, the health checks after a campaign, and hostile JSON values.
-
-Nothing here knows what the services accept: the oracle in `test_fuzz.py` only asks
-for a well-formed answer to every input.
+owned by the event loop, failure bookkeeping, and the health checks after a campaign
+(alive, SERVING, no error logs, RSS near its baseline). The inputs are in
+`fuzz_inputs.py`.
 """
 
 from __future__ import annotations
