@@ -33,7 +33,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from services.gateway.export_markup import IMAGE_EXTS, CpuBudget, path_ext, rewrite_references
 from services.tools import netguard
-from services.tools.babel_cdn import normalize_babel_cdn
+from services.common.babel_cdn import normalize_babel_cdn
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from playwright.async_api import Browser, Page, Playwright, Route, WebSocketRout
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from services.tools.babel_cdn import normalize_babel_cdn
+from services.common.babel_cdn import normalize_babel_cdn
 from services.tools.netguard import (
     AUTH_PROBE_URL,
     AddressGuard,

@@ -33,7 +33,7 @@ from services.gateway.export import (
 )
 from services.gateway.export_markup import CpuBudget, ExportTooComplex, rewrite_references
 from services.tools import netguard
-from services.tools.babel_cdn import PINNED_BABEL_URL
+from services.common.babel_cdn import PINNED_BABEL_URL
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
 WEBP = b"RIFF\x00\x00\x00\x00WEBPVP8 "

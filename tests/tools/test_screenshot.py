@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 from PIL import Image
 
-from services.tools.babel_cdn import PINNED_BABEL_URL
+from services.common.babel_cdn import PINNED_BABEL_URL
 from services.tools.screenshot import (
     RESULT_CONTENT,
     Capture,

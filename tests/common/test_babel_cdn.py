@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.tools.babel_cdn import PINNED_BABEL_URL, normalize_babel_cdn
+from services.common.babel_cdn import PINNED_BABEL_URL, normalize_babel_cdn
 
 
 def _script(src: str) -> str:

@@ -2,8 +2,9 @@
 
 Models often write an unversioned (or differently versioned) `@babel/standalone` URL; the
 unversioned one now resolves to Babel 8, which no longer transforms the JSX the React stack
-relies on, so the preview would render blank. The frontend applies the same rewrite, so a
-screenshot shows what the user will see.
+relies on, so the preview would render blank. The frontend applies the same rewrite; the
+tool worker applies it before a screenshot and the gateway before an export, so both show
+what the user sees (hence `common`: two services need the one rule).
 """
 
 from __future__ import annotations
