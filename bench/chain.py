@@ -163,7 +163,7 @@ async def _replay(
     relay = Relay(
         cast(web.WebSocketResponse, socket),
         cast(grpc.aio.UnaryStreamCall[Any, pb.GenerationEventBatch], _batches(log, replay)),
-        FrameBuilder(config, 0.0, loop.time),
+        FrameBuilder(config, loop.time),
         "simulated agent",
         GatewayMetrics(),
     )

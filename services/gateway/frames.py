@@ -3,7 +3,8 @@
 Per variant it keeps the current code, applies `code_delta`s, and sends whole
 `setCode` frames (what the upstream UI expects) only as often as the policy
 allows; the latest state is always flushed before tool frames, completion and
-close. Consecutive thinking/assistant deltas of one message are coalesced.
+close. The thinking/assistant deltas of one message in one batch go out as one frame:
+the agent's event-log tick already paces them, so no window of our own is added.
 """
 
 from __future__ import annotations
@@ -75,18 +76,17 @@ class _PendingDelta:
     variant_index: int
     event_id: str
     parts: list[str]
-    since: float
     seq: int
 
 
 class FrameBuilder:
     """Turns events into frames. Pure apart from the injected clock; the caller
-    sends what `on_event` and `on_timer` return and calls `on_timer` at `next_due()`."""
+    sends what `on_event` and `on_timer` return, calls `on_timer` after each batch of
+    events (pending text is always due then) and at `next_due()`."""
 
     def __init__(
         self,
         config: PreviewPolicyConfig,
-        coalesce_s: float,
         clock: Callable[[], float],
         *,
         resumable: bool = False,
@@ -97,7 +97,6 @@ class FrameBuilder:
         self._resumable = resumable
         self._seq = 0
         self._config = config
-        self._coalesce_s = coalesce_s
         self._clock = clock
         self._code: dict[int, _VariantCode] = {}
         # Pending text per variant: variants interleave, and one shared buffer would
@@ -116,15 +115,11 @@ class FrameBuilder:
 
     def next_due(self) -> float | None:
         times = [c.due for c in self._code.values() if c.due is not None]
-        times += [p.since + self._coalesce_s for p in self._pending.values()]
         return min(times) if times else None
 
     def on_timer(self) -> list[Frame]:
         now = self._clock()
-        out: list[Frame] = []
-        for key, pending in list(self._pending.items()):
-            if now >= pending.since + self._coalesce_s:
-                out.append(self._take_pending(key))
+        out = [self._take_pending(key) for key in list(self._pending)]
         for index, code in self._code.items():
             if code.due is not None and code.due <= now:
                 out.extend(self._set_code(index, code, now))
@@ -199,6 +194,8 @@ class FrameBuilder:
 
     def resync(self) -> list[Frame]:
         """After a resume's silent catch-up: the whole code of every variant."""
+        # Text still pending is from events the client saw before it dropped.
+        self._pending.clear()
         for code in self._code.values():
             code.dirty = code.length > 0
         return self.flush_all()
@@ -221,7 +218,7 @@ class FrameBuilder:
         if pending is not None:
             out.append(self._take_pending(key))
         self._pending[key] = _PendingDelta(
-            kind, event.variant_index, event.event_id, [text], self._clock(), event.sequence
+            kind, event.variant_index, event.event_id, [text], event.sequence
         )
         return out
 

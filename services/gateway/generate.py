@@ -66,19 +66,6 @@ async def _fail(ws: web.WebSocketResponse, message: str) -> None:
     await ws.close(code=APP_ERROR)
 
 
-def _builder(settings: GatewaySettings, *, resumable: bool) -> FrameBuilder:
-    return FrameBuilder(
-        PreviewPolicyConfig(
-            min_chars=settings.preview_min_chars,
-            min_interval_s=settings.preview_min_interval_s,
-            max_bytes_per_s=settings.preview_max_bytes_per_s,
-        ),
-        settings.coalesce_s,
-        time.monotonic,
-        resumable=resumable,
-    )
-
-
 # The client went away before its params arrived: nothing can be sent back.
 _CLIENT_LEFT = object()
 
@@ -190,10 +177,15 @@ async def _generate(
 
     if resumable and skip_until == 0:
         await ws.send_str(json.dumps(frame("generation", None, value=generation_id)))
+    preview = PreviewPolicyConfig(
+        min_chars=settings.preview_min_chars,
+        min_interval_s=settings.preview_min_interval_s,
+        max_bytes_per_s=settings.preview_max_bytes_per_s,
+    )
     relay = Relay(
         ws,
         call,
-        _builder(settings, resumable=resumable),
+        FrameBuilder(preview, time.monotonic, resumable=resumable),
         settings.agent_addr,
         metrics,
         skip_until=skip_until,

@@ -36,10 +36,6 @@ class GatewaySettings:
     preview_min_chars: int = 40
     preview_min_interval_s: float = 0.225
     preview_max_bytes_per_s: int = 1_000_000
-    # Consecutive thinking/assistant deltas of one message within this window go out as one
-    # frame. 0: what one batch from the agent carries (the agent already merges a tick's
-    # deltas, 40 ms by default: a second window here would only add its latency).
-    coalesce_s: float = 0.0
     grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
     # Token, origins, per-client limits and the frame size (params carry videos).
     access: AccessSettings = field(default_factory=AccessSettings)

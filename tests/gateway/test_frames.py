@@ -1,4 +1,4 @@
-"""GenerationEvents → browser frames: ordering, coalescing, flushing."""
+"""GenerationEvents → browser frames: ordering, one frame per message per batch, flushing."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class Clock:
 
 
 def builder(clock: Clock) -> FrameBuilder:
-    return FrameBuilder(PreviewPolicyConfig(), 0.05, clock)
+    return FrameBuilder(PreviewPolicyConfig(), clock)
 
 
 def event(variant: int = 0, event_id: str = "", **payload: Any) -> pb.GenerationEvent:
@@ -43,22 +43,22 @@ def test_variant_models_follow_the_status_frames() -> None:
     assert frames[0] == {"type": "variantCount", "variantIndex": 0, "value": "2"}
 
 
-def test_deltas_of_one_message_are_coalesced_until_another_frame() -> None:
-    clock = Clock()
-    b = builder(clock)
+def test_deltas_of_one_message_in_one_batch_are_one_frame() -> None:
+    b = builder(Clock())
     out = []
     for part in ("a", "b", "c"):
         out += b.on_event(event(0, "assistant-0-1", assistant_delta=pb.TextDelta(text=part)))
     assert out == []
-    assert b.next_due() == clock.now + 0.05
+    # Text never waits for a timer of its own: the end of the batch sends it.
+    assert b.next_due() is None
     out += b.on_event(event(0, "thinking-0-1", thinking_delta=pb.TextDelta(text="x")))
     assert out == [
         {"type": "assistant", "variantIndex": 0, "value": "abc", "eventId": "assistant-0-1"}
     ]
-    clock.now += 0.06
     assert b.on_timer() == [
         {"type": "thinking", "variantIndex": 0, "value": "x", "eventId": "thinking-0-1"}
     ]
+    assert b.on_timer() == []
 
 
 def test_code_deltas_are_flushed_before_tool_result() -> None:
@@ -97,7 +97,6 @@ def test_interleaved_variants_keep_their_own_pending_text() -> None:
         for v in (0, 1):
             out += b.on_event(event(v, f"assistant-{v}-x", assistant_delta=pb.TextDelta(text=part)))
     assert out == []  # no switch between variants forces a frame
-    clock.now += 0.06
     assert sorted(b.on_timer(), key=lambda f: f["variantIndex"]) == [
         {"type": "assistant", "variantIndex": 0, "value": "abc", "eventId": "assistant-0-x"},
         {"type": "assistant", "variantIndex": 1, "value": "abc", "eventId": "assistant-1-x"},
@@ -105,7 +104,7 @@ def test_interleaved_variants_keep_their_own_pending_text() -> None:
 
 
 def test_resumable_clients_get_frames_in_sequence_order() -> None:
-    b = FrameBuilder(PreviewPolicyConfig(), 0.05, Clock(), resumable=True)
+    b = FrameBuilder(PreviewPolicyConfig(), Clock(), resumable=True)
     first = b.on_event(
         pb.GenerationEvent(
             variant_index=0, event_id="t0", sequence=1, thinking_delta=pb.TextDelta(text="x")
@@ -119,4 +118,21 @@ def test_resumable_clients_get_frames_in_sequence_order() -> None:
     assert first == []
     assert second == [
         {"type": "thinking", "variantIndex": 0, "value": "x", "eventId": "t0", "seq": 1}
+    ]
+
+
+def test_a_resync_sends_the_code_but_not_text_the_client_already_saw() -> None:
+    b = FrameBuilder(PreviewPolicyConfig(), Clock(), resumable=True)
+    seen = [
+        pb.GenerationEvent(sequence=1, code_delta=pb.CodeDelta(offset=0, text="<h1>")),
+        pb.GenerationEvent(sequence=2, event_id="t0", thinking_delta=pb.TextDelta(text="a")),
+        pb.GenerationEvent(sequence=3, event_id="t0", thinking_delta=pb.TextDelta(text="b")),
+    ]
+    for e in seen:  # a resume's silent catch-up up to afterSequence=3
+        b.on_event(e)
+    assert b.resync() == [{"type": "setCode", "variantIndex": 0, "value": "<h1>"}]
+    after = pb.GenerationEvent(sequence=4, event_id="t0", thinking_delta=pb.TextDelta(text="c"))
+    assert b.on_event(after) == []
+    assert b.on_timer() == [
+        {"type": "thinking", "variantIndex": 0, "value": "c", "eventId": "t0", "seq": 4}
     ]
