@@ -6,7 +6,7 @@ raw text (`export_markup`), not a parsed and re-serialised DOM, so nothing else 
 page changes; that work runs in a worker thread within a time budget.
 
 The page is model output, so its URLs are untrusted. Remote images come only from public
-addresses (`services.tools.netguard`): every redirect hop is vetted again, and connections
+addresses (`services.common.netguard`): every redirect hop is vetted again, and connections
 go to the vetted addresses, never to a name resolved again later (DNS rebinding).
 """
 
@@ -32,7 +32,7 @@ from aiohttp import hdrs
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from services.gateway.export_markup import IMAGE_EXTS, CpuBudget, path_ext, rewrite_references
-from services.tools import netguard
+from services.common import netguard
 from services.common.babel_cdn import normalize_babel_cdn
 
 log = logging.getLogger(__name__)

@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from services.common.netguard import is_public_address
 from services.common.tool_summaries import summarize_text
 from services.tools.assets import AssetStore, is_loopback_host
 from services.tools.definitions import EDIT_IMAGE_ASPECT_RATIOS
-from services.tools.netguard import is_public_address
 from services.tools.replicate_client import (
     BACKGROUND_REMOVAL_VERSION,
     IMAGE_EDIT_MODEL,

@@ -4,12 +4,13 @@ One Chromium per worker, launched on first use and relaunched if it dies. Each c
 renders both viewports at once, each in its own fresh browser context, so nothing (cookies,
 storage, cache, service workers) leaks from one model's page into another's.
 
-The page is untrusted model output. Its network access goes through two layers from
-`netguard`: request routing refuses non-public targets before Chromium sends anything, and
-the browser's only way out is an `EgressProxy` that vets every connection, including the
-requests Chromium sends around routing (beacons, pings, prefetches). The proxy serves only
+The page is untrusted model output. Its network access goes through two layers that share
+the address rules of `services.common.netguard`: request routing refuses non-public targets
+before Chromium sends anything, and the browser's only way out is an `EgressProxy`
+(`egress_proxy.py`) that vets every connection, including the requests Chromium sends
+around routing (beacons, pings, prefetches). The proxy serves only
 requests carrying this process's random secret, which Playwright answers its 407 with
-(each context is primed once, see `netguard.AUTH_PROBE_URL`).
+(each context is primed once, see `egress_proxy.AUTH_PROBE_URL`).
 """
 
 from __future__ import annotations
@@ -27,14 +28,12 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from services.common.babel_cdn import normalize_babel_cdn
-from services.tools.netguard import (
+from services.common.netguard import AddressGuard, Resolver, is_page_internal_url
+from services.tools.egress_proxy import (
     AUTH_PROBE_URL,
-    AddressGuard,
     EgressProxy,
     ProxyObserver,
-    Resolver,
     UpstreamOpener,
-    is_page_internal_url,
 )
 from services.tools.types import (
     FileState,
@@ -291,7 +290,7 @@ class Screenshotter:
         )
         try:
             page = await context.new_page()
-            # Before any route exists, so nothing but the proxy sees it (see netguard).
+            # Before any route exists, so nothing but the proxy sees it (see egress_proxy).
             await page.goto(AUTH_PROBE_URL, timeout=self.settings.page_load_timeout_s * 1000)
             await page.goto("about:blank")
             await context.route("**/*", self._route_request)

@@ -32,7 +32,7 @@ from services.gateway.export import (
     classify,
 )
 from services.gateway.export_markup import CpuBudget, ExportTooComplex, rewrite_references
-from services.tools import netguard
+from services.common import netguard
 from services.common.babel_cdn import PINNED_BABEL_URL
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
