@@ -15,15 +15,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
 
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.gemini_server import FakeGemini
-from tests.fakes.openai_server import FakeOpenAI
-from tests.processes import Processes, running_processes
-from tests.suite import Suite, running_suite
+# Imported where used: a conftest that imports the services would turn one broken
+# service module into a collection error for every test, pure unit tests included.
+if TYPE_CHECKING:
+    from tests.fakes.anthropic_server import FakeAnthropic
+    from tests.fakes.gemini_server import FakeGemini
+    from tests.fakes.openai_server import FakeOpenAI
+    from tests.processes import Processes
+    from tests.suite import Suite
 
 TESTS = Path(__file__).resolve().parent
 # Directories, files, and single tests (`file::name`) of each slow tier; a file inherits
@@ -59,6 +63,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest_asyncio.fixture
 async def suite(tmp_path: Path) -> AsyncIterator[Suite]:
     """Tools, agent and gateway in this process with the default settings (demo model)."""
+    from tests.suite import running_suite
+
     async with running_suite(tmp_path) as running:
         yield running
 
@@ -70,6 +76,8 @@ async def processes(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[P
     Module-scoped: its tests must run on the module's event loop
     (`pytest.mark.asyncio(loop_scope="module")`).
     """
+    from tests.processes import running_processes
+
     async with running_processes(tmp_path_factory.mktemp("suite")) as running:
         yield running
 
@@ -77,6 +85,8 @@ async def processes(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[P
 @pytest_asyncio.fixture
 async def fake_openai() -> AsyncIterator[FakeOpenAI]:
     """A fake OpenAI server (Responses and Chat Completions) at `fake_openai.base_url`."""
+    from tests.fakes.openai_server import FakeOpenAI
+
     async with FakeOpenAI() as fake:
         yield fake
 
@@ -84,6 +94,8 @@ async def fake_openai() -> AsyncIterator[FakeOpenAI]:
 @pytest_asyncio.fixture
 async def fake_anthropic() -> AsyncIterator[FakeAnthropic]:
     """A fake Anthropic Messages server at `fake_anthropic.base_url`; stop() is idempotent."""
+    from tests.fakes.anthropic_server import FakeAnthropic
+
     fake = FakeAnthropic()
     await fake.start()
     try:
@@ -95,6 +107,8 @@ async def fake_anthropic() -> AsyncIterator[FakeAnthropic]:
 @pytest_asyncio.fixture
 async def fake_gemini() -> AsyncIterator[FakeGemini]:
     """A fake Gemini server at `fake_gemini.base_url`."""
+    from tests.fakes.gemini_server import FakeGemini
+
     fake = FakeGemini()
     await fake.start()
     try:
