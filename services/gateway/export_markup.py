@@ -45,28 +45,34 @@ _RAW_CLOSE = {
 _NONE = -1
 
 
-def _skip_pattern(stop_at_script: bool) -> re.Pattern[str]:
+def _skip_pattern(stop_at_script: bool, stop_at_style: bool) -> re.Pattern[str]:
     """Text the scanner can pass at C speed: no `<`, a `<` that starts nothing, or a tag
     that is exactly what the grammar matches and that export leaves alone.
 
     That tag's name ends at a space, `/` or `>` (so it is the whole name run), no quote
     or `<` comes before its `>` except inside closed quotes holding neither `<` nor `>`
     (so its RUN ends at that `>`), it is not img/source/image/link, and "style" is
-    nowhere in it. Everything else stops the skip for the full scan. An attempt reads at
-    most up to the next `<` or `>`, so a failed one costs what it read once.
+    nowhere after its name. Everything else stops the skip for the full scan. An attempt
+    reads at most up to the next `<` or `>`, so a failed one costs what it read once.
     """
-    s = r"(?:[^\s/>\"'<s]|s(?!tyle))"  # a name character, not starting "style"
-    raw = r"(?!(?:script|style)\b)" if stop_at_script else ""
+    raw = "|".join(n for n, stop in (("script", stop_at_script), ("style", stop_at_style)) if stop)
+    not_raw = rf"(?!(?:{raw})\b)" if raw else ""
     tag = (
-        rf"<{raw}(?!style)(?!(?:img|source|image|link)[\s/>])[a-zA-Z]{s}*+(?=[\s/>])"
+        rf"<{not_raw}(?!(?:img|source|image|link)[\s/>])[a-zA-Z][^\s/>\"'<]*+(?=[\s/>])"
         r"""(?:[^"'<>s]++|s(?!tyle)|"(?:[^"<>s]|s(?!tyle))*+"|'(?:[^'<>s]|s(?!tyle))*+')*+>"""
     )
     return re.compile(rf"(?:[^<]++|<(?![a-zA-Z]|!--)|{tag})*+", re.IGNORECASE)
 
 
-_SKIP = _skip_pattern(stop_at_script=True)
-# Once no `</script>` is left, `<script>` is a plain tag and can be skipped too.
-_SKIP_NO_SCRIPT_CLOSE = _skip_pattern(stop_at_script=False)
+# A tag of the same shape, whatever it holds: its name and `>` are the grammar's answer.
+_PLAIN_TAG = re.compile(
+    r"""<([a-zA-Z][^\s/>"'<]*+)(?=[\s/>])(?:[^"'<>]++|"[^"<>]*+"|'[^'<>]*+')*+>""",
+    re.IGNORECASE,
+)
+
+# Keyed by (a `</script>` may follow, a `</style>` may follow): once none is left, that
+# element is a plain tag and can be skipped too.
+_SKIPS = {(a, b): _skip_pattern(a, b) for a in (True, False) for b in (True, False)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +141,8 @@ class _Scanner:
         code = self._code
         # Every token ends with a `>`: after the last one nothing can match.
         last_gt = code.rfind(">")
-        skip = _SKIP.match
+        closable = {"script": True, "style": True}
+        skip = _SKIPS[True, True].match
         pos = 0
         while True:
             start = skip(code, pos).end()  # type: ignore[union-attr]  # `*+` always matches
@@ -146,13 +153,18 @@ class _Scanner:
                 pos = start + 1 if close == _NONE else close + 3
                 continue
             raw = _RAW_OPEN.match(code, start)
+            if raw is None and (plain := _PLAIN_TAG.match(code, start)) is not None:
+                yield Tag(start, plain.end(), plain.group(1))
+                pos = plain.end()
+                continue
             if raw is not None:
                 name = raw.group(1).lower()
                 gt = self._tag_end(self._events.next(raw.end()))
                 if gt != _NONE:
                     close = self._raw_close[name].next(gt + 1)
-                    if close == _NONE and name == "script":
-                        skip = _SKIP_NO_SCRIPT_CLOSE.match
+                    if close == _NONE and closable[name]:
+                        closable[name] = False
+                        skip = _SKIPS[closable["script"], closable["style"]].match
                     if close != _NONE:
                         yield RawText(start, gt + 1, close, name)
                         pos = close
@@ -279,6 +291,7 @@ _CSS_URL = re.compile(
 )
 # A superset of the attribute names `style` lowercases from: tags without it skip parsing.
 _STYLE_HINT = re.compile("style", re.IGNORECASE)
+_URL_HINT = re.compile(r"url\(", re.IGNORECASE)
 _CSS_IMPORT_BEFORE = re.compile(r"@import\s*$", re.IGNORECASE)
 _SCRIPT_URL = re.compile(r"https?://[^\s\"'`<>(){}\[\]\\|^]+", re.IGNORECASE)
 # The HTML candidate grammar: a URL is a run of non-space characters not ending in a comma
@@ -330,8 +343,11 @@ def rewrite_references(code: str, visit: Visit, *, budget: CpuBudget | None = No
 
 
 def _rewrite_tag(tag: str, name: str, visit: Visit) -> str:
-    if name not in _URL_ATTRS and _STYLE_HINT.search(tag) is None:
-        return tag  # most tags: nothing in them can hold a reference
+    if name not in _URL_ATTRS and (
+        _STYLE_HINT.search(tag, 1 + len(name)) is None
+        or ("&" not in tag and _URL_HINT.search(tag) is None)
+    ):
+        return tag  # nothing in it can hold a reference: no style, or a style without url(
     attrs = [m for m in _ATTR.finditer(tag, 1 + len(name), len(tag) - 1) if m.group("value")]
     url_attrs = _URL_ATTRS.get(name, {})
     if name == "link" and not _is_icon_link(attrs):
@@ -344,6 +360,8 @@ def _rewrite_tag(tag: str, name: str, visit: Visit) -> str:
         if kind is None:
             continue
         raw = attr.group("value")
+        if kind == "css" and "&" not in raw and _URL_HINT.search(raw) is None:
+            continue  # no url( even once character references are decoded
         quote = raw[0] if raw[0] in "\"'" else ""
         value = html.unescape(raw[1:-1] if quote else raw)
         if kind == "url":

@@ -406,7 +406,7 @@ _PIECES = [
     *"<>\"'=/ \t\nabimgsrcsetylpuh():;,.#&-!",
     *("<!--", "-->", "<script>", "</script>", "<style>", "</style >", "url(", "<img src="),
     *("style=", "<SCRIPT ", "ſ", "K", "http://x.png", " 2x,", "<link rel=icon href="),
-    *("<image href=", "&quot;", "<div>", '<a x="'),
+    *("<image href=", "&quot;", "<div>", '<a x="', "<mystyle ", "İ"),
 ]
 
 
@@ -415,7 +415,9 @@ def test_the_scan_finds_what_the_old_regex_found(page: str) -> None:
     # The scan passes over tags that cannot hold a reference without reporting them.
     def can_hold_a_reference(token: tuple[str, str, str]) -> bool:
         kind, name, text = token
-        interesting = name in ("img", "source", "image", "link") or _STYLE.search(text)
+        interesting = name in ("img", "source", "image", "link") or _STYLE.search(
+            text, 1 + len(name)
+        )
         return kind == "raw" or bool(interesting)
 
     assert list(filter(can_hold_a_reference, _tokens(page))) == list(
