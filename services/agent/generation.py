@@ -46,7 +46,7 @@ from services.agent.tooling import ToolCallContext, ToolExecutor
 from services.common.credentials import Credentials, CredentialsError
 from services.common.metrics import AgentMetrics
 from services.common.tracing import tracer
-from services.tools.assets import decode_image_data_url, digest_of
+from services.tools.asset_store import decode_image_data_url, digest_of
 
 log = logging.getLogger(__name__)
 

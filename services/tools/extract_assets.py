@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from services.common.tool_summaries import summarize_text
-from services.tools.asset_extraction import (
+from services.tools.gemini_extraction import (
     DEFAULT_MODEL,
     ExtractedAsset,
     ExtractionResult,
@@ -46,7 +46,7 @@ class StoredAssetInfo(Protocol):
 
 
 class CropStore(Protocol):
-    """The served asset store (`services.tools.assets`), as far as this tool needs it."""
+    """The served asset store (`services.tools.asset_store`), as far as this tool needs it."""
 
     async def put(self, data: bytes, content_type: str) -> StoredAssetInfo: ...
 

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from services.common.netguard import is_public_address
 from services.common.tool_summaries import summarize_text
-from services.tools.assets import AssetStore, is_loopback_host
+from services.tools.asset_store import AssetStore, is_loopback_host
 from services.tools.definitions import EDIT_IMAGE_ASPECT_RATIOS
 from services.tools.replicate_client import (
     BACKGROUND_REMOVAL_VERSION,

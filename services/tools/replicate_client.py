@@ -28,7 +28,7 @@ import httpx
 from replicate.client import Client as _SDKClient
 from replicate.exceptions import ReplicateError as _SDKHTTPError
 
-from services.tools.assets import MAX_ASSET_BYTES, url_origin
+from services.tools.asset_store import MAX_ASSET_BYTES, url_origin
 
 logger = logging.getLogger(__name__)
 

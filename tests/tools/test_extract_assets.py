@@ -17,7 +17,9 @@ import pytest
 from PIL import Image
 
 from services.common.credentials import Credentials
-from services.tools.asset_extraction import (
+from services.tools.asset_store import AssetStore, StoredAsset
+from services.tools.extract_assets import NOTHING_EXTRACTED, CropStore, extract_assets_handler
+from services.tools.gemini_extraction import (
     INCOMPLETE_BOXES,
     NO_VALID_SOURCES,
     ExtractedAsset,
@@ -26,8 +28,6 @@ from services.tools.asset_extraction import (
     extract_assets,
     normalise_box,
 )
-from services.tools.assets import AssetStore, StoredAsset
-from services.tools.extract_assets import NOTHING_EXTRACTED, CropStore, extract_assets_handler
 from services.tools.types import ToolContext, ToolOutcome
 from tests.fakes.gemini_detect_server import FakeGeminiDetect, Reply, detection, detections_json
 

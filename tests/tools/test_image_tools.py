@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from services.common.credentials import Credentials
-from services.tools.assets import AssetStore
+from services.tools.asset_store import AssetStore
 from services.tools.image_tools import image_tool_handlers, publicly_fetchable
 from services.tools.replicate_client import BACKGROUND_REMOVAL_VERSION, ReplicateSettings
 from services.tools.types import ToolContext, ToolFlags, ToolHandler, ToolOutcome

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from services.tools.asset_tools import asset_tool_handlers, stage_uploads
-from services.tools.assets import AssetStore
+from services.tools.asset_store import AssetStore
+from services.tools.save_assets import asset_tool_handlers, stage_uploads
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"logo"

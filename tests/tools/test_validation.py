@@ -13,8 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.common.credentials import Credentials
-from services.tools.asset_tools import asset_tool_handlers
-from services.tools.assets import AssetStore
+from services.tools.asset_store import AssetStore
 from services.tools.definitions import EDIT_IMAGE_ASPECT_RATIOS, TOOL_DEFINITIONS
 from services.tools.extract_assets import extract_assets_handler
 from services.tools.file_tools import (
@@ -26,6 +25,7 @@ from services.tools.file_tools import (
 )
 from services.tools.image_tools import image_tool_handlers
 from services.tools.runtime import ToolRuntime
+from services.tools.save_assets import asset_tool_handlers
 from services.tools.settings import DEFAULT_TOOL_TIMEOUTS_S, ToolsSettings
 from services.tools.types import FileState, ToolCall, ToolContext, ToolFlags, ToolOutcome
 from services.tools.validation import (

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.tools.asset_tools import stage_uploads
-from services.tools.assets import (
+from services.tools.asset_store import (
     MAX_ASSET_BYTES,
     AssetStore,
     LocalDirBackend,
     decode_image_data_url,
 )
+from services.tools.save_assets import stage_uploads
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"fake png body"
 JPEG = b"\xff\xd8\xff\xe0" + b"fake jpeg body"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.common.tool_summaries import summarize_text
-from services.tools.assets import AssetStore, PromotedAsset
+from services.tools.asset_store import AssetStore, PromotedAsset
 from services.tools.image_tools import clean_strings
 from services.tools.types import (
     FileState,
