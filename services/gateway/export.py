@@ -31,9 +31,9 @@ import aiohttp
 from aiohttp import hdrs
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from services.gateway.export_markup import IMAGE_EXTS, CpuBudget, path_ext, rewrite_references
 from services.common import netguard
 from services.common.babel_cdn import normalize_babel_cdn
+from services.gateway.export_markup import IMAGE_EXTS, CpuBudget, path_ext, rewrite_references
 
 log = logging.getLogger(__name__)
 

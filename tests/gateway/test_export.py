@@ -24,6 +24,8 @@ from aiohttp.test_utils import TestServer
 from hypothesis import given
 from hypothesis import strategies as st
 
+from services.common import netguard
+from services.common.babel_cdn import PINNED_BABEL_URL
 from services.gateway.export import (
     ExportBusy,
     ExportPolicy,
@@ -32,8 +34,6 @@ from services.gateway.export import (
     classify,
 )
 from services.gateway.export_markup import CpuBudget, ExportTooComplex, rewrite_references
-from services.common import netguard
-from services.common.babel_cdn import PINNED_BABEL_URL
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
 WEBP = b"RIFF\x00\x00\x00\x00WEBPVP8 "
