@@ -46,7 +46,7 @@ from services.agent.tooling import ToolCallContext, ToolExecutor
 from services.common.credentials import Credentials, CredentialsError
 from services.common.metrics import AgentMetrics
 from services.common.tracing import tracer
-from services.tools.asset_store import decode_image_data_url, digest_of
+from services.common.uploads import decode_image_data_url, upload_id
 
 log = logging.getLogger(__name__)
 
@@ -467,7 +467,7 @@ def upload_ids(request: GenerationRequest) -> dict[str, str]:
     for url in _input_images(request):
         image = decode_image_data_url(url)
         if image is not None:
-            ids[url] = f"tmp_asset_{digest_of(image.data)}"
+            ids[url] = upload_id(image.data)
     return ids
 
 

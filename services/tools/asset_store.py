@@ -1,6 +1,7 @@
 """The image asset store: uploaded images staged under temporary ids, and served assets.
 
-Two areas, both content-addressed by the first 24 hex characters of the bytes' sha256:
+Two areas, both content-addressed by the first 24 hex characters of the bytes' sha256
+(`services.common.uploads`, whose ids the agent derives too):
 
 * `uploads/`: images the user sent with a prompt, staged as `tmp_asset_<digest><ext>` plus a
   JSON sidecar `tmp_asset_<digest>.json` holding `{asset_id, content_type, asset_base_url}`.
@@ -17,9 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import contextlib
-import hashlib
 import ipaddress
 import json
 import os
@@ -32,15 +31,18 @@ from types import MappingProxyType
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
+from services.common.uploads import (
+    CONTENT_TYPE_EXTENSIONS,
+    MAX_ASSET_BYTES,
+    decode_image_data_url,
+    digest_of,
+    upload_id,
+)
+
 ASSET_AREA = "assets"
 UPLOAD_AREA = "uploads"
 LOCAL_ASSETS_PREFIX = "/local-assets/"
-MAX_ASSET_BYTES = 20 * 1024 * 1024
-DIGEST_CHARS = 24
 
-CONTENT_TYPE_EXTENSIONS: Mapping[str, str] = MappingProxyType(
-    {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
-)
 _EXTENSION_TYPES: Mapping[str, str] = MappingProxyType(
     {ext: ct for ct, ext in CONTENT_TYPE_EXTENSIONS.items()}
 )
@@ -48,8 +50,6 @@ _EXTENSION_TYPES: Mapping[str, str] = MappingProxyType(
 _ASSET_NAME = re.compile(r"asset_[0-9a-f]{24}\.(?:png|jpg|gif|webp)")
 _TMP_ID = re.compile(r"tmp_asset_[0-9a-f]{24}")
 _BLOB_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-# Decoding first and measuring after would let a huge payload cost its full decode.
-_MAX_BASE64_CHARS = 4 * -(-MAX_ASSET_BYTES // 3)
 _LOOPBACK_NAMES = frozenset({"localhost"})
 
 
@@ -64,12 +64,6 @@ class StoredAsset:
 class PromotedAsset:
     asset: StoredAsset
     asset_base_url: str  # as captured when the image was uploaded
-
-
-@dataclass(frozen=True, slots=True)
-class DecodedImage:
-    content_type: str
-    data: bytes
 
 
 class BlobBackend(Protocol):
@@ -128,34 +122,6 @@ def _read_or_none(path: Path) -> bytes | None:
         return path.read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
-
-
-def digest_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:DIGEST_CHARS]
-
-
-def decode_image_data_url(data_url: str) -> DecodedImage | None:
-    """The image in a `data:image/…;base64,…` URL, or None unless it is one we accept.
-
-    Accepted: png, jpeg, gif or webp; strict base64 (no whitespace, correct padding);
-    at most MAX_ASSET_BYTES once decoded.
-    """
-    if not isinstance(data_url, str) or data_url[:5].lower() != "data:":
-        return None
-    header, sep, payload = data_url[5:].partition(",")
-    if not sep or len(payload) > _MAX_BASE64_CHARS:
-        return None
-    media_type, _, encoding = header.partition(";")
-    content_type = media_type.strip().lower()
-    if encoding.strip().lower() != "base64" or content_type not in CONTENT_TYPE_EXTENSIONS:
-        return None
-    try:
-        data = base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    if not data or len(data) > MAX_ASSET_BYTES:
-        return None
-    return DecodedImage(content_type, data)
 
 
 def is_loopback_host(host: str | None) -> bool:
@@ -285,7 +251,7 @@ class AssetStore:
         image = decode_image_data_url(data_url)
         if image is None:
             return None
-        asset_id = f"tmp_asset_{digest_of(image.data)}"
+        asset_id = upload_id(image.data)
         ext = CONTENT_TYPE_EXTENSIONS[image.content_type]
         # Image first: a sidecar is only ever visible next to a complete image.
         if not await self._blobs.exists(UPLOAD_AREA, asset_id + ext):
@@ -320,6 +286,6 @@ class AssetStore:
             return None
         data = await self._blobs.read(UPLOAD_AREA, asset_id + ext)
         # The id is the digest: bytes that no longer match it are not the upload it named.
-        if data is None or f"tmp_asset_{digest_of(data)}" != asset_id:
+        if data is None or upload_id(data) != asset_id:
             return None
         return PromotedAsset(await self.put(data, content_type), base_url)

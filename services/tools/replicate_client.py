@@ -28,7 +28,8 @@ import httpx
 from replicate.client import Client as _SDKClient
 from replicate.exceptions import ReplicateError as _SDKHTTPError
 
-from services.tools.asset_store import MAX_ASSET_BYTES, url_origin
+from services.common.uploads import MAX_ASSET_BYTES
+from services.tools.asset_store import url_origin
 
 logger = logging.getLogger(__name__)
 

@@ -13,12 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.tools.asset_store import (
-    MAX_ASSET_BYTES,
-    AssetStore,
-    LocalDirBackend,
-    decode_image_data_url,
-)
+from services.common.uploads import MAX_ASSET_BYTES, upload_id
+from services.tools.asset_store import AssetStore, LocalDirBackend
 from services.tools.save_assets import stage_uploads
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"fake png body"
@@ -163,53 +159,6 @@ def test_local_backend_refuses_traversal_keys(tmp_path: Path) -> None:
         backend.local_path("..", "x")
 
 
-# -- data URLs ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("content_type", ["image/png", "image/jpeg", "image/gif", "image/webp"])
-def test_supported_data_urls_decode(content_type: str) -> None:
-    decoded = decode_image_data_url(data_url(PNG, content_type))
-    assert decoded is not None
-    assert (decoded.content_type, decoded.data) == (content_type, PNG)
-
-
-def test_data_url_type_is_case_insensitive() -> None:
-    decoded = decode_image_data_url(data_url(PNG, "IMAGE/PNG").replace("data:", "DATA:"))
-    assert decoded is not None
-    assert decoded.content_type == "image/png"
-
-
-@pytest.mark.parametrize(
-    "url",
-    [
-        data_url(PNG, "image/svg+xml"),
-        data_url(PNG, "text/plain"),
-        "data:image/png," + "abc",  # not base64
-        "data:image/png;base64,abc",  # bad padding
-        "data:image/png;base64,aGVs bG8=",  # whitespace
-        "data:image/png;base64,aGVs\nbG8=",
-        "data:image/png;base64,aGVs*bG8=",
-        "data:image/png;base64,",
-        "https://example.com/a.png",
-        "",
-    ],
-)
-def test_unacceptable_data_urls(url: str) -> None:
-    assert decode_image_data_url(url) is None
-
-
-def test_size_limit_is_twenty_mib() -> None:
-    assert decode_image_data_url(data_url(b"\0" * MAX_ASSET_BYTES)) is not None
-    assert decode_image_data_url(data_url(b"\0" * (MAX_ASSET_BYTES + 1))) is None
-
-
-@given(st.binary(min_size=1, max_size=512))
-def test_data_url_round_trip(data: bytes) -> None:
-    decoded = decode_image_data_url(data_url(data, "image/webp"))
-    assert decoded is not None
-    assert decoded.data == data
-
-
 # -- staging and promotion ----------------------------------------------------------------
 
 
@@ -218,6 +167,8 @@ async def test_stage_upload_writes_image_and_sidecar(store: AssetStore, tmp_path
     assert asset_id is not None
     assert re.fullmatch(r"tmp_asset_[0-9a-f]{24}", asset_id)
     assert asset_id == "tmp_asset_" + hashlib.sha256(PNG).hexdigest()[:24]
+    # The id the agent derives for the same image, without asking the worker.
+    assert asset_id == upload_id(PNG)
     assert files_in(tmp_path / "uploads") == [f"{asset_id}.json", f"{asset_id}.png"]
     meta = json.loads((tmp_path / "uploads" / f"{asset_id}.json").read_text())
     assert meta == {"asset_id": asset_id, "content_type": "image/png", "asset_base_url": BASE}
