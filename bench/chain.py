@@ -36,8 +36,8 @@ from services.agent.events import (
     ToolFinished,
     ToolStarted,
 )
-from services.common.metrics import GatewayMetrics
 from services.gateway.frames import FrameBuilder
+from services.gateway.metrics import GatewayMetrics
 from services.gateway.preview_policy import PreviewPolicyConfig
 from services.gateway.relay import Relay
 

@@ -35,6 +35,7 @@ from services.agent.events import (
     VariantCount,
     VariantFailed,
 )
+from services.agent.metrics import AgentMetrics
 from services.agent.models import ModelSelectionError, ModelSpec, select_models, variant_count
 from services.agent.pricing import Usage
 from services.agent.prompts import PromptError, build_prompt_messages
@@ -44,7 +45,6 @@ from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import ToolCallContext, ToolExecutor
 from services.common.credentials import Credentials, CredentialsError
-from services.common.metrics import AgentMetrics
 from services.common.tracing import tracer
 from services.common.uploads import decode_image_data_url, upload_id
 

@@ -14,6 +14,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.generation import GenerationManager
 from services.agent.generation import SessionFactory as Sessions
+from services.agent.metrics import AgentMetrics
 from services.agent.providers.factory import SessionFactory
 from services.agent.runstore import open_run_store
 from services.agent.runstore_health import HEALTH_SERVICE, STORE_NAME, ObservedRunStore
@@ -26,7 +27,6 @@ from services.common.grpc_server import (
     serve_until_signalled,
     start_server,
 )
-from services.common.metrics import AgentMetrics
 from services.common.storage import StorageHealth
 
 log = logging.getLogger(__name__)

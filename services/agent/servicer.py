@@ -12,13 +12,13 @@ from s2c.common.v1 import common_pb2
 from services.agent.convert import event_to_proto, request_from_proto, run_to_proto
 from services.agent.events import Event
 from services.agent.generation import Generation, GenerationManager, ShuttingDown
+from services.agent.metrics import AgentMetrics
 from services.agent.models import CATALOGUE
 from services.agent.runstore_health import StoreUnavailable
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort_invalid, clip
-from services.common.metrics import AgentMetrics
 from services.common.tracing import incoming_context, tracer
 
 Context = grpc.aio.ServicerContext[object, object]

@@ -26,7 +26,6 @@ from aiohttp import WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
-from services.common.metrics import GatewayMetrics
 from services.common.text import clean_json
 from services.common.tracing import outgoing_metadata, tracer
 from services.gateway.access import FrameLimitedWebSocketResponse, client_identity
@@ -38,6 +37,7 @@ from services.gateway.keys import (
     METRICS_KEY,
     SETTINGS_KEY,
 )
+from services.gateway.metrics import GatewayMetrics
 from services.gateway.params import ParamsError, kind_of, parse_params
 from services.gateway.preview_policy import PreviewPolicyConfig
 from services.gateway.relay import APP_ERROR, USER_CANCEL, Relay

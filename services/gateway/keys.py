@@ -7,8 +7,8 @@ import asyncio
 import grpc
 from aiohttp import web
 
-from services.common.metrics import GatewayMetrics
 from services.gateway.access import ClientLimiter
+from services.gateway.metrics import GatewayMetrics
 from services.gateway.settings import GatewaySettings
 
 SETTINGS_KEY = web.AppKey("settings", GatewaySettings)

@@ -13,8 +13,8 @@ from prometheus_client import Counter
 from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.common.errors import bad_request_violations
-from services.common.metrics import GatewayMetrics
 from services.gateway.frames import Frame, FrameBuilder, encode, frame
+from services.gateway.metrics import GatewayMetrics
 
 log = logging.getLogger(__name__)
 

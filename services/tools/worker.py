@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 
 from services.common.credentials import Credentials
-from services.common.metrics import ToolsMetrics
 from services.tools.asset_store import AssetStore
 from services.tools.definitions import ToolDefinition
 from services.tools.extract_assets import extract_assets_handler
 from services.tools.file_tools import file_tool_handlers
 from services.tools.image_tools import image_tool_handlers
+from services.tools.metrics import ToolsMetrics
 from services.tools.runtime import ToolRuntime
 from services.tools.save_assets import asset_tool_handlers, stage_uploads
 from services.tools.screenshot import ScreenshotSettings, Screenshotter, screenshot_preview_handler

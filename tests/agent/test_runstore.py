@@ -18,6 +18,7 @@ from psycopg import sql
 from services.agent.domain import GenerationRequest, Prompt
 from services.agent.engine import ToolRecord
 from services.agent.generation import Generation, VariantState
+from services.agent.metrics import AgentMetrics
 from services.agent.pricing import Usage
 from services.agent.runstore import (
     REDACTED,
@@ -32,7 +33,6 @@ from services.agent.runstore_health import ObservedRunStore, RecordNotSaved, Sto
 from services.agent.runstore_postgres import PostgresRunStore
 from services.agent.runstore_sqlite import SqliteRunStore
 from services.common.credentials import Credentials
-from services.common.metrics import AgentMetrics
 from services.common.storage import StorageHealth
 from tests.pg import PostgresServer, postgres_server
 
