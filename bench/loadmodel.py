@@ -55,7 +55,7 @@ from services.agent.providers.base import (
     ToolCallDelta,
     ToolSpec,
 )
-from services.agent.providers.factory import SessionFactory
+from services.agent.providers.factory import ProviderSessions
 from services.agent.providers.scripted import (
     CallTool,
     Say,
@@ -242,7 +242,7 @@ class LoadSessions:
     """The agent's model sessions with the demo model replaced by the load model."""
 
     def __init__(self, settings: AgentSettings, config: LoadModelConfig) -> None:
-        self._providers = SessionFactory(settings)
+        self._providers = ProviderSessions(settings)
         self._config = config
         self._clock = ServerClock()
         self.stats = LoadStats(config.stats_path) if config.stats_path else None

@@ -16,7 +16,7 @@ from services.common.logs import setup_logging
 from services.common.tracing import setup_tracing
 
 if TYPE_CHECKING:  # the services import lazily: `s2c generate` needs none of them
-    from services.agent.generation import SessionFactory as Sessions
+    from services.agent.generation import SessionFactory
     from services.agent.settings import AgentSettings
 
 AGENT_PORT, TOOLS_PORT, GATEWAY_PORT = 50051, 50052, 7001
@@ -32,7 +32,7 @@ def bootstrap(service: str, secrets: Sequence[str], args: argparse.Namespace) ->
 
 
 def run_agent(
-    args: argparse.Namespace, sessions: Callable[[AgentSettings], Sessions] | None = None
+    args: argparse.Namespace, sessions: Callable[[AgentSettings], SessionFactory] | None = None
 ) -> None:
     """`s2c agent`. `sessions` builds the model-session factory from the settings; None:
     the configured providers (see `AgentServer`)."""

@@ -35,7 +35,7 @@ from services.agent.providers.base import (
     ToolCall,
     ToolCallDelta,
 )
-from services.agent.tooling import ToolCallContext, ToolExecutor
+from services.agent.tooling import ToolContext, ToolExecutor
 from services.common.html import extract_html_content
 from services.common.text import clean_text
 from services.common.tool_summaries import summarize_text, summarize_tool_input
@@ -88,7 +88,7 @@ class VariantEngine:
     index: int
     session: ProviderSession
     tools: ToolExecutor
-    context: ToolCallContext
+    context: ToolContext
     emit: Emit
     budget: CostBudget
     file: FileState | None = None

@@ -43,7 +43,7 @@ from services.agent.providers.base import PromptMessage, ProviderError, Provider
 from services.agent.runstore import RunRow, RunStore, snapshot
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
-from services.agent.tooling import ToolCallContext, ToolExecutor
+from services.agent.tooling import ToolContext, ToolExecutor
 from services.common.credentials import Credentials, CredentialsError
 from services.common.tracing import tracer
 from services.common.uploads import decode_image_data_url, upload_id
@@ -167,7 +167,7 @@ class GenerationManager:
 
     async def tool_names(self, credentials: Credentials) -> list[str]:
         """The tools a generation with these credentials would be offered."""
-        context = ToolCallContext(credentials=credentials, assume_input_images=True)
+        context = ToolContext(credentials=credentials, assume_input_images=True)
         return [tool.name for tool in await self._tools.list_tools(context)]
 
     def generations(self) -> list[Generation]:
@@ -323,7 +323,7 @@ class GenerationManager:
             status = DEMO_STATUS if spec.provider == "demo" else GENERATING
             generation.publish(i, "", Status(status if saved else f"{status} {RECORD_NOT_SAVED}"))
 
-        context = ToolCallContext(
+        context = ToolContext(
             input_images=_input_images(request),
             option_codes=request.option_codes,
             image_generation_enabled=request.image_generation_enabled,
@@ -363,7 +363,7 @@ class GenerationManager:
         spec: ModelSpec,
         messages: Sequence[PromptMessage],
         tools: Sequence[ToolSpec],
-        context: ToolCallContext,
+        context: ToolContext,
         budget: CostBudget,
     ) -> None:
         state = generation.variants[index]

@@ -12,10 +12,9 @@ from grpc_health.v1 import health, health_pb2
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
-from services.agent.generation import GenerationManager
-from services.agent.generation import SessionFactory as Sessions
+from services.agent.generation import GenerationManager, SessionFactory
 from services.agent.metrics import AgentMetrics
-from services.agent.providers.factory import SessionFactory
+from services.agent.providers.factory import ProviderSessions
 from services.agent.runstore import open_run_store
 from services.agent.runstore_health import HEALTH_SERVICE, STORE_NAME, ObservedRunStore
 from services.agent.servicer import AgentServicer
@@ -35,7 +34,7 @@ log = logging.getLogger(__name__)
 class AgentServer:
     """The agent service: its gRPC server, generation manager and tool client."""
 
-    def __init__(self, settings: AgentSettings, sessions: Sessions | None = None) -> None:
+    def __init__(self, settings: AgentSettings, sessions: SessionFactory | None = None) -> None:
         """`sessions` makes each variant's model session; default: the providers the
         settings configure. (bench/loadmodel.py passes one that adds its load model.)"""
         self.settings = settings
@@ -48,7 +47,7 @@ class AgentServer:
             StorageHealth(STORE_NAME, self.metrics.storage),
         )
         self.manager = GenerationManager(
-            settings, self.tools, sessions or SessionFactory(settings), self.metrics, self.store
+            settings, self.tools, sessions or ProviderSessions(settings), self.metrics, self.store
         )
         self.running: RunningServer | None = None
         self._background: list[asyncio.Task[None]] = []

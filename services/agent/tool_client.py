@@ -16,7 +16,7 @@ from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.agent.domain import FileState
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
-from services.agent.tooling import ToolCallContext, ToolOutcome
+from services.agent.tooling import ToolContext, ToolOutcome
 from services.common.credentials import TOOL_PROVIDERS, Credentials, credentials_to_proto
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
@@ -76,7 +76,7 @@ class GrpcToolExecutor:
     async def close(self) -> None:
         await self._channel.close()
 
-    async def list_tools(self, context: ToolCallContext) -> list[ToolSpec]:
+    async def list_tools(self, context: ToolContext) -> list[ToolSpec]:
         request = pb.ListToolsRequest(
             flags=_flags(context), credentials=_tool_credentials(context.credentials)
         )
@@ -89,7 +89,7 @@ class GrpcToolExecutor:
         ]
 
     async def execute(
-        self, call: ToolCall, file: FileState | None, context: ToolCallContext
+        self, call: ToolCall, file: FileState | None, context: ToolContext
     ) -> ToolOutcome:
         proto_call = pb.ToolCall(id=call.id, name=call.name, arguments=to_struct(call.arguments))
         if call.invalid_json is not None:
@@ -140,7 +140,7 @@ def _tool_credentials(credentials: Credentials) -> common_pb2.Credentials:
     return credentials_to_proto(credentials.only(TOOL_PROVIDERS))
 
 
-def _flags(context: ToolCallContext) -> pb.ToolFlags:
+def _flags(context: ToolContext) -> pb.ToolFlags:
     return pb.ToolFlags(
         image_generation_enabled=context.image_generation_enabled,
         asset_extraction_enabled=context.asset_extraction_enabled,

@@ -11,7 +11,7 @@ from services.common.credentials import Credentials
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallContext:
+class ToolContext:
     """What every tool call of a variant carries besides its arguments."""
 
     input_images: tuple[str, ...] = ()
@@ -36,12 +36,12 @@ class ToolOutcome:
 
 
 class ToolExecutor(Protocol):
-    async def list_tools(self, context: ToolCallContext) -> list[ToolSpec]:
+    async def list_tools(self, context: ToolContext) -> list[ToolSpec]:
         """The tools to offer the model for a request with this context."""
         ...
 
     async def execute(
-        self, call: ToolCall, file: FileState | None, context: ToolCallContext
+        self, call: ToolCall, file: FileState | None, context: ToolContext
     ) -> ToolOutcome:
         """Runs one tool call. Failures of the tool come back as ok=False outcomes;
         an exception means the tool service itself could not be reached."""

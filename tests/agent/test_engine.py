@@ -30,12 +30,13 @@ from services.agent.providers.scripted import (
     call_tool,
 )
 from services.agent.settings import AgentSettings
-from services.agent.tooling import ToolCallContext, ToolOutcome
+from services.agent.tooling import ToolContext, ToolOutcome
 from services.tools.file_tools import file_tool_handlers
 from services.tools.runtime import ToolRuntime
 from services.tools.types import FileState as ToolFile
 from services.tools.types import ToolCall as ToolsCall
-from services.tools.types import ToolContext, ToolFlags
+from services.tools.types import ToolContext as ToolsContext
+from services.tools.types import ToolFlags
 
 PAGE = "<!DOCTYPE html><html><body><h1>Hi \u00e9 \U0001f600</h1></body></html>"
 
@@ -49,7 +50,7 @@ class InProcessTools:
         self.release: asyncio.Event | None = None
         self.entered = asyncio.Event()
 
-    async def list_tools(self, context: ToolCallContext) -> list[ToolSpec]:
+    async def list_tools(self, context: ToolContext) -> list[ToolSpec]:
         names = {"create_file", "edit_file", "retrieve_option"}
         return [
             ToolSpec(d.name, d.description, d.input_schema)
@@ -57,7 +58,7 @@ class InProcessTools:
         ]
 
     async def execute(
-        self, call: ToolCall, file: FileState | None, context: ToolCallContext
+        self, call: ToolCall, file: FileState | None, context: ToolContext
     ) -> ToolOutcome:
         self.calls.append(call.name)
         self.entered.set()
@@ -66,7 +67,7 @@ class InProcessTools:
         outcome = await self.runtime.execute(
             ToolsCall(call.id, call.name, call.arguments, call.invalid_json),
             ToolFile(file.path, file.content) if file else None,
-            ToolContext(option_codes=context.option_codes),
+            ToolsContext(option_codes=context.option_codes),
         )
         updated = outcome.updated_file
         return ToolOutcome(

@@ -22,7 +22,9 @@ from services.common.credentials import CredentialsError, Provider
 _PROVIDERS: dict[str, Provider] = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 
 
-class SessionFactory:
+class ProviderSessions:
+    """The `SessionFactory` the agent runs with: a session of the model's own provider."""
+
     def __init__(self, settings: AgentSettings) -> None:
         self._settings = settings
 
