@@ -1,0 +1,108 @@
+"""Service boundaries: no service imports another's internals (docs/architecture.md).
+
+The agent, the tool workers and the gateway talk over gRPC and HTTP only; what two of them
+genuinely share lives in `services/common`, which imports no service at all. The generated
+protobuf packages (`s2c.*`) are the contract and may be imported by any client.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVICES = ("agent", "tools", "gateway")
+
+
+def imported_modules(source: str, module: str) -> Iterator[str]:
+    """Every module `source` (the text of `module`, dotted) imports, relative ones resolved.
+
+    `from services import tools` is reported as `services.tools`, so naming the package
+    through its parent is caught too.
+    """
+    package = module.split(".")[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package[: len(package) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def foreign_imports(source: str, module: str) -> list[str]:
+    """The imports of `module` that reach into a service other than its own."""
+    own = module.split(".")[1]
+    forbidden = [s for s in SERVICES if s != own]
+    return sorted(
+        {
+            name
+            for name in imported_modules(source, module)
+            if any(name == f"services.{s}" or name.startswith(f"services.{s}.") for s in forbidden)
+        }
+    )
+
+
+def modules_of(service: str) -> list[tuple[str, Path]]:
+    root = ROOT / "services" / service
+    return [
+        (".".join(path.relative_to(ROOT).with_suffix("").parts), path)
+        for path in sorted(root.rglob("*.py"))
+    ]
+
+
+@pytest.mark.parametrize("service", [*SERVICES, "common"])
+def test_no_service_imports_another_services_internals(service: str) -> None:
+    modules = modules_of(service)
+    assert len(modules) > 3, f"found no modules under services/{service}"
+    violations = {
+        module: found
+        for module, path in modules
+        if (found := foreign_imports(path.read_text(encoding="utf-8"), module))
+    }
+    assert violations == {}, (
+        "a service may import only itself, services.common and the generated s2c.* "
+        f"packages; move what two services share to services/common: {violations}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "module", "expected"),
+    [
+        (
+            "from services.tools.asset_store import x",
+            "services.agent.a",
+            ["services.tools.asset_store", "services.tools.asset_store.x"],
+        ),
+        ("import services.gateway.app", "services.tools.a", ["services.gateway.app"]),
+        ("from services import agent", "services.gateway.a", ["services.agent"]),
+        (
+            "from ..tools import netguard",
+            "services.gateway.a",
+            ["services.tools", "services.tools.netguard"],
+        ),
+        (
+            "from services.agent import x",
+            "services.common.a",
+            ["services.agent", "services.agent.x"],
+        ),
+        (
+            "def f():\n    from services.tools import w\n",
+            "services.agent.a",
+            ["services.tools", "services.tools.w"],
+        ),
+        ("from services.agent.x import y\nfrom .z import w", "services.agent.a", []),
+        ("from services.common.netguard import x\nimport s2c.tools.v1", "services.gateway.a", []),
+        ("import services.toolsmith", "services.agent.a", []),
+    ],
+)
+def test_the_check_sees_every_spelling_of_an_import(
+    source: str, module: str, expected: list[str]
+) -> None:
+    assert foreign_imports(source, module) == expected
