@@ -71,9 +71,15 @@ def _run_gateway(args: argparse.Namespace) -> None:
     asyncio.run(serve(settings))
 
 
+def _model_key_envs() -> list[str]:
+    from services.agent.providers.registry import KEYED
+    from services.common.credentials import BY_ID
+
+    return [name for p in KEYED for name in BY_ID[p.credential].key_envs]
+
+
 def _has_model_key(env: dict[str, str]) -> bool:
-    names = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "S2C_LOCAL_MODELS")
-    return any(env.get(k) for k in names)
+    return any(env.get(k) for k in [*_model_key_envs(), "S2C_LOCAL_MODELS"])
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -121,8 +127,8 @@ def _up(args: argparse.Namespace) -> int:
     if not _has_model_key(env):
         print(
             "No model API key is configured: generations run the built-in demo model.\n"
-            "Set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY (or add a key in the UI's "
-            "settings) to use a real model.",
+            f"Set {' or '.join(_model_key_envs())} (or add a key in the UI's settings) to "
+            "use a real model.",
             flush=True,
         )
     restarts: dict[int, float] = {}

@@ -39,6 +39,7 @@ from services.agent.metrics import AgentMetrics
 from services.agent.models import ModelSelectionError, ModelSpec, select_models, variant_count
 from services.agent.pricing import Usage
 from services.agent.prompts import PromptError, build_prompt_messages
+from services.agent.providers import registry
 from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
 from services.agent.runstore import RunRow, RunStore, snapshot
 from services.agent.settings import AgentSettings
@@ -292,15 +293,7 @@ class GenerationManager:
             credentials = settings.credential_policy.resolve(request.credentials)
         except CredentialsError as exc:
             return self._fail(generation, f"Refused credentials: {exc}")
-        keys = frozenset(
-            name
-            for name, key in (
-                ("openai", credentials.openai_api_key),
-                ("anthropic", credentials.anthropic_api_key),
-                ("gemini", credentials.gemini_api_key),
-            )
-            if key
-        )
+        keys = frozenset(p.id for p in registry.KEYED if credentials.key(p.credential))
         pinned = request.models or settings.pinned_models
         if not (keys or pinned or settings.local_models or request.variant_count):
             count = DEMO_VARIANTS

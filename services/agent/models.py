@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-Provider = Literal["openai", "anthropic", "gemini", "openai-compatible", "demo"]
+from services.agent.providers import registry
 
 DEMO_MODEL_ID = "demo"
 LOCAL_PREFIX = "local:"
@@ -20,42 +19,27 @@ LOCAL_PREFIX = "local:"
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     id: str
-    provider: Provider
+    provider: str  # a registry id, or "demo"
     api_name: str
     effort: str | None
 
 
-def _efforts(
-    provider: Provider, api_name: str, efforts: Sequence[str], unit: str
-) -> list[ModelSpec]:
-    return [ModelSpec(f"{api_name} ({e} {unit})", provider, api_name, e) for e in efforts]
+def _family_specs(provider: str, family: registry.ModelFamily) -> list[ModelSpec]:
+    if not family.unit:
+        return [ModelSpec(family.api_name, provider, family.api_name, family.efforts[0])]
+    return [
+        ModelSpec(f"{family.api_name} ({e} {family.unit})", provider, family.api_name, e)
+        for e in family.efforts
+    ]
 
 
 CATALOGUE: dict[str, ModelSpec] = {
     spec.id: spec
-    for spec in [
-        *_efforts("openai", "gpt-5.4-mini", ["low"], "effort"),
-        *_efforts(
-            "openai", "gpt-5.4-2026-03-05", ["none", "low", "medium", "high", "xhigh"], "effort"
-        ),
-        *_efforts("openai", "gpt-5.5", ["none", "low", "medium", "high", "xhigh"], "effort"),
-        *_efforts(
-            "openai", "gpt-5.6-sol", ["none", "low", "medium", "high", "xhigh", "max"], "effort"
-        ),
-        *_efforts("openai", "gpt-5.6-terra", ["low"], "effort"),
-        ModelSpec("claude-sonnet-4-6", "anthropic", "claude-sonnet-4-6", "high"),
-        *_efforts(
-            "anthropic", "claude-opus-4-8", ["low", "medium", "high", "xhigh", "max"], "effort"
-        ),
-        *_efforts(
-            "anthropic", "claude-fable-5", ["low", "medium", "high", "xhigh", "max"], "effort"
-        ),
-        *_efforts("gemini", "gemini-3-flash-preview", ["high", "minimal"], "thinking"),
-        *_efforts("gemini", "gemini-3.1-pro-preview", ["high", "medium", "low"], "thinking"),
-        *_efforts("gemini", "gemini-3.5-flash", ["high", "medium", "low", "minimal"], "thinking"),
-        ModelSpec(DEMO_MODEL_ID, "demo", DEMO_MODEL_ID, None),
-    ]
+    for provider in registry.PROVIDERS
+    for family in provider.models
+    for spec in _family_specs(provider.id, family)
 }
+CATALOGUE[DEMO_MODEL_ID] = ModelSpec(DEMO_MODEL_ID, "demo", DEMO_MODEL_ID, None)
 
 G3F_MIN = "gemini-3-flash-preview (minimal thinking)"
 G3F_HIGH = "gemini-3-flash-preview (high thinking)"
@@ -66,19 +50,18 @@ GPT55_LOW = "gpt-5.5 (low effort)"
 GPT56_TERRA_LOW = "gpt-5.6-terra (low effort)"
 OPUS_MED = "claude-opus-4-8 (medium effort)"
 OPUS_HIGH = "claude-opus-4-8 (high effort)"
-SONNET = "claude-sonnet-4-6"
 
+# Upstream's spreads over its three providers, by the keys present; a set of keys
+# not listed here (one that includes a provider upstream lacks) gets the `alone` lists
+# of its providers, in registry order. One key alone always gets its provider's list.
+_UPSTREAM = frozenset({"openai", "anthropic", "gemini"})
 ALL_KEYS_TEXT_CREATE = (G3F_MIN, GPT55_HIGH, OPUS_HIGH, G31P_LOW)
 ALL_KEYS_UPDATE = (G3F_MIN, GPT56_TERRA_LOW)
 ALL_KEYS_DEFAULT = (OPUS_MED, GPT55_LOW, G3F_HIGH, G31P_HIGH)
-VIDEO_MODELS = (G3F_MIN, G31P_HIGH)
-_BY_KEYS: dict[frozenset[str], tuple[str, ...]] = {
+_PAIRS: dict[frozenset[str], tuple[str, ...]] = {
     frozenset({"gemini", "anthropic"}): (G3F_MIN, G31P_LOW, OPUS_MED, G3F_HIGH, G31P_HIGH),
     frozenset({"gemini", "openai"}): (G3F_MIN, G31P_LOW, GPT55_HIGH, GPT55_LOW),
     frozenset({"openai", "anthropic"}): (OPUS_MED, GPT55_HIGH, GPT55_LOW),
-    frozenset({"gemini"}): (G3F_MIN, G31P_LOW, G3F_HIGH, G31P_HIGH),
-    frozenset({"anthropic"}): (OPUS_MED, SONNET),
-    frozenset({"openai"}): (GPT55_HIGH, GPT55_LOW),
 }
 
 NUM_VARIANTS = 4
@@ -94,7 +77,7 @@ class ModelSelectionError(ValueError):
 def resolve(model_id: str) -> ModelSpec:
     """The spec for `model_id`; raises ModelSelectionError for unknown ids."""
     if model_id.startswith(LOCAL_PREFIX) and len(model_id) > len(LOCAL_PREFIX):
-        return ModelSpec(model_id, "openai-compatible", model_id[len(LOCAL_PREFIX) :], None)
+        return ModelSpec(model_id, registry.LOCAL.id, model_id[len(LOCAL_PREFIX) :], None)
     try:
         return CATALOGUE[model_id]
     except KeyError:
@@ -128,24 +111,34 @@ def select_models(
     if pinned:
         ids = pinned
     elif input_mode == "video" and providers_with_keys:
-        if "gemini" not in providers_with_keys:
-            raise ModelSelectionError(
-                "Video mode requires a Gemini API key. Add it in the settings dialog or set "
-                "GEMINI_API_KEY."
-            )
-        ids = VIDEO_MODELS
-    elif providers_with_keys >= {"openai", "anthropic", "gemini"}:
-        if generation_type == "update":
-            ids = ALL_KEYS_UPDATE
-        elif input_mode == "text":
-            ids = ALL_KEYS_TEXT_CREATE
-        else:
-            ids = ALL_KEYS_DEFAULT
+        ids = _video_models(providers_with_keys)
     elif providers_with_keys:
-        ids = _BY_KEYS[providers_with_keys & {"openai", "anthropic", "gemini"}]
+        ids = _spread(generation_type, input_mode, providers_with_keys)
     elif local_models:
         ids = [f"{LOCAL_PREFIX}{name}" for name in local_models]
     else:
         ids = [DEMO_MODEL_ID]
     specs = [resolve(i) for i in ids]
     return [specs[i % len(specs)] for i in range(count)]
+
+
+def _video_models(keys: frozenset[str]) -> tuple[str, ...]:
+    readers = [p for p in registry.KEYED if p.video]
+    for provider in readers:
+        if provider.id in keys:
+            return provider.video
+    names = " or ".join(p.display_name for p in readers)
+    envs = " or ".join(p.name.key_env for p in readers)
+    raise ModelSelectionError(
+        f"Video mode requires a {names} API key. Add it in the settings dialog or set {envs}."
+    )
+
+
+def _spread(generation_type: str, input_mode: str, keys: frozenset[str]) -> tuple[str, ...]:
+    if keys == _UPSTREAM:
+        if generation_type == "update":
+            return ALL_KEYS_UPDATE
+        return ALL_KEYS_TEXT_CREATE if input_mode == "text" else ALL_KEYS_DEFAULT
+    if keys in _PAIRS:
+        return _PAIRS[keys]
+    return tuple(m for p in registry.KEYED if p.id in keys for m in p.alone)

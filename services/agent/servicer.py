@@ -13,7 +13,8 @@ from services.agent.convert import event_to_proto, request_from_proto, run_to_pr
 from services.agent.events import Event
 from services.agent.generation import Generation, GenerationManager, ShuttingDown
 from services.agent.metrics import AgentMetrics
-from services.agent.models import CATALOGUE
+from services.agent.models import CATALOGUE, LOCAL_PREFIX
+from services.agent.providers import registry
 from services.agent.runstore_health import StoreUnavailable
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
@@ -140,12 +141,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self, request: pb.ListModelsRequest, context: Context
     ) -> pb.ListModelsResponse:
         credentials = await self._resolved(request.credentials, context)
-        keys = {
-            "openai": bool(credentials.openai_api_key),
-            "anthropic": bool(credentials.anthropic_api_key),
-            "gemini": bool(credentials.gemini_api_key),
-            "demo": True,
-        }
+        keys = {p.id: bool(credentials.key(p.credential)) for p in registry.KEYED}
+        keys["demo"] = True
         models = [
             pb.Model(
                 id=spec.id,
@@ -157,7 +154,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         ]
         models += [
             pb.Model(
-                id=f"local:{name}", provider="openai-compatible", api_name=name, available=True
+                id=f"{LOCAL_PREFIX}{name}", provider=registry.LOCAL.id, api_name=name, available=True
             )
             for name in self._settings.local_models
         ]

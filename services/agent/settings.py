@@ -63,21 +63,10 @@ class AgentSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> AgentSettings:
         env = os.environ if env is None else env
-        credentials = Credentials(
-            openai_api_key=env.get("OPENAI_API_KEY", ""),
-            openai_base_url=env.get("OPENAI_BASE_URL", ""),
-            anthropic_api_key=env.get("ANTHROPIC_API_KEY", ""),
-            anthropic_base_url=env.get("ANTHROPIC_BASE_URL", ""),
-            gemini_api_key=env.get("GEMINI_API_KEY", ""),
-            gemini_base_url=env.get("GEMINI_BASE_URL", ""),
-            replicate_api_token=env.get("REPLICATE_API_TOKEN", "")
-            or env.get("REPLICATE_API_KEY", ""),
-            replicate_base_url=env.get("REPLICATE_BASE_URL", ""),
-        )
         values: dict[str, object] = {
             "tools_addr": env.get("S2C_TOOLS_ADDR", "127.0.0.1:50052"),
             "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
-            "credentials": credentials,
+            "credentials": Credentials.from_env(env),
             "allow_request_base_urls": request_base_urls_allowed(env),
             "max_cost_usd": _float_or_none(
                 env.get("GENERATION_MAX_COST_USD", ""), "GENERATION_MAX_COST_USD"

@@ -17,7 +17,7 @@ from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 from services.agent.domain import FileState
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.agent.tooling import ToolContext, ToolOutcome
-from services.common.credentials import TOOL_PROVIDERS, Credentials, credentials_to_proto
+from services.common.credentials import TOOL_IDS, Credentials, credentials_to_proto
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 from services.common.structs import from_struct, to_struct
@@ -137,7 +137,7 @@ class GrpcToolExecutor:
 def _tool_credentials(credentials: Credentials) -> common_pb2.Credentials:
     # Least privilege: a worker gets the Replicate and Gemini credentials its tools use,
     # never the request's model keys.
-    return credentials_to_proto(credentials.only(TOOL_PROVIDERS))
+    return credentials_to_proto(credentials.only(TOOL_IDS))
 
 
 def _flags(context: ToolContext) -> pb.ToolFlags:

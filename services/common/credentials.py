@@ -1,6 +1,11 @@
-"""Per-request keys and endpoints, shared by the agent and the tool service.
+"""Per-request keys and endpoints, shared by the gateway, the agent and the tool service.
 
-The pairing rule (docs/architecture.md, "Secrets"): a key is resolved per provider
+`CREDENTIALS` is the one list of credential sources: each entry names its id (the key
+of `Credentials.providers` in the proto), its environment variables and the browser
+params that carry it (docs/browser-protocol.md). Everything else reads it: the agent's
+and workers' settings, the gateway's params, the tool client's least-privilege filter.
+
+The pairing rule (docs/architecture.md, "Secrets"): a key is resolved per source
 together with the base URL it may be sent to, and the request can never pair its own
 base URL with the service's key:
 
@@ -16,73 +21,115 @@ base URL with the service's key:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Literal
+from dataclasses import dataclass, field
 
 from s2c.common.v1 import common_pb2
 
 from services.common.errors import FieldViolation
 
-Provider = Literal["openai", "anthropic", "gemini", "replicate"]
-PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "gemini", "replicate")
-# The providers the tool workers call (Replicate for the image tools, Gemini for
-# extract_assets); model keys have no business on a worker.
-TOOL_PROVIDERS: tuple[Provider, ...] = ("gemini", "replicate")
-_KEY_FIELDS: dict[Provider, str] = {
-    "openai": "openai_api_key",
-    "anthropic": "anthropic_api_key",
-    "gemini": "gemini_api_key",
-    "replicate": "replicate_api_token",
-}
+
+@dataclass(frozen=True, slots=True)
+class CredentialSpec:
+    """One credential source: where its key and base URL come from, declared once."""
+
+    id: str  # key in the proto's `Credentials.providers`, e.g. "openai"
+    display_name: str  # in texts the user reads
+    key_envs: tuple[str, ...]  # environment variables of the key; the first set one wins
+    base_url_env: str
+    browser_key: str  # the upstream browser param carrying a key, e.g. "openAiApiKey"
+    browser_base_url: str = ""  # "": the browser protocol carries no base URL for it
+    for_tools: bool = False  # a tool worker calls it, so workers receive it
 
 
-def key_field(provider: Provider) -> str:
-    return _KEY_FIELDS[provider]
+CREDENTIALS: tuple[CredentialSpec, ...] = (
+    CredentialSpec(
+        "openai", "OpenAI", ("OPENAI_API_KEY",), "OPENAI_BASE_URL", "openAiApiKey", "openAiBaseURL"
+    ),
+    CredentialSpec(
+        "anthropic", "Anthropic", ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL", "anthropicApiKey"
+    ),
+    # Gemini for extract_assets and Replicate for the image tools are what workers call;
+    # model keys have no business on a worker.
+    CredentialSpec(
+        "gemini", "Gemini", ("GEMINI_API_KEY",), "GEMINI_BASE_URL", "geminiApiKey", for_tools=True
+    ),
+    CredentialSpec(
+        "replicate",
+        "Replicate",
+        ("REPLICATE_API_TOKEN", "REPLICATE_API_KEY"),
+        "REPLICATE_BASE_URL",
+        "replicateApiKey",
+        for_tools=True,
+    ),
+)
+BY_ID: dict[str, CredentialSpec] = {spec.id: spec for spec in CREDENTIALS}
+IDS: tuple[str, ...] = tuple(BY_ID)
+TOOL_IDS: tuple[str, ...] = tuple(spec.id for spec in CREDENTIALS if spec.for_tools)
 
 
-def base_url_field(provider: Provider) -> str:
-    return f"{provider}_base_url"
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A key and the base URL it goes to; "" means "not given". The repr hides the key."""
+
+    api_key: str = ""
+    base_url: str = ""
+
+    def __repr__(self) -> str:
+        return f"Endpoint(api_key={'***' if self.api_key else ''!r}, base_url={self.base_url!r})"
+
+
+def field_name(source: str, part: str, prefix: str = "") -> str:
+    """The proto path of one field, as `BadRequest` violations name it."""
+    return f"{prefix}providers[{source}].{part}"
 
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """Keys and base URLs; empty strings mean "not given".
+    """Keys and base URLs by source id; a missing id is the same as an empty Endpoint.
 
     Secrets: the repr is redacted so a key can never reach a log line by accident.
     """
 
-    openai_api_key: str = ""
-    openai_base_url: str = ""
-    anthropic_api_key: str = ""
-    anthropic_base_url: str = ""
-    gemini_api_key: str = ""
-    gemini_base_url: str = ""
-    replicate_api_token: str = ""
-    replicate_base_url: str = ""
+    providers: Mapping[str, Endpoint] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, **providers: Endpoint) -> Credentials:
+        return cls(dict(providers))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], ids: tuple[str, ...] = IDS) -> Credentials:
+        out: dict[str, Endpoint] = {}
+        for source in ids:
+            spec = BY_ID[source]
+            key = next((env[name] for name in spec.key_envs if env.get(name)), "")
+            out[source] = Endpoint(key, env.get(spec.base_url_env, ""))
+        return cls(out)
 
     def __repr__(self) -> str:
-        present = [f.name for f in fields(self) if getattr(self, f.name)]
+        present = [
+            f"{source}.{part}"
+            for source, endpoint in self.providers.items()
+            for part in ("api_key", "base_url")
+            if getattr(endpoint, part)
+        ]
         return f"Credentials(set={present})"
 
-    def key(self, provider: Provider) -> str:
-        value: str = getattr(self, key_field(provider))
-        return value
+    def get(self, source: str) -> Endpoint:
+        return self.providers.get(source) or Endpoint()
 
-    def base_url(self, provider: Provider) -> str:
-        value: str = getattr(self, base_url_field(provider))
-        return value
+    def key(self, source: str) -> str:
+        return self.get(source).api_key
 
-    def only(self, providers: tuple[Provider, ...]) -> Credentials:
-        """A copy holding just these providers' keys and base URLs."""
-        kept: dict[str, str] = {}
-        for provider in providers:
-            kept[key_field(provider)] = self.key(provider)
-            kept[base_url_field(provider)] = self.base_url(provider)
-        return Credentials(**kept)
+    def base_url(self, source: str) -> str:
+        return self.get(source).base_url
+
+    def only(self, ids: tuple[str, ...]) -> Credentials:
+        """A copy holding just these sources' keys and base URLs."""
+        return Credentials({s: self.providers[s] for s in ids if s in self.providers})
 
     def secrets(self) -> list[str]:
         """The non-empty keys, for redaction."""
-        return [value for provider in PROVIDERS if (value := self.key(provider))]
+        return [e.api_key for e in self.providers.values() if e.api_key]
 
 
 class CredentialsError(ValueError):
@@ -103,10 +150,18 @@ class CredentialPolicy:
     def violations(self, request: Credentials, *, prefix: str = "") -> list[FieldViolation]:
         """What is wrong with `request`; field names are the proto's, after `prefix`."""
         out: list[FieldViolation] = []
-        for provider in PROVIDERS:
-            if not request.base_url(provider):
+        for source, endpoint in request.providers.items():
+            if source not in BY_ID:
+                known = ", ".join(IDS)
+                out.append(
+                    FieldViolation(
+                        f"{prefix}providers[{source[:40]}]", f"unknown provider; known: {known}"
+                    )
+                )
                 continue
-            url_name = prefix + base_url_field(provider)
+            if not endpoint.base_url:
+                continue
+            url_name = field_name(source, "base_url", prefix)
             if not self.allow_request_base_urls:
                 out.append(
                     FieldViolation(
@@ -115,11 +170,11 @@ class CredentialPolicy:
                         "(S2C_ALLOW_REQUEST_BASE_URLS is off)",
                     )
                 )
-            elif not request.key(provider):
+            elif not endpoint.api_key:
                 out.append(
                     FieldViolation(
                         url_name,
-                        f"needs {prefix}{key_field(provider)} in the same request: "
+                        f"needs {field_name(source, 'api_key', prefix)} in the same request: "
                         "a request's base URL is only ever used with the request's own key",
                     )
                 )
@@ -130,55 +185,39 @@ class CredentialPolicy:
         if violations:
             raise CredentialsError(violations)
 
-    def endpoint(self, request: Credentials, provider: Provider) -> tuple[str, str]:
-        """(key, base_url) for `provider`, both from one source; "" base URL: the default.
+    def endpoint(self, request: Credentials, source: str) -> Endpoint:
+        """The key and base URL for `source`, both from one source; "" base URL: the default.
 
         Raises CredentialsError rather than ever pairing the environment's key with a
         request's base URL, even for a caller that skipped `check`.
         """
-        request_url = request.base_url(provider)
-        if request_url:
-            self.check(request.only((provider,)))
-            return request.key(provider), request_url
-        if request.key(provider):
+        given = request.get(source)
+        if given.base_url:
+            self.check(request.only((source,)))
+            return given
+        if given.api_key:
             # The deployment's endpoint, not a secret: upstream sends a request key there too.
-            return request.key(provider), self.environment.base_url(provider)
-        return self.environment.key(provider), self.environment.base_url(provider)
+            return Endpoint(given.api_key, self.environment.base_url(source))
+        return self.environment.get(source)
 
     def resolve(self, request: Credentials) -> Credentials:
-        """Every provider's resolved pair (see `endpoint`), as one Credentials."""
-        resolved = Credentials()
-        for provider in PROVIDERS:
-            key, url = self.endpoint(request, provider)
-            resolved = replace(
-                resolved, **{key_field(provider): key, base_url_field(provider): url}
-            )
-        return resolved
+        """Every known source's resolved pair (see `endpoint`), as one Credentials."""
+        return Credentials({source: self.endpoint(request, source) for source in IDS})
 
 
 def credentials_to_proto(credentials: Credentials) -> common_pb2.Credentials:
     return common_pb2.Credentials(
-        openai_api_key=credentials.openai_api_key,
-        openai_base_url=credentials.openai_base_url,
-        anthropic_api_key=credentials.anthropic_api_key,
-        anthropic_base_url=credentials.anthropic_base_url,
-        gemini_api_key=credentials.gemini_api_key,
-        gemini_base_url=credentials.gemini_base_url,
-        replicate_api_token=credentials.replicate_api_token,
-        replicate_base_url=credentials.replicate_base_url,
+        providers={
+            source: common_pb2.ProviderCredentials(api_key=e.api_key, base_url=e.base_url)
+            for source, e in credentials.providers.items()
+            if e.api_key or e.base_url
+        }
     )
 
 
 def credentials_from_proto(proto: common_pb2.Credentials) -> Credentials:
     return Credentials(
-        openai_api_key=proto.openai_api_key,
-        openai_base_url=proto.openai_base_url,
-        anthropic_api_key=proto.anthropic_api_key,
-        anthropic_base_url=proto.anthropic_base_url,
-        gemini_api_key=proto.gemini_api_key,
-        gemini_base_url=proto.gemini_base_url,
-        replicate_api_token=proto.replicate_api_token,
-        replicate_base_url=proto.replicate_base_url,
+        {source: Endpoint(e.api_key, e.base_url) for source, e in proto.providers.items()}
     )
 
 

@@ -7,6 +7,8 @@ from typing import Any
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
+from services.common.credentials import CREDENTIALS
+
 STACKS = {
     "html_tailwind": pb.STACK_HTML_TAILWIND,
     "html_css": pb.STACK_HTML_CSS,
@@ -41,11 +43,23 @@ def _key(params: dict[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _check_base_url(params: dict[str, Any]) -> None:
-    # Paired with the server's key, a client's base URL would send that key to an address
-    # the client picked; the agent enforces the rule too, this names the browser's fields.
-    if _key(params, "openAiBaseURL") and not _key(params, "openAiApiKey"):
-        raise ParamsError("openAiBaseURL needs openAiApiKey in the same request")
+def _credentials(params: dict[str, Any]) -> common_pb2.Credentials:
+    credentials = common_pb2.Credentials()
+    for spec in CREDENTIALS:
+        key = _key(params, spec.browser_key)
+        base_url = _key(params, spec.browser_base_url) if spec.browser_base_url else ""
+        # Paired with the server's key, a client's base URL would send that key to an
+        # address the client picked; the agent enforces the rule too, this names the
+        # browser's fields.
+        if base_url and not key:
+            raise ParamsError(
+                f"{spec.browser_base_url} needs {spec.browser_key} in the same request"
+            )
+        if key:
+            credentials.providers[spec.id].CopyFrom(
+                common_pb2.ProviderCredentials(api_key=key, base_url=base_url)
+            )
+    return credentials
 
 
 _TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
@@ -117,7 +131,7 @@ def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
     generation_type = params.get("generationType", "create")
     if not isinstance(generation_type, str) or generation_type not in GENERATION_TYPES:
         raise ParamsError(f"Invalid generation type: {_show(generation_type)}")
-    _check_base_url(params)
+    credentials = _credentials(params)
 
     request = pb.GenerateCodeRequest(
         generation_type=GENERATION_TYPES[generation_type],
@@ -157,13 +171,5 @@ def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
     design_system = params.get("designSystem")
     if isinstance(design_system, str):
         request.design_system = design_system.strip()
-    request.credentials.CopyFrom(
-        common_pb2.Credentials(
-            openai_api_key=_key(params, "openAiApiKey"),
-            openai_base_url=_key(params, "openAiBaseURL"),
-            anthropic_api_key=_key(params, "anthropicApiKey"),
-            gemini_api_key=_key(params, "geminiApiKey"),
-            replicate_api_token=_key(params, "replicateApiKey"),
-        )
-    )
+    request.credentials.CopyFrom(credentials)
     return request

@@ -165,7 +165,7 @@ def extract_assets_handler(
         arguments: dict[str, Any], file: FileState | None, context: ToolContext
     ) -> ToolOutcome:
         credentials = context.credentials
-        if not credentials.gemini_api_key:
+        if not credentials.key("gemini"):
             return failure("Asset extraction requires GEMINI_API_KEY.", "Missing Gemini API key")
         if not context.input_images:
             return failure("No input images are available for asset extraction.", "No input images")
@@ -179,8 +179,8 @@ def extract_assets_handler(
             return failure("No valid asset descriptions provided", "No valid asset_descriptions")
         try:
             endpoint = GeminiEndpoint(
-                credentials.gemini_api_key,
-                credentials.gemini_base_url,
+                credentials.key("gemini"),
+                credentials.base_url("gemini"),
                 timeout_s,
                 await tls.get(),
             )

@@ -102,7 +102,7 @@ class ImageTools:
 
     def _client(self, ctx: ToolContext) -> ReplicateClient:
         creds = ctx.credentials
-        return ReplicateClient(creds.replicate_api_token, creds.replicate_base_url, self.settings)
+        return ReplicateClient(creds.key("replicate"), creds.base_url("replicate"), self.settings)
 
     # -- the tools ---------------------------------------------------------------------------
 
@@ -117,7 +117,7 @@ class ImageTools:
         prompts = clean_strings(raw)
         if not prompts:
             return failure("No valid prompts provided", "No valid prompts")
-        if not ctx.credentials.replicate_api_token:
+        if not ctx.credentials.key("replicate"):
             return failure(
                 "No API key available for image generation.", "Missing image generation API key"
             )
@@ -145,7 +145,7 @@ class ImageTools:
     async def remove_background(
         self, args: dict[str, Any], file: FileState | None, ctx: ToolContext
     ) -> ToolOutcome:
-        if not ctx.credentials.replicate_api_token:
+        if not ctx.credentials.key("replicate"):
             return failure(
                 "Background removal requires REPLICATE_API_KEY.", "Missing Replicate API key"
             )
@@ -180,7 +180,7 @@ class ImageTools:
     async def edit_image(
         self, args: dict[str, Any], file: FileState | None, ctx: ToolContext
     ) -> ToolOutcome:
-        if not ctx.credentials.replicate_api_token:
+        if not ctx.credentials.key("replicate"):
             return failure("Image editing requires REPLICATE_API_KEY.", "Missing Replicate API key")
         raw_prompt = args.get("prompt")
         prompt = raw_prompt.strip() if isinstance(raw_prompt, str) else ""

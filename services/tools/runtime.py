@@ -259,8 +259,10 @@ def _digest(call: ToolCall, file: FileState | None, ctx: ToolContext) -> bytes:
             put(item)
     put(repr(ctx.flags))
     put(ctx.asset_base_url)
-    for f in dataclasses.fields(ctx.credentials):
-        put(getattr(ctx.credentials, f.name))
+    for source, endpoint in sorted(ctx.credentials.providers.items()):
+        put(source)
+        put(endpoint.api_key)
+        put(endpoint.base_url)
     return h.digest()
 
 

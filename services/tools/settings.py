@@ -9,6 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from services.common.credentials import (
+    TOOL_IDS,
     CredentialPolicy,
     Credentials,
     request_base_urls_allowed,
@@ -67,13 +68,7 @@ class ToolsSettings:
             "grpc_security": GrpcSecurity.from_env(env),
             "screenshots_enabled": env.get("S2C_SCREENSHOTS", "1") not in ("0", "false", "no"),
             "allow_request_base_urls": request_base_urls_allowed(env),
-            "credentials": Credentials(
-                gemini_api_key=env.get("GEMINI_API_KEY", ""),
-                gemini_base_url=env.get("GEMINI_BASE_URL", ""),
-                replicate_api_token=env.get("REPLICATE_API_TOKEN", "")
-                or env.get("REPLICATE_API_KEY", ""),
-                replicate_base_url=env.get("REPLICATE_BASE_URL", ""),
-            ),
+            "credentials": Credentials.from_env(env, TOOL_IDS),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

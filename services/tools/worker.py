@@ -59,9 +59,9 @@ class ToolWorker:
         """Tool names this worker can really run for a request with these credentials."""
         creds = self.settings.credential_policy.resolve(credentials)
         names = set(_ALWAYS)
-        if creds.replicate_api_token:
+        if creds.key("replicate"):
             names |= _REPLICATE
-        if creds.gemini_api_key:
+        if creds.key("gemini"):
             names.add("extract_assets")
         if self.screenshotter is not None and await self.screenshotter.probe():
             names.add("screenshot_preview")

@@ -32,7 +32,7 @@ from services.agent.runstore import (
 from services.agent.runstore_health import ObservedRunStore, RecordNotSaved, StoreUnavailable
 from services.agent.runstore_postgres import PostgresRunStore
 from services.agent.runstore_sqlite import SqliteRunStore
-from services.common.credentials import Credentials
+from services.common.credentials import Credentials, Endpoint
 from services.common.storage import StorageHealth
 from tests.pg import PostgresServer, postgres_server
 
@@ -266,19 +266,20 @@ async def test_a_cancelled_caller_does_not_lose_its_save(backend: Backend) -> No
 
 
 async def test_keys_are_never_stored(backend: Backend) -> None:
-    credentials = Credentials(
-        openai_api_key="sk-proj-OPENAIKEY0a1b2c3d4e5f",
-        anthropic_api_key="sk-ant-ANTHROPICKEY0a1b2c3d4e5f",
-        gemini_api_key="AIzaGEMINIKEY0a1b2c3d4e5f",
-        replicate_api_token="r8_REPLICATETOKEN0a1b2c3d4e5f",
-        openai_base_url="https://proxy.example/v1?token=BASEURLTOKEN0a1b2c3",
+    credentials = Credentials.of(
+        openai=Endpoint(
+            "sk-proj-OPENAIKEY0a1b2c3d4e5f", "https://proxy.example/v1?token=BASEURLTOKEN0a1b2c3"
+        ),
+        anthropic=Endpoint("sk-ant-ANTHROPICKEY0a1b2c3d4e5f"),
+        gemini=Endpoint("AIzaGEMINIKEY0a1b2c3d4e5f"),
+        replicate=Endpoint("r8_REPLICATETOKEN0a1b2c3d4e5f"),
     )
     service_key = "sk-env-SERVICEKEY0a1b2c3d4e5f"
     secrets = [*credentials.secrets(), service_key, "BASEURLTOKEN0a1b2c3"]
     request = GenerationRequest(
         "gen-secret",
         input_mode="text",
-        prompt=Prompt(text=f"A bakery page; my key is {credentials.openai_api_key}"),
+        prompt=Prompt(text=f"A bakery page; my key is {credentials.key('openai')}"),
         credentials=credentials,
         models=("gpt-5.5",),
     )
@@ -288,7 +289,7 @@ async def test_keys_are_never_stored(backend: Backend) -> None:
             0,
             "gpt-5.5",
             status="failed",
-            error=f"401 Incorrect API key provided: {credentials.openai_api_key}",
+            error=f"401 Incorrect API key provided: {credentials.key('openai')}",
             tool_calls=[ToolRecord("call_1", "create_file", True, 12)],
         ),
         VariantState(1, "claude-opus-4-8", status="completed", code="<h1>bakery</h1>"),

@@ -79,7 +79,7 @@ async def test_generate_watch_get_and_list(tmp_path: Path) -> None:
             assert by_id["demo"].available
             assert not by_id["claude-opus-4-8 (medium effort)"].available
             keyed = await stub.ListModels(
-                pb.ListModelsRequest(credentials={"anthropic_api_key": "sk-x"})
+                pb.ListModelsRequest(credentials={"providers": {"anthropic": {"api_key": "sk-x"}}})
             )
             assert {m.id: m for m in keyed.models}["claude-opus-4-8 (medium effort)"].available
         registry = suite.agent.metrics.registry

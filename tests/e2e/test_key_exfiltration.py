@@ -47,7 +47,12 @@ ENV_KEYS = {
 REQUEST_OPENAI_KEY = "sk-REQUEST-openai-exfil-8a2c80463d7b1f9e"
 REQUEST_REPLICATE_TOKEN = "r8_REQUEST-replicate-exfil-2f4b9d136c0a8e"
 TIMEOUT_S = 60.0
-BASE_URL_FIELDS = ("openai_base_url", "anthropic_base_url", "gemini_base_url", "replicate_base_url")
+SOURCES = ("openai", "anthropic", "gemini", "replicate")
+
+
+def creds(source: str, key: str = "", url: str = "") -> common_pb2.Credentials:
+    entry = common_pb2.ProviderCredentials(api_key=key, base_url=url)
+    return common_pb2.Credentials(providers={source: entry})
 
 
 @dataclass
@@ -101,14 +106,17 @@ async def suite(tmp_path: Path, listeners: tuple[Listener, Listener]) -> AsyncIt
         yield processes
 
 
-def tool_request(name: str, arguments: dict[str, Any], **creds: str) -> tpb.ExecuteToolRequest:
+def tool_request(
+    name: str, arguments: dict[str, Any], credentials: common_pb2.Credentials | None = None
+) -> tpb.ExecuteToolRequest:
     args = struct_pb2.Struct()
     args.update(arguments)
+    credentials = credentials or common_pb2.Credentials()
     return tpb.ExecuteToolRequest(
-        call=tpb.ToolCall(id=f"{name}-{sorted(creds)}", name=name, arguments=args),
+        call=tpb.ToolCall(id=f"{name}-{sorted(credentials.providers)}", name=name, arguments=args),
         context=tpb.ToolContext(
             input_images=[png_data_url()],
-            credentials=common_pb2.Credentials(**creds),
+            credentials=credentials,
             flags=tpb.ToolFlags(
                 image_generation_enabled=True, asset_extraction_enabled=True, has_input_images=True
             ),
@@ -133,35 +141,33 @@ async def test_client_base_url_never_gets_the_server_key(
     # 2. Direct gRPC callers, one base URL field at a time, on every RPC taking credentials.
     async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
         stub = pb_grpc.AgentServiceStub(channel)
-        for name in BASE_URL_FIELDS:
-            credentials = common_pb2.Credentials(**{name: attacker.url})
+        for name in SOURCES:
+            credentials = creds(name, url=attacker.url)
             for method in ("GenerateCode", "ListModels", "GetCapabilities"):
                 with pytest.raises(grpc.aio.AioRpcError) as caught:
                     await agent_call(stub, method, credentials)
                 assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, method
                 [violation] = bad_request_violations(caught.value)
-                assert violation.field == f"credentials.{name}", method
+                assert violation.field == f"credentials.providers[{name}].base_url", method
                 assert "in the same request" in violation.description
 
     # 3. The tool worker, called directly: Replicate and Gemini URLs without their keys.
     async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.tools.port}") as channel:
         tools = tpb_grpc.ToolServiceStub(channel)
         for tool, arguments, name in (
-            ("generate_images", {"prompts": ["a lighthouse"]}, "replicate_base_url"),
-            ("extract_assets", {"asset_descriptions": ["the logo"]}, "gemini_base_url"),
+            ("generate_images", {"prompts": ["a lighthouse"]}, "replicate"),
+            ("extract_assets", {"asset_descriptions": ["the logo"]}, "gemini"),
         ):
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await tools.ExecuteTool(
-                    tool_request(tool, arguments, **{name: attacker.url}), timeout=TIMEOUT_S
+                    tool_request(tool, arguments, creds(name, url=attacker.url)), timeout=TIMEOUT_S
                 )
             assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             [violation] = bad_request_violations(caught.value)
-            assert violation.field == f"context.credentials.{name}"
+            assert violation.field == f"context.credentials.providers[{name}].base_url"
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await tools.ListTools(
-                    tpb.ListToolsRequest(
-                        credentials=common_pb2.Credentials(**{name: attacker.url})
-                    ),
+                    tpb.ListToolsRequest(credentials=creds(name, url=attacker.url)),
                     timeout=TIMEOUT_S,
                 )
             assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -174,8 +180,7 @@ async def test_client_base_url_never_gets_the_server_key(
             tool_request(
                 "generate_images",
                 {"prompts": ["a lighthouse"]},
-                replicate_api_token=REQUEST_REPLICATE_TOKEN,
-                replicate_base_url=attacker.url,
+                creds("replicate", REQUEST_REPLICATE_TOKEN, attacker.url),
             ),
             timeout=TIMEOUT_S,
         )
@@ -219,7 +224,7 @@ async def test_switch_refuses_request_base_urls(
         )
         assert result.close_code == 4332
         error = result.of("error")[-1]["value"]
-        assert "credentials.openai_base_url" in error
+        assert "credentials.providers[openai].base_url" in error
         assert "S2C_ALLOW_REQUEST_BASE_URLS" in error
         async with grpc.aio.insecure_channel(f"127.0.0.1:{processes.tools.port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -227,8 +232,7 @@ async def test_switch_refuses_request_base_urls(
                     tool_request(
                         "generate_images",
                         {"prompts": ["x"]},
-                        replicate_api_token=REQUEST_REPLICATE_TOKEN,
-                        replicate_base_url=attacker.url,
+                        creds("replicate", REQUEST_REPLICATE_TOKEN, attacker.url),
                     ),
                     timeout=TIMEOUT_S,
                 )
@@ -297,12 +301,12 @@ async def test_tool_workers_never_receive_model_keys(tmp_path: Path) -> None:
     )
     await agent.start()
     credentials = common_pb2.Credentials(
-        openai_api_key=REQUEST_OPENAI_KEY,
-        openai_base_url="http://127.0.0.1:9/v1",
-        anthropic_api_key="sk-ant-REQUEST-model-key",
-        anthropic_base_url="http://127.0.0.1:9",
-        gemini_api_key="AIza-REQUEST-tool-key",
-        replicate_api_token=REQUEST_REPLICATE_TOKEN,
+        providers={
+            "openai": {"api_key": REQUEST_OPENAI_KEY, "base_url": "http://127.0.0.1:9/v1"},
+            "anthropic": {"api_key": "sk-ant-REQUEST-model-key", "base_url": "http://127.0.0.1:9"},
+            "gemini": {"api_key": "AIza-REQUEST-tool-key"},
+            "replicate": {"api_key": REQUEST_REPLICATE_TOKEN},
+        }
     )
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{agent.port}") as agent_channel:
@@ -327,8 +331,7 @@ async def test_tool_workers_never_receive_model_keys(tmp_path: Path) -> None:
     assert "ListTools" in methods
     assert any(m.startswith("ExecuteTool") for m in methods)
     for method, seen in recorder.seen:
-        assert seen.openai_api_key == seen.anthropic_api_key == "", method
-        assert seen.openai_base_url == seen.anthropic_base_url == "", method
-        # What the tools do use still arrives.
-        assert seen.gemini_api_key == "AIza-REQUEST-tool-key", method
-        assert seen.replicate_api_token == REQUEST_REPLICATE_TOKEN, method
+        # No entry at all for a model provider; what the tools do use still arrives.
+        assert set(seen.providers) == {"gemini", "replicate"}, method
+        assert seen.providers["gemini"].api_key == "AIza-REQUEST-tool-key", method
+        assert seen.providers["replicate"].api_key == REQUEST_REPLICATE_TOKEN, method

@@ -70,10 +70,13 @@ async def test_save_assets_and_generate_images_reach_the_page_and_the_model(
                     models=["gpt-5.5 (high effort)"],
                     asset_base_url=suite.http_url,
                     credentials=common_pb2.Credentials(
-                        openai_api_key="sk-test",
-                        openai_base_url=openai.base_url,
-                        replicate_api_token="r8_test_token",
-                        replicate_base_url=replicate.base_url,
+                        providers={
+                            "openai": {"api_key": "sk-test", "base_url": openai.base_url},
+                            "replicate": {
+                                "api_key": "r8_test_token",
+                                "base_url": replicate.base_url,
+                            },
+                        }
                     ),
                 )
                 events = [event async for event in stub.GenerateCode(request)]

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 
 from services.agent.settings import AgentSettings
-from services.common.credentials import Credentials
+from services.common.credentials import Credentials, Endpoint
 from tests.fakes.anthropic_server import FakeAnthropic, Text, Thinking, ToolUse
 from tests.fakes.openai_server import (
     FakeOpenAI,
@@ -64,8 +64,9 @@ def agent_settings(openai: FakeOpenAI, anthropic: FakeAnthropic) -> AgentSetting
     return AgentSettings(
         demo_pace_s=0.0,
         provider_max_retries=0,
-        credentials=Credentials(
-            openai_base_url=openai.base_url, anthropic_base_url=anthropic.base_url
+        credentials=Credentials.of(
+            openai=Endpoint(base_url=openai.base_url),
+            anthropic=Endpoint(base_url=anthropic.base_url),
         ),
     )
 

@@ -50,18 +50,17 @@ BROWSER_KEYS = {
     "replicateApiKey": "r8_RECOGNISABLE-browser-replicate-6c0a8e2f4b9d1357",
 }
 GRPC_CREDENTIALS = common_pb2.Credentials(
-    openai_api_key="sk-RECOGNISABLE-grpc-openai-4e8c2a6f0d1b9357",
-    anthropic_api_key="sk-ant-RECOGNISABLE-grpc-anthropic-0a6e2c8f4b1d7935",
-    gemini_api_key="AIza-RECOGNISABLE-grpc-gemini-9d3b7f1e5c2a8064",
-    replicate_api_token="r8_RECOGNISABLE-grpc-replicate-2f6b0d4a8e1c9573",
+    providers={
+        "openai": {"api_key": "sk-RECOGNISABLE-grpc-openai-4e8c2a6f0d1b9357"},
+        "anthropic": {"api_key": "sk-ant-RECOGNISABLE-grpc-anthropic-0a6e2c8f4b1d7935"},
+        "gemini": {"api_key": "AIza-RECOGNISABLE-grpc-gemini-9d3b7f1e5c2a8064"},
+        "replicate": {"api_key": "r8_RECOGNISABLE-grpc-replicate-2f6b0d4a8e1c9573"},
+    }
 )
 KEYS = [
     *ENV_KEYS.values(),
     *BROWSER_KEYS.values(),
-    GRPC_CREDENTIALS.openai_api_key,
-    GRPC_CREDENTIALS.anthropic_api_key,
-    GRPC_CREDENTIALS.gemini_api_key,
-    GRPC_CREDENTIALS.replicate_api_token,
+    *(entry.api_key for entry in GRPC_CREDENTIALS.providers.values()),
 ]
 # Each key, and its random tail alone: a key cut short or partly masked still leaks
 # when that much of it shows.
@@ -107,8 +106,8 @@ def tool_request(
     credentials = common_pb2.Credentials()
     if with_keys:
         credentials.CopyFrom(GRPC_CREDENTIALS)
-        credentials.replicate_base_url = closed
-        credentials.gemini_base_url = closed
+        credentials.providers["replicate"].base_url = closed
+        credentials.providers["gemini"].base_url = closed
     return tpb.ExecuteToolRequest(
         call=tpb.ToolCall(id=f"{name}-{with_keys}", name=name, arguments=args),
         context=tpb.ToolContext(
@@ -163,9 +162,8 @@ async def grpc_generation(suite: Processes, closed: str) -> dict[str, bytes]:
     """A generation over gRPC with keys in its credentials, one variant per provider."""
     credentials = common_pb2.Credentials()
     credentials.CopyFrom(GRPC_CREDENTIALS)
-    credentials.openai_base_url = closed
-    credentials.anthropic_base_url = closed
-    credentials.gemini_base_url = closed
+    for source in ("openai", "anthropic", "gemini"):
+        credentials.providers[source].base_url = closed
     request = pb.GenerateCodeRequest(
         input_mode=pb.INPUT_MODE_TEXT,
         stack=pb.STACK_HTML_TAILWIND,

@@ -10,7 +10,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
-from services.common.credentials import Credentials
+from services.common.credentials import Credentials, Endpoint
 from tests.fakes.gemini_server import Call, FakeGemini, Say, Thought
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Reasoning, Text, chat_turn
 from tests.suite import running_suite
@@ -45,7 +45,7 @@ async def test_gemini_tool_loop(tmp_path: Path, fake_gemini: FakeGemini) -> None
     fake.add_turn(Say("Done."))
     settings = AgentSettings(
         provider_max_retries=0,
-        credentials=Credentials(gemini_api_key="g-key", gemini_base_url=fake.base_url),
+        credentials=Credentials.of(gemini=Endpoint("g-key", fake.base_url)),
     )
     async with running_suite(tmp_path, agent=settings) as suite:
         events = await generate(

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.common.v1 import common_pb2
 
 from services.gateway.params import ParamsError, parse_params
 from tests.suite import create_params
@@ -75,9 +76,11 @@ def test_history_file_state_option_codes_and_keys() -> None:
     assert request.prompt.full_text == ""
     assert list(request.prompt.images) == ["data:image/png;base64,AA"]
     assert request.design_system == "tokens"
-    assert request.credentials.openai_api_key == "sk-browser"
-    assert request.credentials.anthropic_api_key == ""
-    assert request.credentials.openai_base_url == "http://127.0.0.1:1/v1"
+    assert dict(request.credentials.providers) == {
+        "openai": common_pb2.ProviderCredentials(
+            api_key="sk-browser", base_url="http://127.0.0.1:1/v1"
+        )
+    }
     assert request.asset_base_url == "http://h:7001"
 
 
@@ -152,3 +155,19 @@ def test_every_upstream_shape_is_accepted() -> None:
     )
     assert [h.text for h in update.history] == ["bluer"]
     assert not update.option_codes
+
+
+def test_every_upstream_key_param_reaches_its_credential_source() -> None:
+    request = parse(
+        openAiApiKey="o", anthropicApiKey="a", geminiApiKey="g", replicateApiKey="r", x=1
+    )
+    keys = {source: entry.api_key for source, entry in request.credentials.providers.items()}
+    assert keys == {"openai": "o", "anthropic": "a", "gemini": "g", "replicate": "r"}
+    assert parse(geminiApiKey=7, openAiApiKey="").credentials.providers == {}
+
+
+def test_a_base_url_without_its_key_is_refused_with_upstream_names() -> None:
+    with pytest.raises(
+        ParamsError, match=r"^openAiBaseURL needs openAiApiKey in the same request$"
+    ):
+        parse(openAiBaseURL="http://127.0.0.1:9/v1", anthropicApiKey="a")

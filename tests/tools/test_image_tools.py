@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from services.common.credentials import Credentials
+from services.common.credentials import Credentials, Endpoint
 from services.tools.asset_store import AssetStore
 from services.tools.image_tools import image_tool_handlers, publicly_fetchable
 from services.tools.replicate_client import BACKGROUND_REMOVAL_VERSION, ReplicateSettings
@@ -46,9 +46,7 @@ def tools(store: AssetStore) -> dict[str, ToolHandler]:
 
 
 def context(fake: FakeReplicate, *, key: str = REQUEST_KEY, **flags: bool) -> ToolContext:
-    creds = Credentials(
-        openai_api_key=OPENAI_KEY, replicate_api_token=key, replicate_base_url=fake.base_url
-    )
+    creds = Credentials.of(openai=Endpoint(OPENAI_KEY), replicate=Endpoint(key, fake.base_url))
     return ToolContext(flags=ToolFlags(**flags), credentials=creds, asset_base_url=ASSET_BASE)
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.common.credentials import Credentials
+from services.common.credentials import Credentials, Endpoint
 from services.tools.asset_store import AssetStore
 from services.tools.definitions import EDIT_IMAGE_ASPECT_RATIOS, TOOL_DEFINITIONS
 from services.tools.extract_assets import extract_assets_handler
@@ -283,7 +283,7 @@ async def test_schema_violations_are_refused_before_the_tool_runs(
     runtime: ToolRuntime, name: str, args: dict[str, Any], pointers: str
 ) -> None:
     # With a key, a call the schema let through would go to the (unreachable) network.
-    keyed = ToolContext(credentials=Credentials(replicate_api_token="r8_test"))
+    keyed = ToolContext(credentials=Credentials.of(replicate=Endpoint("r8_test")))
     outcome = await runtime.execute(ToolCall("call-1", name, args), FILE, keyed)
     assert outcome.ok is False
     assert outcome.summary == {"error": "Invalid arguments"}

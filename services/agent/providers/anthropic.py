@@ -25,7 +25,7 @@ from anthropic.lib.streaming import AsyncMessageStreamManager, ParsedMessageStre
 from anthropic.types import MessageParam, OutputConfigParam, ToolParam
 
 from services.agent.pricing import Usage, cost_usd
-from services.agent.providers import errors
+from services.agent.providers import base, errors
 from services.agent.providers.anthropic_images import (
     EncodedImage,
     ImageDecodeError,
@@ -33,22 +33,11 @@ from services.agent.providers.anthropic_images import (
     max_dimension_for,
     parse_data_url,
 )
-from services.agent.providers.base import (
-    AssistantDelta,
-    ExecutedTool,
-    OnEvent,
-    PromptMessage,
-    ProviderError,
-    ProviderTurn,
-    SessionConfig,
-    ThinkingDelta,
-    ToolCall,
-    ToolCallDelta,
-)
+from services.agent.providers.base import ExecutedTool, ProviderError, ProviderTurn, ToolCall
+from services.agent.providers.streaming import TurnProgress, parse_tool_call
 
 logger = logging.getLogger(__name__)
 
-PROVIDER = "Anthropic"
 _UNDECODABLE_IMAGE = "(An image was omitted here: it could not be decoded.)"
 
 Block = dict[str, Any]
@@ -82,11 +71,6 @@ Item = Block | _LocalImage
 
 
 @dataclass(slots=True)
-class _Progress:
-    streamed: bool = False
-
-
-@dataclass(slots=True)
 class _ToolInput:
     id: str
     name: str
@@ -97,7 +81,7 @@ class AnthropicSession:
     """One variant's conversation with a Claude model."""
 
     def __init__(
-        self, config: SessionConfig, *, client: anthropic.AsyncAnthropic | None = None
+        self, config: base.SessionConfig, *, client: anthropic.AsyncAnthropic | None = None
     ) -> None:
         self._config = config
         self._owns_client = client is None
@@ -122,10 +106,11 @@ class AnthropicSession:
             _tool_param(spec.name, spec.description, spec.input_schema) for spec in config.tools
         ]
 
-    async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
+    async def stream_turn(self, on_event: base.OnEvent) -> ProviderTurn:
         # Encoding large images is CPU work; keep it off the event loop.
         messages = await asyncio.to_thread(self._render_messages)
-        progress = _Progress()
+        progress = TurnProgress()
+        emit = progress.forward(on_event)
         text: list[str] = []
         tool_inputs: dict[int, _ToolInput] = {}
         async with AsyncExitStack() as stack:
@@ -137,8 +122,7 @@ class AnthropicSession:
                 if event is None:
                     break
                 for out in _stream_events(event, tool_inputs, text):
-                    progress.streamed = True
-                    await on_event(out)
+                    await emit(out)
             with self._mapped_errors(progress):
                 final = await stream.get_final_message()
 
@@ -206,55 +190,45 @@ class AnthropicSession:
         return cast(list[MessageParam], rendered)
 
     @contextmanager
-    def _mapped_errors(self, progress: _Progress) -> Iterator[None]:
+    def _mapped_errors(self, progress: TurnProgress) -> Iterator[None]:
+        config = self._config
         try:
             yield
         except anthropic.AnthropicError as exc:
-            raise _provider_error(exc, self._config, progress.streamed) from exc
+            raise _provider_error(exc, config, progress.streamed) from exc
         # Once the body streams, transport failures surface from the SDK's HTTP
         # library unwrapped.
         except httpx2.TimeoutException as exc:
-            raise errors.timed_out(PROVIDER, streamed=progress.streamed) from exc
+            raise errors.timed_out(config.provider) from exc
         except httpx2.TransportError as exc:
-            if progress.streamed:
-                raise errors.stream_failed(PROVIDER, "the connection was lost") from exc
-            raise errors.unreachable(PROVIDER, self._config.base_url) from exc
+            raise errors.connection_lost(config, progress.streamed) from exc
         except ValueError as exc:
             # The SDK parses streamed tool arguments as they arrive and gives up on
             # malformed JSON by raising ValueError; the stream cannot continue after it.
-            raise errors.stream_failed(PROVIDER, "the model sent malformed tool arguments") from exc
+            detail = "the model sent malformed tool arguments"
+            raise errors.stream_failed(config.provider, detail) from exc
 
 
 def _provider_error(
-    exc: anthropic.AnthropicError, config: SessionConfig, streamed: bool
+    exc: anthropic.AnthropicError, config: base.SessionConfig, streamed: bool
 ) -> ProviderError:
     """The one place where SDK exceptions become user-facing errors.
 
     Order matters: a timeout is a connection error, and every HTTP error is a status error.
     """
-    if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
-        return errors.bad_key(PROVIDER)
-    if isinstance(exc, anthropic.NotFoundError):
-        return errors.unknown_model(PROVIDER, config.api_name)
-    if isinstance(exc, anthropic.RateLimitError):
-        return errors.rate_limited(PROVIDER, streamed=streamed)
+    name = config.provider
     if isinstance(exc, anthropic.APITimeoutError):
-        return errors.timed_out(PROVIDER, streamed=streamed)
+        return errors.timed_out(name)
     if isinstance(exc, anthropic.APIConnectionError):
-        if streamed:
-            return errors.stream_failed(PROVIDER, "the connection was lost")
-        return errors.unreachable(PROVIDER, config.base_url)
+        return errors.connection_lost(config, streamed)
     if isinstance(exc, anthropic.APIStatusError):
         if exc.status_code == 200:
             # An `event: error` record inside an already accepted stream.
-            return errors.stream_failed(PROVIDER, _redact(_status_detail(exc), config.api_key))
-        if exc.status_code >= 500:
-            return errors.upstream_failed(PROVIDER, exc.status_code, streamed=streamed)
-        detail = _redact(_status_detail(exc), config.api_key)
-        return errors.bad_request(PROVIDER, f"{detail} ({exc.status_code})")
+            return errors.stream_failed(name, errors.redact(_status_detail(exc), config.api_key))
+        return errors.status_error(config, exc.status_code, _status_detail(exc))
     if isinstance(exc, anthropic.APIResponseValidationError):
-        return errors.stream_failed(PROVIDER, "the server sent data in an unexpected shape")
-    return errors.stream_failed(PROVIDER, type(exc).__name__)
+        return errors.stream_failed(name, "the server sent data in an unexpected shape")
+    return errors.stream_failed(name, type(exc).__name__)
 
 
 def _status_detail(exc: anthropic.APIStatusError) -> str:
@@ -263,13 +237,9 @@ def _status_detail(exc: anthropic.APIStatusError) -> str:
     return f"HTTP {exc.status_code}"
 
 
-def _redact(text: str, secret: str) -> str:
-    return text.replace(secret, "***") if secret else text
-
-
 def _stream_events(
     event: ParsedMessageStreamEvent[Any], tool_inputs: dict[int, _ToolInput], text: list[str]
-) -> Iterator[AssistantDelta | ThinkingDelta | ToolCallDelta]:
+) -> Iterator[base.StreamEvent]:
     """Our stream events for one SDK event. The helper events the SDK adds
     (`text`, `thinking`, `input_json`, …) repeat raw deltas and are ignored."""
     if event.type == "content_block_start":
@@ -281,19 +251,19 @@ def _stream_events(
                 # Arguments that arrive whole, without deltas.
                 whole = json.dumps(block.input)
                 tool_input.chunks.append(whole)
-                yield ToolCallDelta(block.id, block.name, whole)
+                yield base.ToolCallDelta(block.id, block.name, whole)
     elif event.type == "content_block_delta":
         delta = event.delta
         if delta.type == "text_delta" and delta.text:
             text.append(delta.text)
-            yield AssistantDelta(delta.text)
+            yield base.AssistantDelta(delta.text)
         elif delta.type == "thinking_delta" and delta.thinking:
-            yield ThinkingDelta(delta.thinking)
+            yield base.ThinkingDelta(delta.thinking)
         elif delta.type == "input_json_delta" and delta.partial_json:
             pending = tool_inputs.get(event.index)
             if pending is not None:
                 pending.chunks.append(delta.partial_json)
-                yield ToolCallDelta(pending.id, pending.name, delta.partial_json)
+                yield base.ToolCallDelta(pending.id, pending.name, delta.partial_json)
 
 
 def _tool_call(call_id: str, name: str, parsed: object, tool_input: _ToolInput | None) -> ToolCall:
@@ -303,14 +273,7 @@ def _tool_call(call_id: str, name: str, parsed: object, tool_input: _ToolInput |
         if isinstance(parsed, dict):
             return ToolCall(call_id, name, parsed)
         return ToolCall(call_id, name, {}, invalid_json=json.dumps(parsed))
-    raw = "".join(tool_input.chunks)
-    try:
-        arguments = json.loads(raw)
-    except json.JSONDecodeError:
-        return ToolCall(call_id, name, {}, invalid_json=raw)
-    if not isinstance(arguments, dict):
-        return ToolCall(call_id, name, {}, invalid_json=raw)
-    return ToolCall(call_id, name, arguments)
+    return parse_tool_call(call_id, name, "".join(tool_input.chunks))
 
 
 def _replay_block(block: Any) -> Any:
@@ -350,7 +313,7 @@ def _tool_param(name: str, description: str, schema: dict[str, Any]) -> ToolPara
     )
 
 
-def _convert_prompt_message(message: PromptMessage) -> dict[str, Any] | None:
+def _convert_prompt_message(message: base.PromptMessage) -> dict[str, Any] | None:
     role = "assistant" if message.role == "assistant" else "user"
     if role == "assistant" or not message.images:
         return {"role": role, "content": message.text} if message.text else None

@@ -101,17 +101,19 @@ class ProviderTurn:
 
 
 class ProviderError(Exception):
-    """A provider failure, with a message the user can act on.
+    """A provider failure, with a message the user can act on; it never holds a key."""
 
-    `message` never contains a credential. `streamed` tells whether any output
-    of the failing turn reached the user (such a turn is never retried).
-    """
-
-    def __init__(self, message: str, *, retryable: bool = False, streamed: bool = False):
+    def __init__(self, message: str):
         super().__init__(message)
         self.message = message
-        self.retryable = retryable
-        self.streamed = streamed
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderName:
+    """How texts the user reads name a provider, and where its key comes from."""
+
+    display: str  # e.g. "OpenAI-compatible server"
+    key_env: str  # e.g. "OPENAI_API_KEY"
 
 
 class ProviderSession(Protocol):
@@ -138,6 +140,7 @@ class ProviderSession(Protocol):
 class SessionConfig:
     """Everything a provider session needs to start a conversation."""
 
+    provider: ProviderName
     model_id: str  # catalogue id, e.g. "claude-opus-4-8 (medium effort)"
     api_name: str  # name sent to the API, e.g. "claude-opus-4-8"
     effort: str | None  # reasoning effort / thinking level; None: the provider default

@@ -1,78 +1,90 @@
 """User-facing texts for provider failures, shared by every provider module.
 
-Each message says what to fix. None of them may include a key.
+Each message says what to fix. None of them may include a key: details a server sent
+back go through `redact` first.
 """
 
 from __future__ import annotations
 
-from services.agent.providers.base import ProviderError
-
-_KEY_ENV = {
-    "OpenAI": "OPENAI_API_KEY",
-    "Anthropic": "ANTHROPIC_API_KEY",
-    "Gemini": "GEMINI_API_KEY",
-    "OpenAI-compatible server": "OPENAI_API_KEY",
-}
+from services.agent.providers.base import ProviderError, ProviderName, SessionConfig
 
 
-def missing_key(provider: str) -> ProviderError:
+def redact(text: str, secret: str) -> str:
+    """Removes `secret` from `text`: servers echo keys back in some error messages."""
+    return text.replace(secret, "***") if secret else text
+
+
+def missing_key(name: ProviderName) -> ProviderError:
     return ProviderError(
-        f"{provider} API key is missing. Add it in the settings dialog or set {_KEY_ENV[provider]}."
+        f"{name.display} API key is missing. Add it in the settings dialog or set {name.key_env}."
     )
 
 
-def bad_key(provider: str) -> ProviderError:
+def bad_key(name: ProviderName) -> ProviderError:
     return ProviderError(
-        f"Incorrect {provider} API key (the API answered 401/403). Check the key in the "
-        f"settings dialog or {_KEY_ENV[provider]}, or create a new one."
+        f"Incorrect {name.display} API key (the API answered 401/403). Check the key in the "
+        f"settings dialog or {name.key_env}, or create a new one."
     )
 
 
-def unknown_model(provider: str, api_name: str) -> ProviderError:
+def unknown_model(name: ProviderName, api_name: str) -> ProviderError:
     return ProviderError(
-        f"{provider} does not know the model '{api_name}' or your key has no access to it. "
-        "Pick another model or check your account's model access."
+        f"{name.display} does not know the model '{api_name}' or your key has no access to "
+        "it. Pick another model or check your account's model access."
     )
 
 
-def rate_limited(provider: str, *, streamed: bool = False) -> ProviderError:
+def rate_limited(name: ProviderName) -> ProviderError:
     return ProviderError(
-        f"{provider} rate limit or quota exceeded (429). Wait and retry, or check your plan "
-        "and billing details.",
-        retryable=True,
-        streamed=streamed,
+        f"{name.display} rate limit or quota exceeded (429). Wait and retry, or check your "
+        "plan and billing details."
     )
 
 
-def timed_out(provider: str, *, streamed: bool = False) -> ProviderError:
+def timed_out(name: ProviderName) -> ProviderError:
     return ProviderError(
-        f"{provider} did not answer in time. Retry; if it keeps happening, the service may be "
-        "overloaded.",
-        retryable=True,
-        streamed=streamed,
+        f"{name.display} did not answer in time. Retry; if it keeps happening, the service "
+        "may be overloaded."
     )
 
 
-def upstream_failed(provider: str, status: int, *, streamed: bool = False) -> ProviderError:
-    return ProviderError(
-        f"{provider} returned a server error ({status}). Retry in a moment.",
-        retryable=True,
-        streamed=streamed,
-    )
+def upstream_failed(name: ProviderName, status: int) -> ProviderError:
+    return ProviderError(f"{name.display} returned a server error ({status}). Retry in a moment.")
 
 
-def unreachable(provider: str, base_url: str | None) -> ProviderError:
+def unreachable(name: ProviderName, base_url: str | None) -> ProviderError:
     where = f" at {base_url}" if base_url else ""
     return ProviderError(
-        f"Could not connect to {provider}{where}. Check the base URL and that the server is "
-        "running.",
-        retryable=True,
+        f"Could not connect to {name.display}{where}. Check the base URL and that the server "
+        "is running."
     )
 
 
-def stream_failed(provider: str, detail: str) -> ProviderError:
-    return ProviderError(f"{provider} stream failed: {detail}", streamed=True)
+def stream_failed(name: ProviderName, detail: str) -> ProviderError:
+    return ProviderError(f"{name.display} stream failed: {detail}")
 
 
-def bad_request(provider: str, detail: str) -> ProviderError:
-    return ProviderError(f"{provider} rejected the request: {detail}")
+def bad_request(name: ProviderName, detail: str) -> ProviderError:
+    return ProviderError(f"{name.display} rejected the request: {detail}")
+
+
+def connection_lost(config: SessionConfig, streamed: bool) -> ProviderError:
+    """A transport failure: once output reached the user the stream broke, before that
+    the server could not be reached."""
+    if streamed:
+        return stream_failed(config.provider, "the connection was lost")
+    return unreachable(config.provider, config.base_url)
+
+
+def status_error(config: SessionConfig, status: int, detail: str) -> ProviderError:
+    """An HTTP error status as the user should read it; every SDK maps through here."""
+    name = config.provider
+    if status in (401, 403):
+        return bad_key(name)
+    if status == 404:
+        return unknown_model(name, config.api_name)
+    if status == 429:
+        return rate_limited(name)
+    if status >= 500:
+        return upstream_failed(name, status)
+    return bad_request(name, f"{redact(detail, config.api_key)} ({status})")

@@ -1,4 +1,4 @@
-"""Builds the provider session for a variant's model."""
+"""Builds the provider session for a variant's model, from the registry's entry."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from services.agent.demo import demo_script
 from services.agent.domain import GenerationRequest
 from services.agent.models import ModelSpec
-from services.agent.providers import errors
+from services.agent.providers import errors, registry
 from services.agent.providers.base import (
     PromptMessage,
     ProviderError,
@@ -17,9 +17,7 @@ from services.agent.providers.base import (
 )
 from services.agent.providers.scripted import ScriptedSession
 from services.agent.settings import AgentSettings
-from services.common.credentials import CredentialsError, Provider
-
-_PROVIDERS: dict[str, Provider] = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
+from services.common.credentials import CredentialsError
 
 
 class ProviderSessions:
@@ -45,54 +43,37 @@ class ProviderSessions:
                 tools_offered=[t.name for t in tools],
             )
             return ScriptedSession(script, pace_s=self._settings.demo_pace_s)
-        policy = self._settings.credential_policy
+        provider = registry.get(spec.provider)
         try:
-            if spec.provider == "openai-compatible":
-                key, base_url = policy.endpoint(request.credentials, "openai")
-                # The operator's own local server wins over any OpenAI base URL; sending
-                # either key to an endpoint the operator configured is within the rule.
-                if self._settings.local_base_url:
-                    base_url = self._settings.local_base_url
-            else:
-                key, base_url = policy.endpoint(request.credentials, _PROVIDERS[spec.provider])
+            endpoint = self._settings.credential_policy.endpoint(
+                request.credentials, provider.credential
+            )
         except CredentialsError as exc:
             # The servicer refuses these requests up front; this guards other callers.
             raise ProviderError(f"Refused credentials: {exc}") from None
-        config = SessionConfig(
-            model_id=spec.id,
-            api_name=spec.api_name,
-            effort=spec.effort,
-            api_key=key,
-            base_url=base_url or None,
-            messages=tuple(messages),
-            tools=tuple(tools),
-            max_retries=self._settings.provider_max_retries,
-        )
-        if spec.provider == "openai":
-            from services.agent.providers.openai_responses import OpenAIResponsesSession
-
-            _require(key, "OpenAI")
-            return OpenAIResponsesSession(config)
-        if spec.provider == "anthropic":
-            from services.agent.providers.anthropic import AnthropicSession
-
-            _require(key, "Anthropic")
-            return AnthropicSession(config)
-        if spec.provider == "gemini":
-            from services.agent.providers.gemini import GeminiSession
-
-            _require(key, "Gemini")
-            return GeminiSession(config)
-        from services.agent.providers.openai_chat import OpenAIChatSession
-
-        if not base_url:
-            raise ProviderError(
-                f"Model {spec.id} needs an OpenAI-compatible server: set S2C_LOCAL_BASE_URL "
-                "(or OPENAI_BASE_URL), e.g. http://127.0.0.1:11434/v1 for Ollama."
+        base_url = endpoint.base_url
+        if provider.local:
+            # The operator's own local server wins over the credential's base URL; sending
+            # either key to an endpoint the operator configured is within the rule.
+            base_url = self._settings.local_base_url or base_url
+            if not base_url:
+                raise ProviderError(
+                    f"Model {spec.id} needs an OpenAI-compatible server: set "
+                    "S2C_LOCAL_BASE_URL (or OPENAI_BASE_URL), e.g. http://127.0.0.1:11434/v1 "
+                    "for Ollama."
+                )
+        elif not endpoint.api_key:
+            raise errors.missing_key(provider.name)
+        return provider.session(
+            SessionConfig(
+                provider=provider.name,
+                model_id=spec.id,
+                api_name=spec.api_name,
+                effort=spec.effort,
+                api_key=endpoint.api_key,
+                base_url=base_url or None,
+                messages=tuple(messages),
+                tools=tuple(tools),
+                max_retries=self._settings.provider_max_retries,
             )
-        return OpenAIChatSession(config)
-
-
-def _require(key: str, provider: str) -> None:
-    if not key:
-        raise errors.missing_key(provider)
+        )

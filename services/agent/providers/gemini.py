@@ -29,25 +29,13 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from services.agent.pricing import Usage, cost_usd
-from services.agent.providers import errors
+from services.agent.providers import base, errors
 from services.agent.providers.anthropic_images import parse_data_url
-from services.agent.providers.base import (
-    AssistantDelta,
-    ExecutedTool,
-    MediaPart,
-    OnEvent,
-    PromptMessage,
-    ProviderError,
-    ProviderTurn,
-    SessionConfig,
-    ThinkingDelta,
-    ToolCall,
-    ToolCallDelta,
-)
+from services.agent.providers.base import ExecutedTool, MediaPart, ProviderTurn, ToolCall
+from services.agent.providers.streaming import TurnProgress
 
 logger = logging.getLogger(__name__)
 
-PROVIDER = "Gemini"
 DOWNLOAD_TIMEOUT_S = 30.0
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 _VIDEO_FPS = 10.0
@@ -72,11 +60,6 @@ class _ModelTurn:
 
 
 @dataclass(slots=True)
-class _Progress:
-    streamed: bool = False
-
-
-@dataclass(slots=True)
 class _TurnState:
     parts: list[types.Part] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
@@ -88,7 +71,7 @@ class _TurnState:
 class GeminiSession:
     """One variant's conversation with a Gemini model."""
 
-    def __init__(self, config: SessionConfig, *, client: genai.Client | None = None) -> None:
+    def __init__(self, config: base.SessionConfig, *, client: genai.Client | None = None) -> None:
         self._config = config
         self._owns_client = client is None
         self._client = client or genai.Client(
@@ -102,9 +85,10 @@ class GeminiSession:
         self._usage = Usage()
         self._closed = False
 
-    async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
+    async def stream_turn(self, on_event: base.OnEvent) -> ProviderTurn:
         await self._add_pending_results()
-        progress = _Progress()
+        progress = TurnProgress()
+        emit = progress.forward(on_event)
         state = _TurnState()
         with self._mapped_errors(progress):
             stream = await self._client.aio.models.generate_content_stream(
@@ -122,8 +106,7 @@ class GeminiSession:
                 if chunk is None:
                     break
                 for event in _chunk_events(chunk, state):
-                    progress.streamed = True
-                    await on_event(event)
+                    await emit(event)
 
         usage = _usage_of(state.usage)
         self._usage = self._usage + usage
@@ -155,48 +138,33 @@ class GeminiSession:
             self._contents.append(types.Content(role="user", parts=parts))
 
     @contextmanager
-    def _mapped_errors(self, progress: _Progress) -> Iterator[None]:
+    def _mapped_errors(self, progress: TurnProgress) -> Iterator[None]:
+        config = self._config
         try:
             yield
         except genai_errors.APIError as exc:
-            raise _api_error(exc, self._config, progress.streamed) from exc
+            # Gemini answers a wrong key with 400 INVALID_ARGUMENT, not 401.
+            status = 401 if _is_invalid_key(exc) else int(exc.code or 0)
+            detail = str(exc.message or exc.status or "request failed")
+            raise errors.status_error(config, status, detail) from exc
         except TimeoutError as exc:
-            raise errors.timed_out(PROVIDER, streamed=progress.streamed) from exc
+            raise errors.timed_out(config.provider) from exc
         except aiohttp.ClientError as exc:
             # The SDK turns HTTP statuses into APIError; what is left is the transport.
-            if progress.streamed:
-                raise errors.stream_failed(PROVIDER, "the connection was lost") from exc
-            raise errors.unreachable(PROVIDER, self._config.base_url) from exc
+            raise errors.connection_lost(config, progress.streamed) from exc
         except (genai_errors.UnknownApiResponseError, pydantic.ValidationError) as exc:
-            raise errors.stream_failed(PROVIDER, "the server sent an unreadable response") from exc
-
-
-def _api_error(exc: genai_errors.APIError, config: SessionConfig, streamed: bool) -> ProviderError:
-    """The one place where Gemini HTTP errors become user-facing errors."""
-    code = int(exc.code or 0)
-    if code in (401, 403) or _is_invalid_key(exc):
-        return errors.bad_key(PROVIDER)
-    if code == 404:
-        return errors.unknown_model(PROVIDER, config.api_name)
-    if code == 429:
-        return errors.rate_limited(PROVIDER, streamed=streamed)
-    if code >= 500:
-        return errors.upstream_failed(PROVIDER, code, streamed=streamed)
-    detail = str(exc.message or exc.status or "request failed")
-    if config.api_key:
-        detail = detail.replace(config.api_key, "***")
-    return errors.bad_request(PROVIDER, f"{detail} ({code})")
+            detail = "the server sent an unreadable response"
+            raise errors.stream_failed(config.provider, detail) from exc
 
 
 def _is_invalid_key(exc: genai_errors.APIError) -> bool:
-    # Gemini answers a wrong key with 400 INVALID_ARGUMENT, not 401.
     text = f"{exc.message} {exc.details}"
     return exc.code == 400 and ("API_KEY_INVALID" in text or "API key not valid" in text)
 
 
 def _chunk_events(
     chunk: types.GenerateContentResponse, state: _TurnState
-) -> Iterator[AssistantDelta | ThinkingDelta | ToolCallDelta]:
+) -> Iterator[base.StreamEvent]:
     if chunk.usage_metadata is not None:
         state.usage = chunk.usage_metadata
     candidate = chunk.candidates[0] if chunk.candidates else None
@@ -215,13 +183,13 @@ def _chunk_events(
             arguments = dict(call.args or {})
             state.calls.append(ToolCall(call_id, name, arguments))
             # Gemini sends arguments whole, so they arrive as one fragment.
-            yield ToolCallDelta(call_id, name, json.dumps(arguments))
+            yield base.ToolCallDelta(call_id, name, json.dumps(arguments))
         elif part.text:
             if part.thought:
-                yield ThinkingDelta(part.text)
+                yield base.ThinkingDelta(part.text)
             else:
                 state.text.append(part.text)
-                yield AssistantDelta(part.text)
+                yield base.AssistantDelta(part.text)
 
 
 def _usage_of(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
@@ -237,7 +205,7 @@ def _usage_of(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
     )
 
 
-def _http_options(config: SessionConfig) -> types.HttpOptions:
+def _http_options(config: base.SessionConfig) -> types.HttpOptions:
     # Retries are explicit: without them the SDK's aiohttp path silently sleeps
     # 1–10 s and retries once on a refused connection.
     options = types.HttpOptions(
@@ -248,7 +216,7 @@ def _http_options(config: SessionConfig) -> types.HttpOptions:
     return options
 
 
-def _generation_config(config: SessionConfig, system: str) -> types.GenerateContentConfig:
+def _generation_config(config: base.SessionConfig, system: str) -> types.GenerateContentConfig:
     thinking = None
     if config.effort:
         thinking = types.ThinkingConfig(
@@ -274,7 +242,7 @@ def _generation_config(config: SessionConfig, system: str) -> types.GenerateCont
     )
 
 
-def _content_of(message: PromptMessage) -> types.Content | None:
+def _content_of(message: base.PromptMessage) -> types.Content | None:
     parts: list[types.Part] = []
     if message.text:
         parts.append(types.Part(text=message.text))

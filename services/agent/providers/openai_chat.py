@@ -37,20 +37,13 @@ from services.agent.providers.base import (
     PromptMessage,
     ProviderTurn,
     SessionConfig,
-    StreamEvent,
     ThinkingDelta,
     ToolCallDelta,
     ToolSpec,
 )
-from services.agent.providers.openai_common import (
-    TurnProgress,
-    media_url,
-    parse_tool_call,
-    provider_errors,
-    result_json,
-)
+from services.agent.providers.openai_common import media_url, provider_errors, result_json
+from services.agent.providers.streaming import TurnProgress, parse_tool_call
 
-PROVIDER = "OpenAI-compatible server"
 # The SDK refuses to start without a key; local servers ignore whatever it sends.
 PLACEHOLDER_KEY = "not-needed"
 # Non-standard delta fields carrying the model's reasoning: `reasoning_content`
@@ -190,30 +183,10 @@ class OpenAIChatSession:
         self._cost = 0.0
         self._closed = False
 
-    @property
-    def messages(self) -> list[ChatCompletionMessageParam]:
-        """The conversation so far, as it will be sent on the next turn."""
-        return self._messages
-
-    @property
-    def usage(self) -> Usage:
-        return self._usage
-
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
         progress = TurnProgress()
-
-        async def emit(event: StreamEvent) -> None:
-            progress.streamed = True
-            await on_event(event)
-
-        parser = _TurnParser(emit)
-        with provider_errors(
-            PROVIDER,
-            api_name=self._config.api_name,
-            base_url=self._config.base_url,
-            api_key=self._config.api_key,
-            progress=progress,
-        ):
+        parser = _TurnParser(progress.forward(on_event))
+        with provider_errors(self._config, progress):
             stream = await self._client.chat.completions.create(
                 model=self._config.api_name,
                 messages=self._messages,
@@ -228,7 +201,9 @@ class OpenAIChatSession:
                 async for chunk in stream:
                     await parser.handle(chunk)
         if not parser.finished:
-            raise errors.stream_failed(PROVIDER, "the stream ended before the answer was complete")
+            raise errors.stream_failed(
+                self._config.provider, "the stream ended before the answer was complete"
+            )
         return self._finish_turn(parser)
 
     def _effort(self) -> ReasoningEffort | Omit:

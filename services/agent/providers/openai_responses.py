@@ -39,24 +39,18 @@ from services.agent.providers.base import (
     ExecutedTool,
     OnEvent,
     PromptMessage,
+    ProviderName,
     ProviderTurn,
     SessionConfig,
-    StreamEvent,
     ThinkingDelta,
     ToolCall,
     ToolCallDelta,
     ToolSpec,
 )
-from services.agent.providers.openai_common import (
-    TurnProgress,
-    media_url,
-    parse_tool_call,
-    provider_errors,
-    redact,
-    result_json,
-)
+from services.agent.providers.errors import redact
+from services.agent.providers.openai_common import media_url, provider_errors, result_json
+from services.agent.providers.streaming import TurnProgress, parse_tool_call
 
-PROVIDER = "OpenAI"
 log = logging.getLogger(__name__)
 
 # Upstream sends these models images at full resolution; the rest get "high".
@@ -171,6 +165,7 @@ class _TurnParser:
     """Turns one streamed response into StreamEvents and, at the end, a Response."""
 
     emit: OnEvent
+    name: ProviderName
     api_key: str
     text: list[str] = field(default_factory=list)
     calls: dict[str, _FunctionCall] = field(default_factory=dict)  # by output item id
@@ -230,15 +225,15 @@ class _TurnParser:
                 detail = redact(event.message, self.api_key)
                 if event.code:
                     detail = f"{detail} ({event.code})"
-                raise errors.stream_failed(PROVIDER, detail)
+                raise errors.stream_failed(self.name, detail)
             case "response.failed":
                 err = event.response.error
                 detail = f"{err.message} ({err.code})" if err else "the response failed"
-                raise errors.stream_failed(PROVIDER, redact(detail, self.api_key))
+                raise errors.stream_failed(self.name, redact(detail, self.api_key))
             case "response.incomplete":
                 details = event.response.incomplete_details
                 reason = details.reason if details and details.reason else "unknown reason"
-                raise errors.stream_failed(PROVIDER, f"the response is incomplete ({reason})")
+                raise errors.stream_failed(self.name, f"the response is incomplete ({reason})")
             case "response.completed":
                 self.final = event.response
             case _:
@@ -255,7 +250,7 @@ class OpenAIResponsesSession:
 
     def __init__(self, config: SessionConfig, *, client: AsyncOpenAI | None = None) -> None:
         if client is None and not config.api_key:
-            raise errors.missing_key(PROVIDER)
+            raise errors.missing_key(config.provider)
         self._config = config
         self._owns_client = client is None
         self._client = client or AsyncOpenAI(
@@ -273,30 +268,11 @@ class OpenAIResponsesSession:
         self._cost = 0.0
         self._closed = False
 
-    @property
-    def input_items(self) -> list[ResponseInputItemParam]:
-        """The conversation so far, as it will be sent on the next turn."""
-        return self._input
-
-    @property
-    def usage(self) -> Usage:
-        return self._usage
-
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
         progress = TurnProgress()
-
-        async def emit(event: StreamEvent) -> None:
-            progress.streamed = True
-            await on_event(event)
-
-        parser = _TurnParser(emit, self._config.api_key)
-        with provider_errors(
-            PROVIDER,
-            api_name=self._config.api_name,
-            base_url=self._config.base_url,
-            api_key=self._config.api_key,
-            progress=progress,
-        ):
+        config = self._config
+        parser = _TurnParser(progress.forward(on_event), config.provider, config.api_key)
+        with provider_errors(config, progress):
             stream = await self._client.responses.create(
                 model=self._config.api_name,
                 input=self._input,
@@ -317,7 +293,9 @@ class OpenAIResponsesSession:
                 async for event in stream:
                     await parser.handle(event)
         if parser.final is None:
-            raise errors.stream_failed(PROVIDER, "the stream ended before the response completed")
+            raise errors.stream_failed(
+                config.provider, "the stream ended before the response completed"
+            )
         return self._finish_turn(parser, parser.final)
 
     def _reasoning(self) -> Reasoning | Omit:

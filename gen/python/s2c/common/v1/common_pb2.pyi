@@ -1,6 +1,8 @@
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -41,21 +43,22 @@ class MediaPart(_message.Message):
     def __init__(self, display_name: _Optional[str] = ..., mime_type: _Optional[str] = ..., data: _Optional[bytes] = ..., url: _Optional[str] = ...) -> None: ...
 
 class Credentials(_message.Message):
-    __slots__ = ("openai_api_key", "openai_base_url", "anthropic_api_key", "anthropic_base_url", "gemini_api_key", "gemini_base_url", "replicate_api_token", "replicate_base_url")
-    OPENAI_API_KEY_FIELD_NUMBER: _ClassVar[int]
-    OPENAI_BASE_URL_FIELD_NUMBER: _ClassVar[int]
-    ANTHROPIC_API_KEY_FIELD_NUMBER: _ClassVar[int]
-    ANTHROPIC_BASE_URL_FIELD_NUMBER: _ClassVar[int]
-    GEMINI_API_KEY_FIELD_NUMBER: _ClassVar[int]
-    GEMINI_BASE_URL_FIELD_NUMBER: _ClassVar[int]
-    REPLICATE_API_TOKEN_FIELD_NUMBER: _ClassVar[int]
-    REPLICATE_BASE_URL_FIELD_NUMBER: _ClassVar[int]
-    openai_api_key: str
-    openai_base_url: str
-    anthropic_api_key: str
-    anthropic_base_url: str
-    gemini_api_key: str
-    gemini_base_url: str
-    replicate_api_token: str
-    replicate_base_url: str
-    def __init__(self, openai_api_key: _Optional[str] = ..., openai_base_url: _Optional[str] = ..., anthropic_api_key: _Optional[str] = ..., anthropic_base_url: _Optional[str] = ..., gemini_api_key: _Optional[str] = ..., gemini_base_url: _Optional[str] = ..., replicate_api_token: _Optional[str] = ..., replicate_base_url: _Optional[str] = ...) -> None: ...
+    __slots__ = ("providers",)
+    class ProvidersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: ProviderCredentials
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[ProviderCredentials, _Mapping]] = ...) -> None: ...
+    PROVIDERS_FIELD_NUMBER: _ClassVar[int]
+    providers: _containers.MessageMap[str, ProviderCredentials]
+    def __init__(self, providers: _Optional[_Mapping[str, ProviderCredentials]] = ...) -> None: ...
+
+class ProviderCredentials(_message.Message):
+    __slots__ = ("api_key", "base_url")
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    api_key: str
+    base_url: str
+    def __init__(self, api_key: _Optional[str] = ..., base_url: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,141 @@
+"""Every model provider, declared once.
+
+A `ProviderSpec` is all the agent knows about a provider: its id, how texts name it,
+which credential source (services/common/credentials.py) its key and base URL come
+from, its session class, its catalogue models and the models its variants get when its
+key is the only one. The factory, the catalogue, model selection and `ListModels` read
+this list; nothing else names a provider. Sessions are imported when first built: the
+SDKs take seconds to import and most processes use one of them at most.
+
+To add a provider: a session module under `providers/`, one entry in `PROVIDERS`, and
+its test file (docs/architecture.md, "To add …").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from services.agent.providers.base import ProviderName, ProviderSession, SessionConfig
+from services.common.credentials import BY_ID
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFamily:
+    """Catalogue models of one API model: one id per effort level.
+
+    Ids read `"{api_name} ({effort} {unit})"`; with no unit the id is the api name alone
+    and the model runs at `efforts[0]`.
+    """
+
+    api_name: str
+    efforts: tuple[str, ...]
+    unit: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
+    id: str  # `ModelSpec.provider` and `Model.provider` in ListModels
+    display_name: str  # in error texts, e.g. "Could not connect to OpenAI"
+    credential: str  # id of the credential source it uses
+    session: Callable[[SessionConfig], ProviderSession]
+    models: tuple[ModelFamily, ...] = ()
+    # Model ids for the variants when this provider's key is the only one (cycled).
+    alone: tuple[str, ...] = ()
+    # Model ids for video input, for the one provider that reads video.
+    video: tuple[str, ...] = ()
+    # Local providers run `local:<name>` models on the operator's server
+    # (S2C_LOCAL_BASE_URL), need no key and are chosen when no key is present.
+    local: bool = False
+
+    @property
+    def name(self) -> ProviderName:
+        return ProviderName(self.display_name, BY_ID[self.credential].key_envs[0])
+
+
+def _openai_responses(config: SessionConfig) -> ProviderSession:
+    from services.agent.providers.openai_responses import OpenAIResponsesSession
+
+    return OpenAIResponsesSession(config)
+
+
+def _anthropic(config: SessionConfig) -> ProviderSession:
+    from services.agent.providers.anthropic import AnthropicSession
+
+    return AnthropicSession(config)
+
+
+def _gemini(config: SessionConfig) -> ProviderSession:
+    from services.agent.providers.gemini import GeminiSession
+
+    return GeminiSession(config)
+
+
+def _openai_chat(config: SessionConfig) -> ProviderSession:
+    from services.agent.providers.openai_chat import OpenAIChatSession
+
+    return OpenAIChatSession(config)
+
+
+_EFFORTS = ("none", "low", "medium", "high", "xhigh")
+_CLAUDE = ("low", "medium", "high", "xhigh", "max")
+
+PROVIDERS: tuple[ProviderSpec, ...] = (
+    ProviderSpec(
+        "openai",
+        "OpenAI",
+        "openai",
+        _openai_responses,
+        models=(
+            ModelFamily("gpt-5.4-mini", ("low",), "effort"),
+            ModelFamily("gpt-5.4-2026-03-05", _EFFORTS, "effort"),
+            ModelFamily("gpt-5.5", _EFFORTS, "effort"),
+            ModelFamily("gpt-5.6-sol", (*_EFFORTS, "max"), "effort"),
+            ModelFamily("gpt-5.6-terra", ("low",), "effort"),
+        ),
+        alone=("gpt-5.5 (high effort)", "gpt-5.5 (low effort)"),
+    ),
+    ProviderSpec(
+        "anthropic",
+        "Anthropic",
+        "anthropic",
+        _anthropic,
+        models=(
+            ModelFamily("claude-sonnet-4-6", ("high",)),
+            ModelFamily("claude-opus-4-8", _CLAUDE, "effort"),
+            ModelFamily("claude-fable-5", _CLAUDE, "effort"),
+        ),
+        alone=("claude-opus-4-8 (medium effort)", "claude-sonnet-4-6"),
+    ),
+    ProviderSpec(
+        "gemini",
+        "Gemini",
+        "gemini",
+        _gemini,
+        models=(
+            ModelFamily("gemini-3-flash-preview", ("high", "minimal"), "thinking"),
+            ModelFamily("gemini-3.1-pro-preview", ("high", "medium", "low"), "thinking"),
+            ModelFamily("gemini-3.5-flash", ("high", "medium", "low", "minimal"), "thinking"),
+        ),
+        alone=(
+            "gemini-3-flash-preview (minimal thinking)",
+            "gemini-3.1-pro-preview (low thinking)",
+            "gemini-3-flash-preview (high thinking)",
+            "gemini-3.1-pro-preview (high thinking)",
+        ),
+        video=(
+            "gemini-3-flash-preview (minimal thinking)",
+            "gemini-3.1-pro-preview (high thinking)",
+        ),
+    ),
+    ProviderSpec(
+        "openai-compatible", "OpenAI-compatible server", "openai", _openai_chat, local=True
+    ),
+)
+_BY_ID: dict[str, ProviderSpec] = {spec.id: spec for spec in PROVIDERS}
+KEYED: tuple[ProviderSpec, ...] = tuple(spec for spec in PROVIDERS if not spec.local)
+LOCAL: ProviderSpec = next(spec for spec in PROVIDERS if spec.local)
+
+
+def get(provider_id: str) -> ProviderSpec:
+    return _BY_ID[provider_id]
