@@ -46,7 +46,7 @@ RUN apt-get update \
 RUN groupadd --system --gid 10001 s2c \
     && useradd --system --uid 10001 --gid s2c --home-dir /home/s2c --create-home \
         --shell /usr/sbin/nologin s2c \
-    && install -d -o s2c -g s2c -m 0750 /data
+    && install -d -o s2c -g s2c -m 0750 /data /data/assets
 
 COPY --from=build /opt/venv /opt/venv
 

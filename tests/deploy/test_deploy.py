@@ -44,6 +44,7 @@ MANIFESTS = sorted(p for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.
 PORTS = {"gateway": GATEWAY_PORT, "agent": AGENT_PORT, "tools": TOOLS_PORT}
 METRICS_PORTS = {"gateway": GATEWAY_PORT, "agent": AGENT_METRICS_PORT, "tools": TOOLS_METRICS_PORT}
 DATA_DIR = "/data"
+ASSETS_DIR = f"{DATA_DIR}/assets"  # the asset store, under the data directory
 # Values that are secrets: keys, and a database URL (it may embed a password).
 KEY_NAMES = re.compile(r"(_API_KEY|_API_TOKEN|_SECRET|PASSWORD|DATABASE_URL)$")
 
@@ -286,25 +287,40 @@ def test_keys_come_only_from_optional_secrets() -> None:
     assert not [d for d in _docs() if d["kind"] == "Secret"]
 
 
-def _data_claim(name: str) -> dict[str, Any]:
-    """The PersistentVolumeClaim mounted at S2C_DATA_DIR in `name`'s pods."""
+def _claim_at(name: str, path: str) -> tuple[dict[str, Any], bool]:
+    """The PersistentVolumeClaim mounted at `path` in `name`'s pods, and whether read-only."""
     pod = _deployments()[name]["spec"]["template"]["spec"]
-    claims = {
-        v["name"]: v["persistentVolumeClaim"]["claimName"]
+    volumes = {
+        v["name"]: v["persistentVolumeClaim"]
         for v in pod["volumes"]
         if "persistentVolumeClaim" in v
     }
     (container,) = pod["containers"]
     assert _env(container)["S2C_DATA_DIR"] == DATA_DIR, name
-    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
-    return _one("PersistentVolumeClaim", claims[mounts[DATA_DIR]])
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == path]
+    source = volumes[mount["name"]]
+    read_only = bool(mount.get("readOnly")) and bool(source.get("readOnly"))
+    assert read_only or not (mount.get("readOnly") or source.get("readOnly")), (name, path)
+    return _one("PersistentVolumeClaim", source["claimName"]), read_only
 
 
-def test_gateway_and_tools_share_the_data_volume() -> None:
-    # Tool workers write the assets that the gateway serves, from pods on any node.
-    shared = _data_claim("gateway")
-    assert _data_claim("tools") == shared
-    assert shared["spec"]["accessModes"] == ["ReadWriteMany"]
+def _data_claim(name: str) -> dict[str, Any]:
+    """The PersistentVolumeClaim mounted at S2C_DATA_DIR in `name`'s pods."""
+    return _claim_at(name, DATA_DIR)[0]
+
+
+def test_tools_own_the_asset_store_and_the_gateway_reads_it() -> None:
+    # The workers write assets from pods on any node; the gateway only serves them.
+    written, tools_read_only = _claim_at("tools", ASSETS_DIR)
+    served, gateway_read_only = _claim_at("gateway", ASSETS_DIR)
+    assert written == served
+    assert (tools_read_only, gateway_read_only) == (False, True)
+    assert written["spec"]["accessModes"] == ["ReadWriteMany"]
+    # Nothing else of the workers' is visible to the gateway, and the reverse.
+    assert _data_claim("gateway") not in (_data_claim("tools"), written)
+    assert _data_claim("tools") != written
+    # Replicated gateways share design-systems.json.
+    assert _data_claim("gateway")["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
 def test_agent_sqlite_run_store_has_a_volume_of_its_own() -> None:
@@ -373,12 +389,18 @@ def test_compose_runs_several_tool_workers_behind_dns() -> None:
     assert services["gateway"]["depends_on"]["agent"]["condition"] == "service_healthy"
 
 
-def test_compose_shares_one_data_volume() -> None:
-    compose = _compose()
-    (volume,) = compose["volumes"]
-    for name, service in compose["services"].items():
-        assert f"{volume}:{DATA_DIR}" in service["volumes"], name
+def test_compose_gives_each_service_its_data_and_the_gateway_assets_read_only() -> None:
+    services = _compose()["services"]
+    data_volumes = {}
+    for name, service in services.items():
         assert service["environment"]["S2C_DATA_DIR"] == DATA_DIR, name
+        (data,) = [v for v in service["volumes"] if v.endswith(f":{DATA_DIR}")]
+        data_volumes[name] = data.split(":")[0]
+    assert len(set(data_volumes.values())) == len(services), data_volumes
+    assets = [v for v in services["tools"]["volumes"] if v.endswith(f":{ASSETS_DIR}")]
+    (volume,) = (v.split(":")[0] for v in assets)
+    assert services["gateway"]["volumes"].count(f"{volume}:{ASSETS_DIR}:ro") == 1
+    assert not [v for v in services["agent"]["volumes"] if v.startswith(f"{volume}:")]
 
 
 def test_compose_bakes_in_no_keys() -> None:
