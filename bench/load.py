@@ -40,7 +40,7 @@ How to read the table (one row per N, all rates over the window):
   -10` (root) sets those autogroups' niceness so that our processes get the cores first.
 * `RSS MB` of gateway and agent at the end of the window, and `KB/var`: their growth over
   the idle suite divided by the live variants (4 × the open generations). The agent keeps
-  finished generations' event logs (the last 256), which counts here too.
+  finished generations' event logs (bounded by S2C_RETAIN_*), which counts here too.
 
 Below the table: the knee (where p99 crosses 100 ms, interpolated between sizes), the
 process that saturates first there (≥ 90 % of a core; "machine" when the processes use both

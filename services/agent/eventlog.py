@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from services.agent.events import (
@@ -29,6 +29,8 @@ from services.agent.events import (
     Payload,
     ThinkingText,
 )
+
+RECORD_OVERHEAD = 160  # a record's tuple and string headers (CPython 3.11, 64-bit)
 
 # Long enough that a 50-token/s stream merges two deltas per event, short enough to stay
 # under what a reader notices (25 updates a second). The gateway sends what a batch
@@ -70,6 +72,7 @@ class EventLog:
         # which was the agent's largest single cost under load when made per delta.
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
+        self.bytes = 0  # approximate memory the committed records hold (retention.py)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -156,6 +159,8 @@ class EventLog:
 
     def _append(self, record: tuple[Any, ...]) -> None:
         self._records.append(record)
+        size = RECORD_OVERHEAD + len(record[1])
+        self.bytes += size + (len(record[4]) if len(record) == 5 else _size(record[2]))
 
     def _event(self, sequence: int, record: tuple[Any, ...]) -> Event:
         if len(record) == 3:
@@ -185,3 +190,17 @@ class EventLog:
             waiter = self._running_loop().create_future()
             self._waiters.append(waiter)
             await waiter
+
+
+def _size(value: Any) -> int:
+    """Roughly the bytes `value` holds: its characters, plus a slot per item. Tool inputs
+    and outputs are JSON-shaped; only their big strings (files, screenshots) matter."""
+    if isinstance(value, str | bytes):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_size(k) + _size(v) + 16 for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return sum(_size(v) + 8 for v in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return sum(_size(getattr(value, f.name)) for f in fields(value))
+    return 8

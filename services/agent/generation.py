@@ -41,6 +41,7 @@ from services.agent.pricing import Usage
 from services.agent.prompts import PromptError, build_prompt_messages
 from services.agent.providers import registry
 from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
+from services.agent.retention import Retention, retained_size
 from services.agent.runstore import RunRow, RunStore, snapshot
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
@@ -164,6 +165,7 @@ class GenerationManager:
         self._metrics = metrics or AgentMetrics()
         self._store = store
         self._generations: OrderedDict[str, Generation] = OrderedDict()
+        self._retention = Retention(settings.retention, self._retire)
         self.closing = False
 
     async def tool_names(self, credentials: Credentials) -> list[str]:
@@ -192,7 +194,6 @@ class GenerationManager:
             limit if deadline_s is None else min(limit, deadline_s)
         )
         self._generations[generation_id] = generation
-        self._retire_old()
         generation.task = asyncio.create_task(self._run(generation), name=f"gen-{generation_id}")
         return generation
 
@@ -200,6 +201,7 @@ class GenerationManager:
         """Refuses new generations, lets running ones finish for `grace_s`, then cancels
         the rest (their records close as cancelled)."""
         self.closing = True
+        self._retention.close()
         running = [g.task for g in self._generations.values() if g.task and not g.task.done()]
         if not running:
             return
@@ -209,12 +211,14 @@ class GenerationManager:
         if pending:
             await asyncio.wait(pending)
 
-    def _retire_old(self) -> None:
-        while len(self._generations) > self._settings.retained_generations:
-            oldest_id, oldest = next(iter(self._generations.items()))
-            if not oldest.finished:
-                break
-            del self._generations[oldest_id]
+    def _retire(self, generation_id: str) -> None:
+        # Its record stays in the store, and WatchGeneration replays that.
+        self._generations.pop(generation_id, None)
+        self._gauge_retention()
+
+    def _gauge_retention(self) -> None:
+        self._metrics.retained_generations.set(self._retention.count)
+        self._metrics.retained_bytes.set(self._retention.bytes)
 
     async def _save(self, generation: Generation) -> bool:
         """Whether the record was saved. Never fails the generation: the store reports
@@ -267,6 +271,8 @@ class GenerationManager:
             generation.publish(0, "", GenerationFailed(generation.error))
         finally:
             generation.publish(0, "", GenerationComplete(generation.status))
+            self._retention.finished(generation.id, retained_size(generation))
+            self._gauge_retention()
             self._metrics.generations.labels(generation.status).inc()
             log.info(
                 "generation finished",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from services.common.metrics import LATENCY_BUCKETS
 from services.common.storage import StorageMetrics
@@ -36,6 +36,16 @@ class AgentMetrics:
         self.events_sent = Counter(
             "s2c_agent_events_sent_total",
             "GenerationEvents sent to clients, over every stream",
+            registry=self.registry,
+        )
+        self.retained_generations = Gauge(
+            "s2c_agent_retained_generations",
+            "Finished generations kept in memory for re-attaching clients",
+            registry=self.registry,
+        )
+        self.retained_bytes = Gauge(
+            "s2c_agent_retained_bytes",
+            "Approximate memory held by the retained generations",
             registry=self.registry,
         )
         self.storage = StorageMetrics(self.registry)

@@ -15,6 +15,7 @@ from services.agent.generation import Generation, GenerationManager, ShuttingDow
 from services.agent.metrics import AgentMetrics
 from services.agent.models import CATALOGUE, LOCAL_PREFIX
 from services.agent.providers import registry
+from services.agent.retention import replay
 from services.agent.runstore_health import StoreUnavailable
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
@@ -47,22 +48,20 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self, request: pb.GenerateCodeRequest, context: Context
     ) -> AsyncIterator[pb.GenerationEventBatch]:
         generation = await self._start(request, context)
-        async for batch in self._batches(generation, 0):
+        async for batch in self._batches(self._held(generation, 0)):
             yield batch
 
     async def WatchGeneration(
         self, request: pb.WatchGenerationRequest, context: Context
     ) -> AsyncIterator[pb.GenerationEvent]:
-        generation = await self._find(request.generation_id, context)
-        async for events in self._held(generation, request.after_sequence):
+        async for events in self._watched(request, context):
             for event in events:
                 yield event_to_proto(event)
 
     async def WatchGenerationBatched(
         self, request: pb.WatchGenerationRequest, context: Context
     ) -> AsyncIterator[pb.GenerationEventBatch]:
-        generation = await self._find(request.generation_id, context)
-        async for batch in self._batches(generation, request.after_sequence):
+        async for batch in self._batches(self._watched(request, context)):
             yield batch
 
     async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
@@ -100,10 +99,28 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         finally:
             generation.release()
 
+    async def _watched(
+        self, request: pb.WatchGenerationRequest, context: Context
+    ) -> AsyncIterator[Sequence[Event]]:
+        generation = self._manager.get(request.generation_id)
+        if generation is not None:
+            async for events in self._held(generation, request.after_sequence):
+                yield events
+            return
+        # Retired, or left by an agent that restarted: the final state its record keeps,
+        # ending the way the generation ended (a run still "running" is another replica's).
+        record = await self._manager.get_record(request.generation_id)
+        if record is None or record.status == "running":
+            await self._find(request.generation_id, context)  # NOT_FOUND
+            return
+        events = replay(record, request.after_sequence)
+        self._events_sent.inc(len(events))
+        yield events
+
     async def _batches(
-        self, generation: Generation, after: int
+        self, source: AsyncIterator[Sequence[Event]]
     ) -> AsyncIterator[pb.GenerationEventBatch]:
-        async for events in self._held(generation, after):
+        async for events in source:
             # A re-attaching client may get a long log at once: keep each message well
             # under the channel's limit (snapshots and screenshots are large).
             messages = [event_to_proto(event) for event in events]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.agent.eventlog import DEFAULT_TICK_S
+from services.agent.retention import RetentionLimits
 from services.common.credentials import (
     CredentialPolicy,
     Credentials,
@@ -29,6 +30,17 @@ def _float_or_none(value: str, name: str) -> float | None:
         raise ValueError(f"{name} must be a number of US dollars, got {value!r}") from None
 
 
+def _bound(env: Mapping[str, str], name: str, default: str, kind: type[float]) -> float:
+    raw = env.get(name, default)
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"{name} must be a non-negative number (0: no bound), got {raw!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
     listen: str = "127.0.0.1:50051"
@@ -47,7 +59,11 @@ class AgentSettings:
     pinned_models: tuple[str, ...] = ()
     local_models: tuple[str, ...] = ()
     local_base_url: str = ""
-    retained_generations: int = 256
+    # Finished generations kept in memory for re-attaching clients (retention.py):
+    # at most this many, this many bytes of events and media, this long; 0: no bound.
+    retained_generations: int = 64
+    retained_bytes: int = 32 << 20
+    retained_seconds: float = 300.0
     shutdown_grace_s: float = 30.0
     provider_max_retries: int = 2
     metrics_listen: str = ""  # host:port of the /metrics endpoint; empty: off
@@ -59,6 +75,12 @@ class AgentSettings:
     @property
     def credential_policy(self) -> CredentialPolicy:
         return CredentialPolicy(self.credentials, self.allow_request_base_urls)
+
+    @property
+    def retention(self) -> RetentionLimits:
+        return RetentionLimits(
+            self.retained_generations, self.retained_bytes, self.retained_seconds
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> AgentSettings:
@@ -80,6 +102,9 @@ class AgentSettings:
             "shutdown_grace_s": float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
             "max_generation_s": float(env.get("S2C_MAX_GENERATION_S", "900")),
             "event_tick_s": int(env.get("S2C_EVENT_TICK_MS", "40")) / 1000,
+            "retained_generations": _bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
+            "retained_bytes": _bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
+            "retained_seconds": _bound(env, "S2C_RETAIN_SECONDS", "300", float),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
