@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MODEL_KEYS = (
     "OPENAI_API_KEY",
@@ -32,6 +34,20 @@ class Service:
     drain: asyncio.Task[None] | None = None
     out: list[str] = field(default_factory=list)
     out_drain: asyncio.Task[None] | None = None
+    logged: asyncio.Event = field(default_factory=asyncio.Event)  # set on each new log line
+
+    async def wait_for_log(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The first JSON log record (already logged or to come) that `predicate` accepts."""
+        seen = 0
+        while True:
+            for line in self.log[seen:]:
+                with contextlib.suppress(json.JSONDecodeError):
+                    record = json.loads(line)
+                    if isinstance(record, dict) and predicate(record):
+                        return record
+            seen = len(self.log)
+            self.logged.clear()
+            await self.logged.wait()
 
     async def output(self) -> list[str]:
         """Its stdout lines (spans, with S2C_OTEL_EXPORTER=console) once it has exited."""
@@ -94,13 +110,17 @@ async def start_service(name: str, args: list[str], env: Mapping[str, str]) -> S
         if record.get("msg") == f"{name} listening":
             service = Service(name, process, int(record["port"]), log, out=out, out_drain=out_drain)
             # Keep reading stderr so a chatty service never blocks on a full pipe.
-            service.drain = asyncio.create_task(_drain(process.stderr, log))
+            service.drain = asyncio.create_task(_drain(process.stderr, log, service.logged))
             return service
 
 
-async def _drain(stream: asyncio.StreamReader, log: list[str]) -> None:
+async def _drain(
+    stream: asyncio.StreamReader, log: list[str], appended: asyncio.Event | None = None
+) -> None:
     while line := await stream.readline():
         log.append(line.decode())
+        if appended is not None:
+            appended.set()
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The /generate-code WebSocket: one generation (or a resumed one) per socket.
 
-Protocol extension for resumable clients (the upstream UI never uses it and is
+Protocol extension for resumable clients (our UI uses it, `static/js/protocol.js`,
+to re-attach after a dropped connection; the upstream UI never does and is
 unaffected): a params frame with `"resumable": true` gets a first frame
 `{"type": "generation", "value": <id>}` and a `seq` on every frame but setCode.
 Such a client that lost its socket re-attaches by sending, as its only frame,
@@ -8,6 +9,15 @@ Such a client that lost its socket re-attaches by sending, as its only frame,
 whole code of every variant, then every frame after that sequence. A dropped
 resumable socket keeps its generation running for `resume_grace_s`; a 4333
 close, or any close of a non-resumable socket, cancels it at once.
+
+A stream (resumed or not) ends the way its generation ended: completed — the
+variants' frames, then 1000; failed — an `error` frame, then 4332; cancelled (a
+4333 elsewhere, CancelGeneration, or a dropped socket nobody resumed in time) — a
+`variantError` "The generation was cancelled." for each variant that had not
+finished, then 4333, the code both UIs show as a cancel; interrupted (the agent
+stopped mid-generation) — an `error` frame saying so, then 4332. A generation the
+agent no longer keeps in memory resumes from its run record: each variant's final
+code and outcome, then the same ending.
 """
 
 from __future__ import annotations
@@ -202,10 +212,11 @@ async def _generate(
                         pb.CancelGenerationRequest(generation_id=generation_id), timeout=5
                     )
             elif resumable:
-                _hold(request.app, call, settings.resume_grace_s)
+                _hold(request.app, relay, call, settings.resume_grace_s)
                 held = True
     finally:
         if not held:
+            await relay.stop()
             # Ending the RPC releases the generation; the last holder leaving cancels it.
             call.cancel()
     return ws
@@ -221,16 +232,18 @@ def _resume_params(params: dict[str, Any]) -> tuple[str, int]:
     return generation_id, after
 
 
-def _hold(app: web.Application, call: grpc.aio.UnaryStreamCall[Any, Any], grace_s: float) -> None:
-    """Keeps a dropped client's stream (and so its generation) alive for `grace_s`."""
+def _hold(
+    app: web.Application,
+    relay: Relay,
+    call: grpc.aio.UnaryStreamCall[Any, Any],
+    grace_s: float,
+) -> None:
+    """Keeps a dropped client's stream (and so its generation) alive for `grace_s`. The
+    relay's own reader goes on reading: a second reader of the call would race it."""
 
     async def hold() -> None:
         try:
-            async with asyncio.timeout(grace_s):
-                async for _ in call:
-                    pass
-        except (TimeoutError, grpc.aio.AioRpcError):
-            pass
+            await relay.hold(grace_s)
         finally:
             call.cancel()
 

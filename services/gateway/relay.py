@@ -22,7 +22,15 @@ APP_ERROR = 4332  # upstream: an `error` frame precedes it
 USER_CANCEL = 4333  # sent by the upstream UI to cancel
 SLOW_CLIENT = 1008  # policy violation: the browser did not read its frames in time
 
-_END = object()
+_END = object()  # the agent's stream ended
+_WAKE = object()  # the browser went away
+
+# How a stream of a generation that did not complete ends (a resumed one included): a
+# cancelled one like a cancel in the upstream UI — each unfinished variant gets a
+# variantError, then close 4333, which both UIs show as "cancelled"; one cut short by an
+# agent restart with an `error` frame and 4332, like any failure.
+CANCELLED = "The generation was cancelled."
+INTERRUPTED = "The generation was interrupted: the agent stopped before it finished."
 
 
 def rpc_error_text(exc: grpc.aio.AioRpcError, agent_addr: str) -> str:
@@ -69,26 +77,54 @@ class Relay:
         self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=32)
         self._metrics = metrics
         self._frame_counters: dict[str, tuple[Counter, Counter]] = {}
+        self._reader: asyncio.Task[None] | None = None
         self.client_gone = asyncio.Event()
-        self.outcome = "completed"  # completed | failed | client_closed
+        self.outcome = "completed"  # completed | failed | cancelled | client_closed
         self.client_close_code: int | None = None
         self._frames_sent = 0
         # A resume replays the log from the start to rebuild each variant's code,
         # sending nothing the client already has (events up to `skip_until`).
         self._skip_until = skip_until
         self._catching_up = skip_until > 0
+        # What the log says about its end: the variants, those that ended, the status.
+        self._variants = 0
+        self._ended: set[int] = set()
+        self._final: int = pb.RUN_STATUS_UNSPECIFIED
+        self._last_sequence = 0
 
     async def run(self) -> None:
-        reader = asyncio.create_task(self._read())
+        self._reader = asyncio.create_task(self._read())
         watcher = asyncio.create_task(self._watch_client())
         try:
             await self._pump()
         finally:
-            for task in (reader, watcher):
-                task.cancel()
-            for task in (reader, watcher):
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            # Cancelling the task that reads a grpc.aio call cancels the call, and so the
+            # generation: a browser that dropped may be held (`hold`), so the caller decides.
+            if self.outcome != "client_closed":
+                await self.stop()
+
+    async def stop(self) -> None:
+        """Stops reading the agent's stream (which ends the call)."""
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+
+    async def hold(self, grace_s: float) -> None:
+        """After the browser dropped: keeps reading the stream, so the generation runs on,
+        for `grace_s` or until it ends; a resume re-attaches with its own stream."""
+        try:
+            async with asyncio.timeout(grace_s):
+                while (item := await self._queue.get()) is not _END:
+                    if isinstance(item, grpc.aio.AioRpcError):
+                        break
+        except TimeoutError:
+            pass
+        finally:
+            await self.stop()
 
     async def _read(self) -> None:
         try:
@@ -109,7 +145,7 @@ class Relay:
         self.client_close_code = self._ws.close_code
         self.client_gone.set()
         if not self._queue.full():  # wake the pump if it is waiting for events
-            self._queue.put_nowait(_END)
+            self._queue.put_nowait(_WAKE)
 
     async def _pump(self) -> None:
         builder = self._builder
@@ -127,7 +163,7 @@ class Relay:
             except TimeoutError:
                 await self._send(builder.on_timer())
                 continue
-            if item is _END:
+            if item is _END or item is _WAKE:
                 break
             if isinstance(item, grpc.aio.AioRpcError):
                 log.warning(
@@ -140,6 +176,7 @@ class Relay:
             assert isinstance(item, pb.GenerationEventBatch)
             frames: list[Frame] = []
             for event in item.events:
+                self._see(event)
                 if self._catching_up:
                     if event.sequence <= self._skip_until:
                         builder.on_event(event)
@@ -156,12 +193,41 @@ class Relay:
         await self._send(builder.resync() if self._catching_up else builder.flush_all())
         if builder.error is not None:
             await self.fail(builder.error)
+        elif self._final == pb.RUN_STATUS_CANCELLED:
+            await self._cancelled()
+        elif self._final == pb.RUN_STATUS_INTERRUPTED:
+            await self.fail(INTERRUPTED)
         elif self._frames_sent == 0:
             # A stream that ended cleanly without one event: never a bare 1000.
             log.warning("agent stream ended without any event")
             await self.fail("The agent ended the generation without a result. Please retry.")
         else:
             await self._ws.close(code=1000)
+
+    def _see(self, event: pb.GenerationEvent) -> None:
+        kind = event.WhichOneof("payload")
+        self._last_sequence = event.sequence
+        if kind in ("variant_complete", "variant_error"):
+            self._ended.add(event.variant_index)
+        elif kind == "variant_count":
+            self._variants = event.variant_count.count
+        elif kind == "generation_complete":
+            self._final = event.generation_complete.status
+
+    async def _cancelled(self) -> None:
+        frames: list[Frame] = []
+        for index in range(self._variants):
+            if index not in self._ended:
+                event = pb.GenerationEvent(
+                    sequence=self._last_sequence,
+                    variant_index=index,
+                    variant_error=pb.VariantError(message=CANCELLED),
+                )
+                frames += self._builder.on_event(event)
+        await self._send(frames)
+        self.outcome = "cancelled"
+        if not self._ws.closed:
+            await self._ws.close(code=USER_CANCEL, message=CANCELLED.encode())
 
     async def _send(self, frames: list[Frame]) -> None:
         if not frames:
