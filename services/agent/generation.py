@@ -338,7 +338,7 @@ class GenerationManager:
         try:
             messages = build_prompt_messages(
                 request,
-                screenshot_available="screenshot_preview" in names,
+                tools=names,
                 uploaded_asset_ids=upload_ids(request) if "save_assets" in names else None,
             )
         except PromptError as exc:

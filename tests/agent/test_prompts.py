@@ -10,7 +10,12 @@ import pytest
 from services.agent.convert import STACK_NAMES
 from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
 from services.agent.prompts.pipeline import PromptError, build_prompt_messages, select_strategy
-from services.agent.prompts.system import BABEL_STANDALONE_URL, PERSONA, build_system_prompt
+from services.agent.prompts.system import (
+    ALL_TOOLS,
+    BABEL_STANDALONE_URL,
+    PERSONA,
+    build_system_prompt,
+)
 from services.agent.prompts.templates import (
     IMAGE_GENERATION_OFF,
     IMAGE_GENERATION_ON,
@@ -31,8 +36,9 @@ EXPECTED_ON = (
     "Image generation is enabled for this request. "
     "Use generate_images for missing assets when needed."
 )
+# Upstream's line adds "Do not call generate_images."; ours names no tool that is not offered.
 EXPECTED_OFF = (
-    "Image generation is disabled for this request. Do not call generate_images. "
+    "Image generation is disabled for this request. "
     "Use provided media, CSS effects, or placeholder URLs (https://placehold.co)."
 )
 
@@ -127,16 +133,15 @@ def test_system_prompt_covers_tone_tooling_and_images(phrase: str) -> None:
 
 
 def test_screenshot_paragraph_only_when_available() -> None:
-    with_preview = build_system_prompt(screenshot_available=True)
-    without_preview = build_system_prompt(screenshot_available=False)
+    with_preview = build_system_prompt(ALL_TOOLS)
+    without_preview = build_system_prompt(ALL_TOOLS - {"screenshot_preview"})
     assert "screenshot_preview" in with_preview
     assert "ALWAYS call it once after you create or edit the file" in with_preview
     assert "desktop" in with_preview
     assert "mobile capture" in with_preview
     assert "screenshot_preview" not in without_preview
-    assert build_prompt_messages(create_image(), screenshot_available=False)[0].text == (
-        without_preview
-    )
+    no_preview = ALL_TOOLS - {"screenshot_preview"}
+    assert build_prompt_messages(create_image(), tools=no_preview)[0].text == without_preview
 
 
 STACK_RULES: dict[str, tuple[str, ...]] = {
@@ -299,10 +304,12 @@ def test_policy_sentences_are_exact() -> None:
     ],
     ids=["image", "text", "video", "history", "snapshot"],
 )
-def test_policy_on_and_off_leaves_system_prompt_alone(request_for: Any) -> None:
+def test_policy_off_takes_generate_images_out_of_the_system_prompt(request_for: Any) -> None:
     on = build_prompt_messages(request_for(True))
     off = build_prompt_messages(request_for(False))
-    assert on[0] == off[0] == PromptMessage("system", build_system_prompt())
+    assert on[0] == PromptMessage("system", build_system_prompt())
+    assert off[0] == PromptMessage("system", build_system_prompt(ALL_TOOLS - {"generate_images"}))
+    assert "generate_images" not in off[0].text + off[1].text
     assert EXPECTED_ON in on[1].text
     assert EXPECTED_OFF not in on[1].text
     assert EXPECTED_OFF in off[1].text

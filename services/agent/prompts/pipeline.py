@@ -10,12 +10,12 @@ Three strategies, chosen by `select_strategy`:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Literal
 
 from services.agent.domain import GenerationRequest, HistoryMessage
 from services.agent.prompts import templates
-from services.agent.prompts.system import build_system_prompt
+from services.agent.prompts.system import ALL_TOOLS, build_system_prompt
 from services.agent.providers.base import PromptMessage
 
 Strategy = Literal["create_from_input", "update_from_history", "update_from_file_snapshot"]
@@ -38,23 +38,33 @@ def select_strategy(request: GenerationRequest) -> Strategy:
 def build_prompt_messages(
     request: GenerationRequest,
     *,
-    screenshot_available: bool = True,
+    tools: Collection[str] = ALL_TOOLS,
     uploaded_asset_ids: Mapping[str, str] | None = None,
 ) -> list[PromptMessage]:
     """The system message followed by the user (and replayed assistant) messages.
 
+    `tools` are the names of the tools the model is offered; no text names any other.
     `uploaded_asset_ids` maps an uploaded image's data URL to the temporary asset
     id it was staged under; each message with such images gets the id block
-    appended to its text so the model can promote them with `save_assets`.
+    appended to its text so the model can promote them with `save_assets` (ignored
+    when `save_assets` is not offered).
     """
-    asset_ids: Mapping[str, str] = uploaded_asset_ids or {}
-    system = PromptMessage("system", build_system_prompt(screenshot_available=screenshot_available))
+    offered = frozenset(tools)
+    if not request.image_generation_enabled:
+        # The worker refuses it when generation is off, whatever the caller offered.
+        offered -= {"generate_images"}
+    asset_ids: Mapping[str, str] = (uploaded_asset_ids or {}) if "save_assets" in offered else {}
+    system = PromptMessage("system", build_system_prompt(offered))
     strategy = select_strategy(request)
     if strategy == "create_from_input":
-        return [system, _create_from_input(request, asset_ids)]
+        return [system, _create_from_input(request, offered, asset_ids)]
     if strategy == "update_from_history":
-        return [system, *_update_from_history(request, asset_ids)]
-    return [system, _update_from_file_snapshot(request, asset_ids)]
+        return [system, *_update_from_history(request, offered, asset_ids)]
+    return [system, _update_from_file_snapshot(request, offered, asset_ids)]
+
+
+def _policy(request: GenerationRequest, offered: frozenset[str]) -> str:
+    return templates.image_policy(request.image_generation_enabled, "generate_images" in offered)
 
 
 def _with_asset_ids(text: str, images: Sequence[str], asset_ids: Mapping[str, str]) -> str:
@@ -62,16 +72,19 @@ def _with_asset_ids(text: str, images: Sequence[str], asset_ids: Mapping[str, st
     return templates.append_block(text, block)
 
 
-def _create_from_input(request: GenerationRequest, asset_ids: Mapping[str, str]) -> PromptMessage:
+def _create_from_input(
+    request: GenerationRequest, offered: frozenset[str], asset_ids: Mapping[str, str]
+) -> PromptMessage:
     prompt = request.prompt
     text = _with_asset_ids(prompt.text, prompt.images, asset_ids)
-    image_generation = request.image_generation_enabled
+    policy = _policy(request, offered)
     mode: str = request.input_mode
     if mode == "image":
         body = templates.image_create_text(
             stack=request.stack,
             design_system=request.design_system,
-            image_generation=image_generation,
+            policy=policy,
+            tools=offered,
             extra=text,
         )
         return PromptMessage("user", body, images=prompt.images)
@@ -80,7 +93,7 @@ def _create_from_input(request: GenerationRequest, asset_ids: Mapping[str, str])
             description=text,
             stack=request.stack,
             design_system=request.design_system,
-            image_generation=image_generation,
+            policy=policy,
         )
         return PromptMessage("user", body)
     if mode == "video":
@@ -89,7 +102,7 @@ def _create_from_input(request: GenerationRequest, asset_ids: Mapping[str, str])
         body = templates.video_create_text(
             stack=request.stack,
             design_system=request.design_system,
-            image_generation=image_generation,
+            policy=policy,
             extra=text,
         )
         # Only the first recording is used: the UI sends at most one.
@@ -97,16 +110,16 @@ def _create_from_input(request: GenerationRequest, asset_ids: Mapping[str, str])
     raise PromptError(f"Unsupported input mode: {mode}")
 
 
-def _update_prefix(request: GenerationRequest) -> str:
+def _update_prefix(request: GenerationRequest, offered: frozenset[str]) -> str:
     return templates.update_prefix(
         stack=request.stack,
         design_system=request.design_system,
-        image_generation=request.image_generation_enabled,
+        policy=_policy(request, offered),
     )
 
 
 def _update_from_history(
-    request: GenerationRequest, asset_ids: Mapping[str, str]
+    request: GenerationRequest, offered: frozenset[str], asset_ids: Mapping[str, str]
 ) -> list[PromptMessage]:
     # The prompt object is deliberately unused: the client already appended the new
     # instruction as the last user message of the history.
@@ -121,7 +134,7 @@ def _update_from_history(
         # Ids are content-addressed, so re-announcing them on every turn is stable.
         text = _with_asset_ids(message.text, message.images, asset_ids)
         if not prefixed:
-            text = templates.join_sections(_update_prefix(request), text)
+            text = templates.join_sections(_update_prefix(request, offered), text)
             prefixed = True
         messages.append(_user_message(message, text))
     return messages
@@ -132,7 +145,7 @@ def _user_message(message: HistoryMessage, text: str) -> PromptMessage:
 
 
 def _update_from_file_snapshot(
-    request: GenerationRequest, asset_ids: Mapping[str, str]
+    request: GenerationRequest, offered: frozenset[str], asset_ids: Mapping[str, str]
 ) -> PromptMessage:
     file_state = request.file_state
     if file_state is None:  # select_strategy rules this out; the check narrows the type
@@ -143,9 +156,10 @@ def _update_from_file_snapshot(
     text = _with_asset_ids(prompt.text, prompt.images, asset_ids)
     change_request = prompt.full_text.strip() or text.strip() or templates.DEFAULT_CHANGE_REQUEST
     body = templates.snapshot_update_text(
-        prefix=_update_prefix(request),
+        prefix=_update_prefix(request, offered),
         path=file_state.path or templates.DEFAULT_FILE_PATH,
         content=file_state.content,
         change_request=change_request,
+        tools=offered,
     )
     return PromptMessage("user", body, images=prompt.images, videos=prompt.videos)

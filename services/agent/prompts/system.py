@@ -1,12 +1,15 @@
-"""The system prompt: one text for every stack and input mode.
+"""The system prompt: one text for every stack and input mode, per set of offered tools.
 
 The active stack is named in the first user message (`Selected stack: <stack>.`),
 so every stack's CDN rules live here and the model applies the one that matches.
-Keeping the system prompt identical across requests also keeps provider prompt
-caches warm; per-request switches (image generation on/off) belong in the user text.
+Keeping the system prompt identical across requests with the same tools also keeps
+provider prompt caches warm; per-request switches (image generation on/off) belong in
+the user text.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 PERSONA = "You are a coding agent that's an expert at building front-ends."
 
@@ -19,34 +22,64 @@ _TONE = """\
 - Finish with a summary of what you built or changed, one or two sentences long.
 - Write in the language the user writes in; if that is unclear, use English."""
 
-_TOOLING = """\
-# Working with the file
-- The app is a single file, `index.html`, holding all of its HTML, CSS and JavaScript.
-- To build a new app, call `create_file` exactly once, passing the complete HTML document.
-- To change an existing app, call `edit_file` with exact text replacements. Never \
-regenerate the whole file to make a change, however large the change.
-- Never put raw HTML in a chat message; it belongs in a tool call.
-- When the user points at another option ("like option 2"), call `retrieve_option` with \
-its 1-based `option_number` to read that option's code before borrowing from it."""
+# The tools this prompt knows how to talk about. A section or bullet that names a tool is
+# included only when that tool is offered: telling a model to call a tool it does not
+# have (no Replicate key: no generate_images) wastes a turn on an "Unknown tool" error.
+ALL_TOOLS = frozenset(
+    {
+        "create_file",
+        "edit_file",
+        "retrieve_option",
+        "save_assets",
+        "screenshot_preview",
+        "extract_assets",
+        "generate_images",
+        "edit_image",
+        "remove_background",
+    }
+)
+
+_FILE_HEADING = "# Working with the file"
+_FILE_BASICS = (
+    "- The app is a single file, `index.html`, holding all of its HTML, CSS and JavaScript."
+)
+_CREATE_BULLET = (
+    "- To build a new app, call `create_file` exactly once, passing the complete HTML document."
+)
+_EDIT_BULLET = (
+    "- To change an existing app, call `edit_file` with exact text replacements. Never "
+    "regenerate the whole file to make a change, however large the change."
+)
+_NO_RAW_HTML = "- Never put raw HTML in a chat message; it belongs in a tool call."
+_RETRIEVE_BULLET = (
+    '- When the user points at another option ("like option 2"), call `retrieve_option` with '
+    "its 1-based `option_number` to read that option's code before borrowing from it."
+)
 
 _SCREENSHOT_PREVIEW = """\
 # Checking your work
 `screenshot_preview` is available for this request. ALWAYS call it once after you \
 create or edit the file. Look at both the desktop and the mobile capture, and if \
-anything is broken, misaligned, missing or different from what was asked, fix it \
-with `edit_file`."""
+anything is broken, misaligned, missing or different from what was asked, fix it\
+{fix}."""
 
-_IMAGES = """\
-# Images
-- `extract_assets` crops visual assets that already exist in the screenshot (logos, \
-icons, photos, illustrations). Prefer it whenever the asset is visible.
-- `generate_images` creates assets that cannot be extracted, such as images that are \
-cut off or covered by other elements, and full backgrounds. Never extract the whole \
-screenshot and embed it as a picture of the page.
-- `edit_image` edits an existing image: retouching, upscaling, or a new aspect ratio.
-- Neither `generate_images` nor `edit_image` can produce transparent pixels. When an \
-image needs a transparent background, pass it to `remove_background`, which accepts \
-several image URLs in one call."""
+_IMAGES_HEADING = "# Images"
+_EXTRACT_BULLET = (
+    "- `extract_assets` crops visual assets that already exist in the screenshot (logos, "
+    "icons, photos, illustrations). Prefer it whenever the asset is visible. Never extract "
+    "the whole screenshot and embed it as a picture of the page."
+)
+_GENERATE_BULLET = (
+    "- `generate_images` creates assets that cannot be extracted, such as images that are "
+    "cut off or covered by other elements, and full backgrounds."
+)
+_EDIT_IMAGE_BULLET = (
+    "- `edit_image` edits an existing image: retouching, upscaling, or a new aspect ratio."
+)
+_BACKGROUND_SENTENCE = (
+    "When an image needs a transparent background, pass it to `remove_background`, which "
+    "accepts several image URLs in one call."
+)
 
 _STACKS = f"""\
 # Stack rules
@@ -101,10 +134,54 @@ HTML as a pointer, find the code that produces the element, and change only that
 element."""
 
 
-def build_system_prompt(*, screenshot_available: bool = True) -> str:
-    """The system prompt; the self-check section appears only when previews can be taken."""
-    sections = [PERSONA, _TONE, _TOOLING]
-    if screenshot_available:
-        sections.append(_SCREENSHOT_PREVIEW)
-    sections += [_IMAGES, _STACKS, _TARGETED_EDITS]
+def build_system_prompt(tools: Collection[str] = ALL_TOOLS) -> str:
+    """The system prompt for a model offered `tools`: it names no other tool."""
+    offered = frozenset(tools)
+    sections = [PERSONA, _TONE, _file_section(offered)]
+    if "screenshot_preview" in offered:
+        fix = " with `edit_file`" if "edit_file" in offered else ""
+        sections.append(_SCREENSHOT_PREVIEW.format(fix=fix))
+    images = _images_section(offered)
+    if images:
+        sections.append(images)
+    sections += [_STACKS, _TARGETED_EDITS]
     return "\n\n".join(sections)
+
+
+def _file_section(offered: frozenset[str]) -> str:
+    bullets = (b for tool, b in _FILE_BULLETS if tool is None or tool in offered)
+    return "\n".join([_FILE_HEADING, *bullets])
+
+
+# (the tool a bullet names, or None, the bullet)
+_FILE_BULLETS: tuple[tuple[str | None, str], ...] = (
+    (None, _FILE_BASICS),
+    ("create_file", _CREATE_BULLET),
+    ("edit_file", _EDIT_BULLET),
+    (None, _NO_RAW_HTML),
+    ("retrieve_option", _RETRIEVE_BULLET),
+)
+
+
+def _images_section(offered: frozenset[str]) -> str:
+    """The image tools' section, or "" when none of them is offered."""
+    bullets = [
+        bullet
+        for tool, bullet in (
+            ("extract_assets", _EXTRACT_BULLET),
+            ("generate_images", _GENERATE_BULLET),
+            ("edit_image", _EDIT_IMAGE_BULLET),
+        )
+        if tool in offered
+    ]
+    makers = [f"`{t}`" for t in ("generate_images", "edit_image") if t in offered]
+    transparency = ""
+    if len(makers) == 2:
+        transparency = f"Neither {makers[0]} nor {makers[1]} can produce transparent pixels."
+    elif makers:
+        transparency = f"{makers[0]} cannot produce transparent pixels."
+    if "remove_background" in offered:
+        transparency = f"{transparency} {_BACKGROUND_SENTENCE}".strip()
+    if transparency:
+        bullets.append(f"- {transparency}")
+    return "\n".join([_IMAGES_HEADING, *bullets]) if bullets else ""

@@ -7,7 +7,7 @@ with `tests/agent/test_prompts.py`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 DEFAULT_FILE_PATH = "index.html"
 
@@ -15,8 +15,15 @@ IMAGE_GENERATION_ON = (
     "Image generation is enabled for this request. "
     "Use generate_images for missing assets when needed."
 )
+# Upstream's "off" line also says "Do not call generate_images."; ours never names a tool
+# the model is not offered (and with generation off, generate_images is never offered).
 IMAGE_GENERATION_OFF = (
-    "Image generation is disabled for this request. Do not call generate_images. "
+    "Image generation is disabled for this request. "
+    "Use provided media, CSS effects, or placeholder URLs (https://placehold.co)."
+)
+# Generation is on, but no image generator is offered (no Replicate key).
+IMAGE_GENERATION_UNAVAILABLE = (
+    "Image generation is not available for this request. "
     "Use provided media, CSS effects, or placeholder URLs (https://placehold.co)."
 )
 
@@ -27,8 +34,12 @@ VIDEO_CREATE_OPENER = "Analyze this video and generate the code."
 DEFAULT_CHANGE_REQUEST = "Apply the requested update."
 
 
-def image_policy(enabled: bool) -> str:
-    return IMAGE_GENERATION_ON if enabled else IMAGE_GENERATION_OFF
+def image_policy(enabled: bool, offered: bool) -> str:
+    """The policy line for a request with generation `enabled` and `generate_images`
+    `offered` (it never is while generation is disabled)."""
+    if not enabled:
+        return IMAGE_GENERATION_OFF
+    return IMAGE_GENERATION_ON if offered else IMAGE_GENERATION_UNAVAILABLE
 
 
 def stack_line(stack: str) -> str:
@@ -97,27 +108,18 @@ def wrap_file(code: str, path: str = DEFAULT_FILE_PATH) -> str:
     return f'<file path="{path}">\n{body}\n</file>'
 
 
-def image_create_text(*, stack: str, design_system: str, image_generation: bool, extra: str) -> str:
-    # With generation off, the generate_images bullet would contradict the policy line.
-    generate_hint = (
-        "- Create whatever cannot be extracted with `generate_images`.\n"
-        if image_generation
-        else ""
-    )
+def image_create_text(
+    *, stack: str, design_system: str, policy: str, tools: Collection[str], extra: str
+) -> str:
+    """`policy` is the image policy line; `tools` the offered tools, so each bullet that
+    names a tool appears only when the model has it."""
     instructions = join_sections(
         IMAGE_CREATE_OPENER,
         stack_line(stack),
         design_system_block(design_system),
         "## Replication instructions\n"
-        "- Match the screenshot exactly, and use exactly the text it shows.\n"
-        "- Reuse the real assets from the screenshot wherever they can be extracted, "
-        "and generate only the ones that cannot.\n"
-        "- Call `extract_assets` for those assets, then look closely at every crop "
-        "it returns.\n"
-        "- If a crop is low-resolution or pixelated, or contains something that does "
-        "not belong to the asset, clean it up with `edit_image`.\n"
-        f"{generate_hint}"
-        f"- {image_policy(image_generation)}",
+        + "".join(f"- {b}\n" for b in _replication(tools))
+        + f"- {policy}",
         "## Multiple screenshots\n"
         "- Screenshots of different pages become separate pages linked to each other.\n"
         "- Screenshots of tabs or views of one screen become views with navigation "
@@ -133,9 +135,31 @@ def image_create_text(*, stack: str, design_system: str, image_generation: bool,
     return instructions
 
 
-def text_create_text(
-    *, description: str, stack: str, design_system: str, image_generation: bool
-) -> str:
+def _replication(tools: Collection[str]) -> list[str]:
+    extract = "extract_assets" in tools
+    generate = "generate_images" in tools
+    bullets = ["Match the screenshot exactly, and use exactly the text it shows."]
+    if extract:
+        bullets += [
+            "Reuse the real assets from the screenshot wherever they can be extracted"
+            + (", and generate only the ones that cannot." if generate else "."),
+            "Call `extract_assets` for those assets, then look closely at every crop it returns.",
+        ]
+        if "edit_image" in tools:
+            bullets.append(
+                "If a crop is low-resolution or pixelated, or contains something that does "
+                "not belong to the asset, clean it up with `edit_image`."
+            )
+    if generate:
+        bullets.append(
+            "Create whatever cannot be extracted with `generate_images`."
+            if extract
+            else "Create the images the page needs with `generate_images`."
+        )
+    return bullets
+
+
+def text_create_text(*, description: str, stack: str, design_system: str, policy: str) -> str:
     description = description.strip()
     ending = "" if description.endswith((".", "!", "?")) else "."
     return join_sections(
@@ -146,17 +170,17 @@ def text_create_text(
         "- Make it look modern, polished and sleek.\n"
         "- Choose professional fonts and a coherent colour palette.\n"
         "- Follow established UX practice for layout, spacing and interaction.\n"
-        f"- {image_policy(image_generation)}",
+        f"- {policy}",
     )
 
 
-def video_create_text(*, stack: str, design_system: str, image_generation: bool, extra: str) -> str:
+def video_create_text(*, stack: str, design_system: str, policy: str, extra: str) -> str:
     instructions = join_sections(
         "The video is a screen recording of an app in use. Rebuild that app so the same "
         "interactions lead to the same results.\n"
         "- Watch the entire recording before writing any code.\n"
         "- Match colours, sizes and fonts exactly.\n"
-        f"- {image_policy(image_generation)}\n"
+        f"- {policy}\n"
         "- Fake any backend calls with in-page data.\n"
         "- The app has to work, not just look right: implement its behaviour in JavaScript.\n"
         "- Use SVG or 3D elements where the recording calls for them.",
@@ -170,18 +194,19 @@ def video_create_text(*, stack: str, design_system: str, image_generation: bool,
     return instructions
 
 
-def update_prefix(*, stack: str, design_system: str, image_generation: bool) -> str:
+def update_prefix(*, stack: str, design_system: str, policy: str) -> str:
     """What the first user message of an update is prefixed with."""
-    return join_sections(
-        stack_line(stack), image_policy(image_generation), design_system_block(design_system)
-    )
+    return join_sections(stack_line(stack), policy, design_system_block(design_system))
 
 
-def snapshot_update_text(*, prefix: str, path: str, content: str, change_request: str) -> str:
+def snapshot_update_text(
+    *, prefix: str, path: str, content: str, change_request: str, tools: Collection[str]
+) -> str:
+    with_tool = " with `edit_file`" if "edit_file" in tools else ""
     return (
         f"{prefix}\n\n"
         "The page already exists; its current source is below. Apply the change request "
-        "to it with `edit_file`.\n\n"
+        f"to it{with_tool}.\n\n"
         f'<current_file path="{path}">\n{content}\n</current_file>\n\n'
         f"<change_request>\n{change_request}\n</change_request>"
     )
