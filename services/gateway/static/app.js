@@ -1,6 +1,7 @@
 // The built-in UI: screenshot or prompt in, several variants built live side by side,
 // follow-up updates on a selected variant. Speaks the upstream `/generate-code`
-// WebSocket protocol, exactly as the upstream frontend does.
+// WebSocket protocol as the upstream frontend does, plus the gateway's resumable
+// extension, so a dropped connection re-attaches instead of failing the run.
 
 import { VariantCard } from "./js/card.js";
 import { formatDuration, h, icon, plural, truncate } from "./js/dom.js";
@@ -9,6 +10,7 @@ import {
   GenerationSocket,
   NORMAL_CLOSE,
   STACKS,
+  USER_CLOSE_CODE,
   createParams,
   gatewayToken,
   generateCodeUrl,
@@ -58,7 +60,7 @@ const app = {
   screenshots: [], // [{dataUrl, name}]
   project: null, // {inputMode, stack, commits}
   viewed: null, // the commit on screen
-  running: null, // {commit, socket}
+  running: null, // {commit, socket, reconnecting: null | {attempt, of}}
   cards: [],
 };
 
@@ -282,8 +284,10 @@ function start(commit, params) {
   const socket = new GenerationSocket(generateCodeUrl(token), params, {
     onFrame: (frame) => onFrame(commit, frame),
     onClose: (close) => onClose(commit, close),
+    onReconnecting: (attempt) => setReconnecting(commit, attempt),
+    onResumed: () => setReconnecting(commit, null),
   });
-  app.running = { commit, socket };
+  app.running = { commit, socket, reconnecting: null };
   show(commit);
   renderBusy();
   socket.start();
@@ -306,7 +310,14 @@ function onFrame(commit, frame) {
   if (change.variant !== null) app.cards[change.variant]?.invalidate(change);
 }
 
+function setReconnecting(commit, attempt) {
+  if (app.running?.commit !== commit) return;
+  app.running.reconnecting = attempt;
+  renderRunbar(performance.now());
+}
+
 function onClose(commit, { code, reason }) {
+  if (app.running?.commit === commit) app.running.reconnecting = null;
   if (code === NORMAL_CLOSE) {
     endCommit(commit, "done");
     const failed = commit.variants.filter((v) => v.status === "error").length;
@@ -315,6 +326,11 @@ function onClose(commit, { code, reason }) {
     // The `error` frame before the close was already shown as a toast.
     if (!commit.error) toast(reason || GENERIC_ERROR, "error");
     endCommit(commit, "failed", reason || commit.error || GENERIC_ERROR);
+  } else if (code === USER_CLOSE_CODE) {
+    // The server ended a generation that was cancelled elsewhere (another tab, the
+    // API); the unfinished variants already got their variantError saying so.
+    endCommit(commit, "cancelled");
+    toast(reason || "The generation was cancelled.");
   } else {
     toast(`Connection error (code ${code}): the connection to the server was lost. Please retry.`, "error");
     endCommit(commit, "failed", "The connection to the server was lost.");
@@ -426,6 +442,12 @@ function renderRunbar(now) {
   const count = commit.variants.length;
   const done = commit.variants.filter((v) => v.status !== "generating").length;
   const verb = commit.kind === "create" ? "Generating" : "Updating";
+  const reconnecting = app.running?.commit === commit ? app.running.reconnecting : null;
+  if (reconnecting) {
+    els.runbarText.textContent = `Connection lost: reconnecting… (try ${reconnecting.attempt} of ${reconnecting.of}) · ${elapsed}`;
+    els.runbar.dataset.state = "reconnecting";
+    return;
+  }
   const text = {
     running: `${verb} ${plural(count, "option")}… ${done}/${count} done · ${elapsed}`,
     done: `Done in ${elapsed}: ${commit.variants.filter((v) => v.status === "complete").length}/${count} options complete`,

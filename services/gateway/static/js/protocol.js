@@ -1,12 +1,26 @@
 // The upstream screenshot-to-code `/generate-code` WebSocket protocol, client side.
 //
 // The browser opens the socket and sends exactly one params frame; the server streams
-// JSON frames and closes with 1000 (complete) or 4332 (after an `error` frame). The
-// client cancels by closing with 4333.
+// JSON frames and closes with 1000 (complete), 4332 (after an `error` frame) or 4333
+// (cancelled). The client cancels by closing with 4333. Our UI also opts in to the
+// gateway's resumable extension (docs/browser-protocol.md), so a dropped connection
+// re-attaches to the running generation instead of losing it.
 
 export const NORMAL_CLOSE = 1000;
 export const APP_ERROR_CODE = 4332;
 export const USER_CLOSE_CODE = 4333;
+
+/** The wait before each re-attach after a dropped connection; then the UI gives up. */
+export const RESUME_DELAYS_MS = [250, 1000, 2000, 4000];
+
+/**
+ * Whether a close is the server's last word: 1000, 4332 and 4333. Any other code (1006
+ * when the network drops, 1001 when a proxy restarts, 1008 when the browser fell behind)
+ * means only the connection was lost, and the generation may still be running.
+ */
+export function isFinalClose(code) {
+  return code === NORMAL_CLOSE || code === APP_ERROR_CODE || code === USER_CLOSE_CODE;
+}
 
 export const STACKS = [
   { id: "html_tailwind", label: "HTML + Tailwind" },
@@ -118,39 +132,93 @@ export function updateParams({ project, commit, parent, text, images = [], setti
 }
 
 /**
- * One generation over one socket. `onFrame(frame)` gets every parsed frame;
- * `onClose({code, reason})` is called once when the server closes or the connection
- * drops. After `cancel()` no callback fires any more: the caller owns the outcome.
+ * One generation, over one socket or, after drops, several. `onFrame(frame)` gets every
+ * parsed frame; `onClose({code, reason})` is called once, when the server closes for good
+ * or re-attaching failed. A dropped connection calls `onReconnecting({attempt, of})` and
+ * re-attaches with `{resumeGenerationId, afterSequence}` (the last `seq` seen); the first
+ * frame back calls `onResumed()`, and the frames that follow continue where the old socket
+ * stopped (the code of every variant first, whole). After `cancel()` no callback fires
+ * any more: the caller owns the outcome.
  */
 export class GenerationSocket {
-  constructor(url, params, { onOpen, onFrame, onClose }) {
+  constructor(url, params, handlers, { delays = RESUME_DELAYS_MS, setTimer, clearTimer } = {}) {
     this.url = url;
     this.params = params;
-    this.handlers = { onOpen, onFrame, onClose };
-    this.ws = null;
+    this.handlers = handlers;
+    this.delays = delays;
+    // Wrapped: the browser's timers throw when called as a method of another object.
+    this.setTimer = setTimer ?? ((fn, ms) => setTimeout(fn, ms));
+    this.clearTimer = clearTimer ?? ((id) => clearTimeout(id));
+    this.ws = null; // the current socket; null while waiting to re-attach
+    this.opened = false; // the current socket has sent its first frame
+    this.timer = null;
     this.done = false;
+    this.cancelling = false;
+    this.generationId = null; // from the first frame, `{"type": "generation"}`
+    this.lastSeq = 0;
+    this.retries = 0; // re-attach attempts since the last frame received
   }
 
   start() {
+    this.connect();
+  }
+
+  /** The first frame of a socket: the params, or a re-attach once the generation is known. */
+  firstFrame() {
+    if (this.generationId === null) return { ...this.params, resumable: true };
+    return { resumeGenerationId: this.generationId, afterSequence: this.lastSeq };
+  }
+
+  connect() {
     const ws = new WebSocket(this.url);
+    const resuming = this.generationId !== null;
+    let heard = false;
     this.ws = ws;
+    this.opened = false;
     ws.addEventListener("open", () => {
-      if (this.done) return;
-      ws.send(JSON.stringify(this.params));
-      this.handlers.onOpen?.();
+      if (this.ws !== ws || (this.done && !this.cancelling)) return;
+      this.opened = true;
+      ws.send(JSON.stringify(this.firstFrame()));
+      if (this.cancelling) {
+        // Re-attached only to say cancel: the server held the generation for us.
+        ws.close(USER_CLOSE_CODE);
+      } else if (!resuming) {
+        this.handlers.onOpen?.();
+      }
     });
     ws.addEventListener("message", (event) => {
-      if (this.done || typeof event.data !== "string") return;
+      if (this.done || this.ws !== ws || typeof event.data !== "string") return;
       let frame;
       try {
         frame = JSON.parse(event.data);
       } catch {
         return;
       }
-      if (frame && typeof frame.type === "string") this.handlers.onFrame(frame);
+      if (!frame || typeof frame.type !== "string") return;
+      if (!heard) {
+        heard = true;
+        this.retries = 0;
+        if (resuming) this.handlers.onResumed?.();
+      }
+      if (Number.isInteger(frame.seq) && frame.seq > this.lastSeq) this.lastSeq = frame.seq;
+      if (frame.type === "generation") {
+        if (typeof frame.value === "string" && frame.value) this.generationId = frame.value;
+        return;
+      }
+      this.handlers.onFrame(frame);
     });
     ws.addEventListener("close", (event) => {
-      if (this.done) return;
+      if (this.done || this.ws !== ws) return;
+      if (this.generationId !== null && !isFinalClose(event.code) && this.retries < this.delays.length) {
+        const delay = this.delays[this.retries++];
+        this.ws = null;
+        this.handlers.onReconnecting?.({ attempt: this.retries, of: this.delays.length, code: event.code });
+        this.timer = this.setTimer(() => {
+          this.timer = null;
+          this.connect();
+        }, delay);
+        return;
+      }
       this.done = true;
       this.handlers.onClose({ code: event.code, reason: event.reason });
     });
@@ -160,6 +228,17 @@ export class GenerationSocket {
   cancel() {
     if (this.done) return;
     this.done = true;
+    if (this.timer !== null) {
+      this.clearTimer(this.timer);
+      this.timer = null;
+    }
+    if (this.generationId !== null && (this.ws === null || !this.opened)) {
+      // Between sockets the server is holding the generation for a re-attach (for
+      // 30 s): re-attach to cancel it now rather than let it run on unseen.
+      this.cancelling = true;
+      if (this.ws === null) this.connect();
+      return;
+    }
     try {
       this.ws?.close(USER_CLOSE_CODE);
     } catch {

@@ -1,0 +1,258 @@
+"""The built-in UI re-attaches to its generation when the connection drops mid-way.
+
+The page reaches the gateway through a loopback TCP proxy the test can cut, as a network
+would: the browser sees its WebSocket die (1006), the gateway a vanished peer. While the
+proxy refuses new sockets the UI shows that it is reconnecting; once it lets them through,
+the UI re-attaches with `{resumeGenerationId, afterSequence}` and must end on exactly the
+page an undisturbed run of the same generation ends on: no frame lost, none twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from playwright.async_api import Browser, Page, Route, WebSocket, async_playwright, expect
+
+from services.agent.settings import AgentSettings
+from tests.suite import running_suite
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+GENERATION_TIMEOUT_MS = 30_000
+# Slow enough that the drop and the re-attach both land while the variants still stream.
+DEMO_PACE_S = 0.03
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+class CuttableProxy:
+    """Forwards 127.0.0.1:`port` to the gateway. `cut()` kills the open WebSocket
+    connections and refuses new ones until `heal()`; plain HTTP always goes through."""
+
+    def __init__(self, target_port: int) -> None:
+        self._target_port = target_port
+        self._server: asyncio.Server | None = None
+        self._open: set[asyncio.StreamWriter] = set()
+        self._sockets: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self._blocked = False
+        self.refused = asyncio.Event()
+        self.port = 0
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        for writer in self._open:
+            writer.transport.abort()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def cut(self) -> None:
+        self._blocked = True
+        for pair in self._sockets:
+            for writer in pair:
+                writer.transport.abort()  # a reset, not a close handshake
+
+    def heal(self) -> None:
+        self._blocked = False
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._target_port)
+        pair = (writer, up_writer)
+        self._open.update(pair)
+        try:
+            await asyncio.gather(
+                self._pipe(reader, up_writer, pair), self._pipe(up_reader, writer, None)
+            )
+        finally:
+            self._sockets.discard(pair)
+            self._open.difference_update(pair)
+
+    async def _pipe(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        pair: tuple[asyncio.StreamWriter, asyncio.StreamWriter] | None,
+    ) -> None:
+        """One direction; `pair` is given for the browser's, where requests start."""
+        try:
+            while data := await reader.read(65536):
+                if pair is not None and data.startswith(b"GET /generate-code"):
+                    if self._blocked:
+                        self.refused.set()
+                        for w in pair:
+                            w.transport.abort()
+                        return
+                    self._sockets.add(pair)
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            writer.transport.abort()  # pass a reset on as a reset
+            return
+        # Closing flushes what is buffered; the other direction then sees its end too.
+        writer.close()
+
+
+@dataclass
+class Sockets:
+    """Per WebSocket the page opened: the frames it sent and the frames it received."""
+
+    sent: list[list[dict[str, Any]]] = field(default_factory=list)
+    received: list[list[dict[str, Any]]] = field(default_factory=list)
+    first_thinking: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def watch(self, ws: WebSocket) -> None:
+        sent: list[dict[str, Any]] = []
+        received: list[dict[str, Any]] = []
+        self.sent.append(sent)
+        self.received.append(received)
+        ws.on("framesent", lambda payload: sent.append(json.loads(payload)))
+
+        def on_frame(payload: str | bytes) -> None:
+            received.append(json.loads(payload))
+            if received[-1]["type"] == "thinking":
+                self.first_thinking.set()
+
+        ws.on("framereceived", on_frame)
+
+    def used(self) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+        """The sockets that got through (refused ones never sent a frame)."""
+        return [(s, r) for s, r in zip(self.sent, self.received, strict=True) if s]
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+@asynccontextmanager
+async def ui(browser: Browser, url: str) -> AsyncIterator[tuple[Page, Sockets]]:
+    context = await browser.new_context(viewport={"width": 1440, "height": 900})
+    page = await context.new_page()
+    sockets = Sockets()
+    errors: list[str] = []
+
+    async def local_only(route: Route) -> None:
+        if route.request.url.startswith(url + "/"):
+            await route.continue_()
+        else:
+            await route.abort()
+
+    await context.route("**/*", local_only)
+    page.on("websocket", sockets.watch)
+    page.on("pageerror", lambda error: errors.append(f"{error.message}\n{error.stack}"))
+    try:
+        await page.goto(url + "/")
+        await expect(page.locator("html")).to_have_attribute("data-ready", "true")
+        yield page, sockets
+        assert [e for e in errors if url in e] == [], "the UI's own modules threw"
+    finally:
+        await context.close()
+
+
+async def generate(page: Page) -> None:
+    await page.get_by_test_id("prompt-input").fill("A landing page for a bakery")
+    await page.get_by_test_id("stack-select").select_option("html_css")
+    await page.get_by_test_id("generate-button").click()
+
+
+async def settled_page(page: Page) -> list[dict[str, Any]]:
+    """What the user sees once both variants are done, minus timings and random ids."""
+    for i in range(2):
+        await expect(page.get_by_test_id(f"variant-{i}-status")).to_have_attribute(
+            "data-state", "complete", timeout=GENERATION_TIMEOUT_MS
+        )
+    await expect(page.get_by_test_id("run-status")).to_have_attribute("data-state", "done")
+    for i in range(2):
+        await (
+            page.get_by_test_id(f"variant-{i}")
+            .get_by_role("button", name="Code", exact=True)
+            .click()
+        )
+        await expect(page.get_by_test_id(f"variant-{i}-code")).to_contain_text("</html>")
+    snapshot: list[dict[str, Any]] = await page.evaluate(
+        """() => [0, 1].map((i) => {
+            const byId = (id) => document.querySelector(`[data-testid="${id}"]`);
+            const text = (el, selector) => el.querySelector(selector)?.textContent ?? null;
+            return {
+              code: byId(`variant-${i}-code`).textContent,
+              model: byId(`variant-${i}-model`).textContent,
+              steps: [...byId(`activity-${i}`).children].map((li) => ({
+                kind: li.dataset.kind,
+                tool: li.dataset.tool ?? null,
+                state: li.dataset.state ?? null,
+                prose: text(li, ".bubble") ?? text(li, ".step-body"),
+                input: text(li, '[data-testid="tool-input"]'),
+                output: text(li, '[data-testid="tool-output"]'),
+              })),
+            };
+          })"""
+    )
+    return snapshot
+
+
+def seqs(frames: list[dict[str, Any]]) -> list[int]:
+    return [f["seq"] for f in frames if "seq" in f]
+
+
+async def test_a_dropped_connection_reattaches_and_loses_nothing(
+    tmp_path: Path, browser: Browser
+) -> None:
+    async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=DEMO_PACE_S)) as suite:
+        proxy = CuttableProxy(suite.gateway_port)
+        await proxy.start()
+        url = f"http://127.0.0.1:{proxy.port}"
+        try:
+            async with ui(browser, url) as (page, sockets):
+                await generate(page)
+                undisturbed = await settled_page(page)
+                assert len(sockets.used()) == 1
+
+            async with ui(browser, url) as (page, sockets):
+                await generate(page)
+                await sockets.first_thinking.wait()
+                proxy.cut()
+                runbar = page.get_by_test_id("run-status")
+                await expect(runbar).to_have_attribute("data-state", "reconnecting")
+                await expect(runbar).to_contain_text("reconnecting")
+                await proxy.refused.wait()  # the UI tried again while the network was down
+                proxy.heal()
+                await expect(runbar).to_have_attribute("data-state", "running")
+                dropped_then_resumed = await settled_page(page)
+                [(params, first), (resume, second)] = sockets.used()
+        finally:
+            await proxy.close()
+        [create, dropped] = suite.agent.manager.generations()
+
+    assert dropped_then_resumed == undisturbed
+    # Each tool once per variant, as in the undisturbed run.
+    for variant in dropped_then_resumed:
+        tools = [s["tool"] for s in variant["steps"] if s["kind"] == "tool"]
+        assert tools == ["create_file", "edit_file"]
+    # The drop landed mid-generation: before any variant ended.
+    assert not [f for f in first if f["type"] in ("variantComplete", "variantError")]
+    [params_frame] = params
+    assert params_frame["resumable"] is True
+    assert first[0] == {"type": "generation", "value": dropped.id}
+    assert resume == [{"resumeGenerationId": dropped.id, "afterSequence": max(seqs(first))}]
+    # After the whole code, only what came after the last sequence seen, each once.
+    assert min(seqs(second)) > max(seqs(first))
+    events = [json.dumps(f, sort_keys=True) for f in first + second if "seq" in f]
+    assert len(set(events)) == len(events)
+    assert second[-1]["type"] == "variantComplete"
+    assert (create.status, dropped.status) == ("completed", "completed")
