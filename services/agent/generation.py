@@ -38,7 +38,7 @@ from services.agent.events import (
 from services.agent.metrics import AgentMetrics
 from services.agent.models import ModelSelectionError, ModelSpec, select_models, variant_count
 from services.agent.pricing import Usage
-from services.agent.prompts import PromptError, build_prompt_messages
+from services.agent.prompts import PromptError, build_prompt_messages, current_file
 from services.agent.providers import registry
 from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
 from services.agent.retention import Retention, retained_size
@@ -382,7 +382,8 @@ class GenerationManager:
                 spec, variant_index=index, messages=messages, tools=tools, request=request
             )
             budget.track(session)
-            file = request.file_state
+            # Without file_state, an update's file is recovered from its history.
+            file = current_file(request)
             engine = VariantEngine(
                 index=index,
                 session=session,
