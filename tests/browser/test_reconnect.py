@@ -4,7 +4,8 @@ The page reaches the gateway through a loopback TCP proxy the test can cut, as a
 would: the browser sees its WebSocket die (1006), the gateway a vanished peer. While the
 proxy refuses new sockets the UI shows that it is reconnecting; once it lets them through,
 the UI re-attaches with `{resumeGenerationId, afterSequence}` and must end on exactly the
-page an undisturbed run of the same generation ends on: no frame lost, none twice.
+page an undisturbed run of the same generation ends on: no frame lost, none twice. A
+generation cancelled while the page was away ends, once re-attached, as cancelled.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, Route, WebSocket, async_playwright, expect
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from tests.suite import running_suite
@@ -256,3 +260,44 @@ async def test_a_dropped_connection_reattaches_and_loses_nothing(
     assert len(set(events)) == len(events)
     assert second[-1]["type"] == "variantComplete"
     assert (create.status, dropped.status) == ("completed", "completed")
+
+
+async def test_a_generation_cancelled_while_disconnected_ends_as_cancelled(
+    tmp_path: Path, browser: Browser
+) -> None:
+    async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=DEMO_PACE_S)) as suite:
+        proxy = CuttableProxy(suite.gateway_port)
+        await proxy.start()
+        url = f"http://127.0.0.1:{proxy.port}"
+        try:
+            async with ui(browser, url) as (page, sockets):
+                await generate(page)
+                await sockets.first_thinking.wait()
+                proxy.cut()
+                await proxy.refused.wait()
+                # Cancelled elsewhere (another client, the API) while this page is away.
+                [generation] = suite.agent.manager.generations()
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
+                    await pb_grpc.AgentServiceStub(channel).CancelGeneration(
+                        pb.CancelGenerationRequest(generation_id=generation.id)
+                    )
+                assert generation.task is not None
+                await asyncio.wait({generation.task})
+                proxy.heal()
+
+                # The re-attached stream says how it ended: cancelled, not failed or done.
+                runbar = page.get_by_test_id("run-status")
+                await expect(runbar).to_have_attribute("data-state", "cancelled")
+                await expect(
+                    page.get_by_test_id("toast").filter(has_text="The generation was cancelled.")
+                ).to_be_visible()
+                for i in range(2):
+                    await expect(page.get_by_test_id(f"variant-{i}-message")).to_contain_text(
+                        "cancelled"
+                    )
+                await expect(page.get_by_test_id("generate-button")).to_be_enabled()
+                [_, (resume, _)] = sockets.used()
+        finally:
+            await proxy.close()
+    assert generation.status == "cancelled"
+    assert resume[0]["resumeGenerationId"] == generation.id
