@@ -9,6 +9,8 @@ from pathlib import Path
 
 from services.common.security import GrpcSecurity
 from services.gateway.access import AccessSettings
+from services.gateway.design_systems import DesignSystemLimits
+from services.gateway.export import ExportPolicy
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
@@ -22,8 +24,6 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     if not value > 0:
         raise ValueError(f"{name} must be > 0, got {raw!r}")
     return value
-from services.gateway.design_systems import DesignSystemLimits
-from services.gateway.export import ExportPolicy
 
 
 @dataclass(frozen=True, slots=True)
