@@ -3,7 +3,8 @@
 `CREDENTIALS` is the one list of credential sources: each entry names its id (the key
 of `Credentials.providers` in the proto), its environment variables and the browser
 params that carry it (docs/browser-protocol.md). Everything else reads it: the agent's
-and workers' settings, the gateway's params, the tool client's least-privilege filter.
+and workers' settings, the gateway's params and `/api/providers` (from which the
+built-in UI renders its settings fields), the tool client's least-privilege filter.
 
 The pairing rule (docs/architecture.md, "Secrets"): a key is resolved per source
 together with the base URL it may be sent to, and the request can never pair its own
@@ -39,6 +40,8 @@ class CredentialSpec:
     browser_key: str  # the upstream browser param carrying a key, e.g. "openAiApiKey"
     browser_base_url: str = ""  # "": the browser protocol carries no base URL for it
     for_tools: bool = False  # a tool worker calls it, so workers receive it
+    for_models: bool = True  # a model provider reads it (else only tools do)
+    purpose: str = ""  # what it is for beyond models, next to the UI's settings field
 
 
 CREDENTIALS: tuple[CredentialSpec, ...] = (
@@ -60,6 +63,8 @@ CREDENTIALS: tuple[CredentialSpec, ...] = (
         "REPLICATE_BASE_URL",
         "replicateApiKey",
         for_tools=True,
+        for_models=False,
+        purpose="image generation & editing",
     ),
 )
 BY_ID: dict[str, CredentialSpec] = {spec.id: spec for spec in CREDENTIALS}

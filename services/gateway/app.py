@@ -13,6 +13,7 @@ from aiohttp import web
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
+from services.common.credentials import CREDENTIALS
 from services.common.grpc_server import CHANNEL_OPTIONS, freeze_startup_heap
 from services.common.metrics import render
 from services.common.security import create_channel
@@ -64,6 +65,29 @@ async def capabilities(request: web.Request) -> web.Response:
     )
 
 
+# The browser params of every credential source, so the built-in UI renders its settings
+# fields from the server's list and a new source needs no JS (docs/browser-protocol.md).
+PROVIDERS_BODY = {
+    "providers": [
+        {
+            "id": spec.id,
+            "displayName": spec.display_name,
+            "keyParam": spec.browser_key,
+            # null: the browser protocol has no base URL for this source.
+            "baseUrlParam": spec.browser_base_url or None,
+            "models": spec.for_models,
+            "purpose": spec.purpose,
+        }
+        for spec in CREDENTIALS
+    ]
+}
+
+
+async def providers(request: web.Request) -> web.Response:
+    """The credential sources a browser may send keys (and base URLs) for."""
+    return web.json_response(PROVIDERS_BODY)
+
+
 async def index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC_DIR / "index.html")
 
@@ -111,6 +135,7 @@ def create_app(settings: GatewaySettings) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_endpoint)
     app.router.add_get("/api/capabilities", capabilities)
+    app.router.add_get("/api/providers", providers)
     add_routes(app, settings)
     app.router.add_get("/", index)
     assets = settings.data_dir / "assets"

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from playwright.async_api import (
 
 from services.agent.generation import Generation
 from services.agent.settings import AgentSettings
+from services.common.credentials import CREDENTIALS
 from services.gateway.access import AccessSettings
 from services.gateway.settings import GatewaySettings
 from services.tools.settings import ToolsSettings
@@ -348,3 +350,59 @@ async def test_cancel_stops_the_generation_in_the_ui_and_on_the_server(
         assert {v.status for v in generation.variants} == {"cancelled"}
         await save_screenshot(page, "ui-cancelled.png")
         recorder.check_clean()
+
+
+async def test_settings_fields_are_the_servers_credential_sources(
+    tmp_path: Path, browser: Browser
+) -> None:
+    # The fields are rendered from /api/providers (behind the token, as every API route);
+    # what the user enters goes out under the upstream param names.
+    access = AccessSettings(token=TOKEN, max_concurrent_per_client=0, starts_per_minute=0)
+    agent = AgentSettings(demo_pace_s=0.02, provider_max_retries=0)
+    with socket.socket() as closed:  # bound, not listening: the model call fails at once
+        closed.bind(("127.0.0.1", 0))
+        base_url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        async with (
+            running_suite(tmp_path, agent=agent, gateway=GatewaySettings(access=access)) as suite,
+            open_ui(browser, suite, query=f"?token={TOKEN}") as (page, recorder),
+        ):
+            await page.get_by_test_id("settings-button").click()
+            dialog = page.get_by_test_id("settings-dialog")
+            inputs = dialog.locator("[data-credential-fields] input")
+            names = await inputs.evaluate_all("els => els.map((e) => [e.name, e.type])")
+            assert names == [[s.browser_key, "password"] for s in CREDENTIALS] + [
+                [s.browser_base_url, "url"] for s in CREDENTIALS if s.browser_base_url
+            ]
+            await expect(dialog.get_by_text("Anthropic API key")).to_be_visible()
+            await expect(dialog.get_by_text("image generation & editing")).to_be_visible()
+            await page.get_by_test_id("setting-openAiApiKey").fill("  sk-ui-settings-test ")
+            await page.get_by_test_id("setting-openAiBaseURL").fill(base_url)
+            await page.get_by_test_id("settings-save").click()
+            await expect(dialog).to_be_hidden()
+            await expect(page.locator("#key-hint")).to_have_text("using your API key")
+
+            await page.get_by_test_id("prompt-input").fill("A landing page for a bakery")
+            await page.get_by_test_id("generate-button").click()
+            await expect(page.get_by_test_id("run-status")).to_have_attribute(
+                "data-state", re.compile("done|failed"), timeout=GENERATION_TIMEOUT_MS
+            )
+            [params] = recorder.sockets[0]
+            keys = {key: params[key] for key in KEY_FIELDS}
+            assert keys == {
+                **dict.fromkeys(KEY_FIELDS),
+                "openAiApiKey": "sk-ui-settings-test",
+                "openAiBaseURL": base_url,
+            }
+            # The agent took the request's key with the request's base URL.
+            [generation] = generations(suite)
+            assert generation.request.credentials.key("openai") == "sk-ui-settings-test"
+            assert generation.request.credentials.base_url("openai") == base_url
+
+            # Saved in this browser: a reload shows them again.
+            await page.reload()
+            await expect(page.locator("html")).to_have_attribute("data-ready", "true")
+            await page.get_by_test_id("settings-button").click()
+            await expect(page.get_by_test_id("setting-openAiApiKey")).to_have_value(
+                "sk-ui-settings-test"
+            )
+            recorder.check_clean()

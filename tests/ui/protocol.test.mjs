@@ -16,6 +16,9 @@ import {
   updateParams,
   variantHistoryForUpdate,
 } from "../../services/gateway/static/js/protocol.js";
+import PROVIDERS from "./providers.json" with { type: "json" };
+
+const SOURCES = PROVIDERS.providers;
 
 const KEYS = ["openAiApiKey", "anthropicApiKey", "geminiApiKey", "replicateApiKey", "openAiBaseURL"];
 const PNG = "data:image/png;base64,AA";
@@ -79,7 +82,7 @@ test("no token anywhere, or storage disabled, is an empty token", () => {
 
 test("a create from an image sends the images; keys are null unless entered", () => {
   const settings = { imageGeneration: 1, assetExtraction: true, openAiApiKey: "  sk-1  ", geminiApiKey: "   " };
-  const params = createParams({ inputMode: "image", text: "", images: [PNG], stack: "bootstrap", settings });
+  const params = createParams({ inputMode: "image", text: "", images: [PNG], stack: "bootstrap", settings, sources: SOURCES });
   assert.deepEqual(params, {
     generationType: "create",
     inputMode: "image",
@@ -102,6 +105,7 @@ test("a create from text sends no images and never extracts assets", () => {
     images: [PNG],
     stack: "html_tailwind",
     settings: { assetExtraction: true },
+    sources: SOURCES,
   });
   assert.deepEqual(params.prompt, { text: "A bakery", images: [], videos: [] });
   assert.equal(params.isAssetExtractionEnabled, false);
@@ -135,6 +139,7 @@ test("an update sends the parent's history, its code as fileState and every opti
     text: "Make it blue",
     images: [PNG],
     settings: { assetExtraction: true, anthropicApiKey: "sk-ant" },
+    sources: SOURCES,
   });
   const expected = [
     { role: "user", text: "A page", images: [], videos: [] },

@@ -16,7 +16,13 @@ import {
   generateCodeUrl,
   updateParams,
 } from "./js/protocol.js";
-import { bindSettingsDialog, hasAnyModelKey, loadSettings, saveSettings } from "./js/settings.js";
+import {
+  bindSettingsDialog,
+  hasAnyModelKey,
+  loadCredentialSources,
+  loadSettings,
+  saveSettings,
+} from "./js/settings.js";
 import { applyFrame, endCommit, newCommit } from "./js/state.js";
 
 const ACCEPTED_TYPES = new Set(["image/png", "image/jpeg", "image/webp"]);
@@ -56,6 +62,8 @@ const els = {
 
 const settings = loadSettings();
 const token = gatewayToken();
+// The settings fields come from the server's credential sources (before `data-ready`).
+const sources = await loadCredentialSources(token);
 const app = {
   screenshots: [], // [{dataUrl, name}]
   project: null, // {inputMode, stack, commits}
@@ -106,7 +114,7 @@ els.themeButton.addEventListener("click", () => {
 
 // ---------------------------------------------------------------- settings
 
-const settingsDialog = bindSettingsDialog($("settings-dialog"), settings, () => {
+const settingsDialog = bindSettingsDialog($("settings-dialog"), settings, sources, () => {
   toast("Settings saved", "success");
   renderKeyHint();
 });
@@ -114,7 +122,7 @@ $("settings-button").addEventListener("click", () => settingsDialog.open());
 $("notice-settings").addEventListener("click", () => settingsDialog.open());
 
 function renderKeyHint() {
-  els.keyHint.textContent = hasAnyModelKey(settings) ? "using your API key" : "";
+  els.keyHint.textContent = hasAnyModelKey(settings, sources) ? "using your API key" : "";
 }
 
 // ---------------------------------------------------------------- input
@@ -241,7 +249,7 @@ function generate() {
   }
   const images = app.screenshots.map((s) => s.dataUrl);
   const stack = els.stack.value;
-  const params = createParams({ inputMode: mode, text, images, stack, settings });
+  const params = createParams({ inputMode: mode, text, images, stack, settings, sources });
   const label = mode === "image" ? (text ? `Screenshot · ${truncate(text, 40)}` : `From ${plural(images.length, "screenshot")}`) : truncate(text, 48);
   const commit = newCommit({
     kind: "create",
@@ -267,7 +275,7 @@ function update() {
     toast("The selected option has no code to update yet.", "error");
     return;
   }
-  const { params, variantHistory } = updateParams({ project: app.project, commit, parent, text, settings });
+  const { params, variantHistory } = updateParams({ project: app.project, commit, parent, text, settings, sources });
   const child = newCommit({
     kind: "update",
     label: truncate(text, 48),

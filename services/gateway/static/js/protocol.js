@@ -6,6 +6,8 @@
 // gateway's resumable extension (docs/browser-protocol.md), so a dropped connection
 // re-attaches to the running generation instead of losing it.
 
+import { credentialParams } from "./settings.js";
+
 export const NORMAL_CLOSE = 1000;
 export const APP_ERROR_CODE = 4332;
 export const USER_CLOSE_CODE = 4333;
@@ -64,20 +66,8 @@ export function gatewayToken() {
   }
 }
 
-/** The key fields of every params frame: null unless the user entered one in Settings. */
-function keyParams(settings) {
-  const value = (v) => (typeof v === "string" && v.trim() ? v.trim() : null);
-  return {
-    openAiApiKey: value(settings.openAiApiKey),
-    anthropicApiKey: value(settings.anthropicApiKey),
-    geminiApiKey: value(settings.geminiApiKey),
-    replicateApiKey: value(settings.replicateApiKey),
-    openAiBaseURL: value(settings.openAiBaseURL),
-  };
-}
-
 /** A create request (upstream `doCreate` / `doCreateFromText`). */
-export function createParams({ inputMode, text, images, stack, settings }) {
+export function createParams({ inputMode, text, images, stack, settings, sources = [] }) {
   return {
     generationType: "create",
     inputMode,
@@ -85,7 +75,7 @@ export function createParams({ inputMode, text, images, stack, settings }) {
     generatedCodeConfig: stack,
     isImageGenerationEnabled: Boolean(settings.imageGeneration),
     isAssetExtractionEnabled: inputMode === "image" && Boolean(settings.assetExtraction),
-    ...keyParams(settings),
+    ...credentialParams(settings, sources),
   };
 }
 
@@ -113,7 +103,7 @@ export function variantHistoryForUpdate(variant) {
  * instruction (`[]` when the parent only has code), fileState = its code, optionCodes = the
  * code of every variant of the commit, and the project's original input mode.
  */
-export function updateParams({ project, commit, parent, text, images = [], settings }) {
+export function updateParams({ project, commit, parent, text, images = [], settings, sources = [] }) {
   const base = variantHistoryForUpdate(parent);
   const variantHistory = [...base, message("user", text, images)];
   const params = {
@@ -125,7 +115,7 @@ export function updateParams({ project, commit, parent, text, images = [], setti
     generatedCodeConfig: project.stack,
     isImageGenerationEnabled: Boolean(settings.imageGeneration),
     isAssetExtractionEnabled: project.inputMode === "image" && Boolean(settings.assetExtraction),
-    ...keyParams(settings),
+    ...credentialParams(settings, sources),
   };
   if (parent.code.trim()) params.fileState = { path: "index.html", content: parent.code };
   return { params, variantHistory };
