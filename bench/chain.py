@@ -33,8 +33,8 @@ from services.agent.events import (
     CodeSnapshot,
     Event,
     GenerationComplete,
-    ToolFinished,
-    ToolStarted,
+    ToolResult,
+    ToolStart,
 )
 from services.gateway.frames import FrameBuilder
 from services.gateway.metrics import GatewayMetrics
@@ -132,14 +132,14 @@ async def _agent(log: EventLog, pieces: Sequence[str], times: Sequence[float]) -
                 continue
             if not started:
                 started = True
-                log.publish(VARIANT, CALL_ID, ToolStarted("create_file", {"path": PATH}))
+                log.publish(VARIANT, CALL_ID, ToolStart("create_file", {"path": PATH}))
             log.publish(VARIANT, CALL_ID, CodeDelta(fragment.offset, fragment.text))
             decoded = fragment.offset + len(fragment.text)
         arrivals.append((due, decoded))
     # The turn is over: the tool ran (in no time here) and the file changed.
     content = json.loads("".join(pieces))["content"]
     log.publish(VARIANT, CALL_ID, CodeSnapshot(PATH, content))
-    log.publish(VARIANT, CALL_ID, ToolFinished("create_file", {"path": PATH}, True))
+    log.publish(VARIANT, CALL_ID, ToolResult("create_file", {"path": PATH}, True))
     log.publish(0, "", GenerationComplete("completed"))
     return arrivals
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import assert_never
 
 from google.protobuf import timestamp_pb2
 from s2c.agent.v1 import agent_service_pb2 as pb
@@ -18,7 +19,6 @@ from services.agent.domain import (
     Prompt,
 )
 from services.agent.models import MAX_VARIANTS, ModelSelectionError, resolve
-from services.agent.pricing import Usage
 from services.agent.runstore import RunRow
 from services.common.credentials import credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest
@@ -50,7 +50,7 @@ STACK_NAMES: dict[int, str] = {
     pb.STACK_VUE_TAILWIND: "vue_tailwind",
     pb.STACK_IONIC_TAILWIND: "ionic_tailwind",
 }
-_STATUS: dict[ev.RunStatus, int] = {
+_STATUS: dict[ev.RunStatus, pb.RunStatus] = {
     "running": pb.RUN_STATUS_RUNNING,
     "completed": pb.RUN_STATUS_COMPLETED,
     "failed": pb.RUN_STATUS_FAILED,
@@ -172,56 +172,59 @@ def request_from_proto(request: pb.GenerateCodeRequest) -> GenerationRequest:
     )
 
 
-def usage_to_proto(usage: Usage, cost_usd: float) -> common_pb2.Usage:
+def usage_to_proto(usage: ev.Usage) -> common_pb2.Usage:
+    tokens = usage.tokens
     return common_pb2.Usage(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        total_tokens=usage.total_tokens,
-        cost_usd=cost_usd,
+        input_tokens=tokens.input_tokens,
+        output_tokens=tokens.output_tokens,
+        cache_read_tokens=tokens.cache_read_tokens,
+        cache_write_tokens=tokens.cache_write_tokens,
+        total_tokens=tokens.total_tokens,
+        cost_usd=usage.cost_usd,
     )
 
 
 def event_to_proto(event: ev.Event) -> pb.GenerationEvent:
+    """Each payload class is the oneof member of the same name, field for field."""
     out = pb.GenerationEvent(
         generation_id=event.generation_id,
         sequence=event.sequence,
         variant_index=event.variant_index,
         event_id=event.event_id,
     )
-    p = event.payload
-    if isinstance(p, ev.CodeDelta):
-        out.code_delta.offset, out.code_delta.text = p.offset, p.text
-    elif isinstance(p, ev.AssistantText):
-        out.assistant_delta.text = p.text
-    elif isinstance(p, ev.ThinkingText):
-        out.thinking_delta.text = p.text
-    elif isinstance(p, ev.ToolStarted):
-        out.tool_start.name = p.name
-        out.tool_start.input.CopyFrom(to_struct(p.input))
-    elif isinstance(p, ev.ToolFinished):
-        out.tool_result.name, out.tool_result.ok = p.name, p.ok
-        out.tool_result.output.CopyFrom(to_struct(p.output))
-    elif isinstance(p, ev.CodeSnapshot):
-        out.code_snapshot.path, out.code_snapshot.content = p.path, p.content
-    elif isinstance(p, ev.TurnUsage):
-        out.usage.CopyFrom(usage_to_proto(p.usage, p.cost_usd))
-    elif isinstance(p, ev.Status):
-        out.status.text = p.text
-    elif isinstance(p, ev.VariantCount):
-        out.variant_count.count = p.count
-        out.variant_count.models.extend(p.models)
-    elif isinstance(p, ev.VariantComplete):
-        out.variant_complete.usage.CopyFrom(usage_to_proto(p.usage, p.cost_usd))
-    elif isinstance(p, ev.VariantFailed):
-        out.variant_error.message = p.message
-    elif isinstance(p, ev.GenerationFailed):
-        out.generation_error.message = p.message
-    elif isinstance(p, ev.GenerationComplete):
-        out.generation_complete.status = _STATUS[p.status]  # type: ignore[assignment]
-    else:  # pragma: no cover - exhaustive
-        raise TypeError(f"unknown payload {type(p).__name__}")
+    # Most frequent first: a match tries its cases in order.
+    match event.payload:
+        case ev.CodeDelta(offset, text):
+            out.code_delta.offset, out.code_delta.text = offset, text
+        case ev.AssistantDelta(text):
+            out.assistant_delta.text = text
+        case ev.ThinkingDelta(text):
+            out.thinking_delta.text = text
+        case ev.ToolStart(name, input):
+            out.tool_start.name = name
+            out.tool_start.input.CopyFrom(to_struct(input))
+        case ev.ToolResult(name, output, ok):
+            out.tool_result.name, out.tool_result.ok = name, ok
+            out.tool_result.output.CopyFrom(to_struct(output))
+        case ev.CodeSnapshot(path, content):
+            out.code_snapshot.path, out.code_snapshot.content = path, content
+        case ev.Usage() as usage:
+            out.usage.CopyFrom(usage_to_proto(usage))
+        case ev.Status(text):
+            out.status.text = text
+        case ev.VariantCount(count, models):
+            out.variant_count.count = count
+            out.variant_count.models.extend(models)
+        case ev.VariantComplete(usage):
+            out.variant_complete.usage.CopyFrom(usage_to_proto(usage))
+        case ev.VariantError(message):
+            out.variant_error.message = message
+        case ev.GenerationError(message):
+            out.generation_error.message = message
+        case ev.GenerationComplete(status):
+            out.generation_complete.status = _STATUS[status]
+        case unknown:
+            assert_never(unknown)
     return out
 
 
@@ -236,7 +239,7 @@ def _timestamp(seconds: float | None) -> timestamp_pb2.Timestamp | None:
 def run_to_proto(run: RunRow) -> pb.Generation:
     record = pb.Generation(
         generation_id=run.generation_id,
-        status=_STATUS[run.status],  # type: ignore[arg-type]
+        status=_STATUS[run.status],
         started_at=_timestamp(run.started_at),
         finished_at=_timestamp(run.finished_at),
         error=run.error,
@@ -246,10 +249,10 @@ def run_to_proto(run: RunRow) -> pb.Generation:
             pb.VariantRecord(
                 variant_index=variant.index,
                 model=variant.model,
-                status=_STATUS[variant.status],  # type: ignore[arg-type]
+                status=_STATUS[variant.status],
                 error=variant.error,
                 code=variant.code,
-                usage=usage_to_proto(variant.usage, variant.cost_usd),
+                usage=usage_to_proto(ev.Usage(variant.usage, variant.cost_usd)),
                 tool_calls=[
                     pb.ToolCallRecord(id=t.id, name=t.name, ok=t.ok, duration_ms=t.duration_ms)
                     for t in variant.tool_calls

@@ -13,25 +13,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from services.agent import pricing
 from services.agent.argscan import ArgumentScanner
 from services.agent.domain import FileState
 from services.agent.events import (
-    AssistantText,
+    AssistantDelta,
     CodeDelta,
     CodeSnapshot,
     Payload,
-    ThinkingText,
-    ToolFinished,
-    ToolStarted,
-    TurnUsage,
+    ThinkingDelta,
+    ToolResult,
+    ToolStart,
+    Usage,
 )
-from services.agent.pricing import Usage
 from services.agent.providers.base import (
-    AssistantDelta,
     ExecutedTool,
     ProviderSession,
     StreamEvent,
-    ThinkingDelta,
     ToolCall,
     ToolCallDelta,
 )
@@ -95,7 +93,7 @@ class VariantEngine:
     max_turns: int = 30
     max_tool_calls_per_turn: int = 16
     deadline: float = float("inf")  # time.monotonic(); tool calls get what is left
-    usage: Usage = field(default_factory=Usage)
+    usage: pricing.Usage = field(default_factory=pricing.Usage)
     tool_records: list[ToolRecord] = field(default_factory=list)
 
     async def run(self) -> str:
@@ -105,7 +103,7 @@ class VariantEngine:
                 stream = _TurnStream(self)
                 turn = await self.session.stream_turn(stream.on_event)
                 self.usage = self.usage + turn.usage
-                self.emit("", TurnUsage(turn.usage, self.session.total_cost_usd()))
+                self.emit("", Usage(turn.usage, self.session.total_cost_usd()))
                 if not turn.tool_calls:
                     return self._finalize(turn.assistant_text)
                 limit = self.max_tool_calls_per_turn
@@ -122,7 +120,7 @@ class VariantEngine:
         if call.id not in stream.started_calls:
             path = self.file.path if self.file else None
             summary = summarize_tool_input(call.name, call.arguments, path)
-            self.emit(call.id, ToolStarted(call.name, summary))
+            self.emit(call.id, ToolStart(call.name, summary))
         started = time.monotonic()
         context = self.context
         if self.deadline != float("inf"):
@@ -138,14 +136,14 @@ class VariantEngine:
         if outcome.updated_file is not None:
             self.file = outcome.updated_file
             self.emit(call.id, CodeSnapshot(self.file.path, clean_text(self.file.content)))
-        self.emit(call.id, ToolFinished(call.name, outcome.summary, outcome.ok))
+        self.emit(call.id, ToolResult(call.name, outcome.summary, outcome.ok))
         return ExecutedTool(call, outcome.ok, outcome.result, outcome.media)
 
     def _refuse(self, call: ToolCall, limit: int, stream: _TurnStream) -> ExecutedTool:
         message = f"Too many tool calls in one turn (limit {limit}); this call was not run."
         if call.id not in stream.started_calls:
-            self.emit(call.id, ToolStarted(call.name, {}))
-        self.emit(call.id, ToolFinished(call.name, {"error": message}, False))
+            self.emit(call.id, ToolStart(call.name, {}))
+        self.emit(call.id, ToolResult(call.name, {"error": message}, False))
         return ExecutedTool(call, False, {"error": message})
 
     def _finalize(self, assistant_text: str) -> str:
@@ -180,10 +178,10 @@ class _TurnStream:
         emit = self._engine.emit
         if isinstance(event, AssistantDelta):
             if event.text:
-                emit(self._assistant_id, AssistantText(clean_text(event.text)))
+                emit(self._assistant_id, AssistantDelta(clean_text(event.text)))
         elif isinstance(event, ThinkingDelta):
             if event.text:
-                emit(self._thinking_id, ThinkingText(clean_text(event.text)))
+                emit(self._thinking_id, ThinkingDelta(clean_text(event.text)))
         elif event.name == "create_file":
             preview = self._previews.get(event.call_id)
             if preview is None:
@@ -217,6 +215,6 @@ class _Preview:
                     "contentLength": len(fragment.text),
                     "preview": summarize_text(fragment.text, 200),
                 }
-                emit(self._call_id, ToolStarted("create_file", summary))
+                emit(self._call_id, ToolStart("create_file", summary))
             emit(self._call_id, CodeDelta(fragment.offset, clean_text(fragment.text)))
         return self.started

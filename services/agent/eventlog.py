@@ -22,12 +22,12 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from services.agent.events import (
-    AssistantText,
+    AssistantDelta,
     CodeDelta,
     Event,
     GenerationComplete,
     Payload,
-    ThinkingText,
+    ThinkingDelta,
 )
 
 RECORD_OVERHEAD = 160  # a record's tuple and string headers (CPython 3.11, 64-bit)
@@ -38,14 +38,14 @@ RECORD_OVERHEAD = 160  # a record's tuple and string headers (CPython 3.11, 64-b
 # waits a little longer than this for the next batch (preview_policy.arrival_grace_s).
 DEFAULT_TICK_S = 0.04
 
-Streamed = AssistantText | ThinkingText | CodeDelta
+Streamed = AssistantDelta | ThinkingDelta | CodeDelta
 
 # Committed events are kept as plain tuples of strings and numbers — (variant, event id,
 # kind, offset, text) for streamed deltas, (variant, event id, payload) for the rest —
 # and become `Event`s only when read. The cycle collector stops tracking such tuples, so
 # the logs an agent keeps (about a thousand events per variant) add nothing to its full
 # collections; as dataclasses they made each one stall the loop for 100+ ms under load.
-_KINDS: tuple[type[Streamed], ...] = (AssistantText, ThinkingText, CodeDelta)
+_KINDS: tuple[type[Streamed], ...] = (AssistantDelta, ThinkingDelta, CodeDelta)
 
 
 @dataclass(slots=True)
@@ -80,7 +80,7 @@ class EventLog:
     def publish(self, variant_index: int, event_id: str, payload: Payload) -> None:
         if self.closed:
             return
-        if isinstance(payload, AssistantText | ThinkingText | CodeDelta):
+        if isinstance(payload, AssistantDelta | ThinkingDelta | CodeDelta):
             stream = self._open.get(variant_index)
             code = isinstance(payload, CodeDelta)
             if (
@@ -170,9 +170,9 @@ class EventLog:
         if kind == 2:
             payload = CodeDelta(offset, text)
         elif kind == 0:
-            payload = AssistantText(text)
+            payload = AssistantDelta(text)
         else:
-            payload = ThinkingText(text)
+            payload = ThinkingDelta(text)
         return Event(self._generation_id, sequence, variant_index, event_id, payload)
 
     async def batches(self, after_sequence: int = 0) -> AsyncIterator[Sequence[Event]]:

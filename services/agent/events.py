@@ -1,11 +1,16 @@
-"""Generation events, as the engine produces them (no gRPC here)."""
+"""Generation events, as the engine produces them (no gRPC here).
+
+One class per member of the proto's `GenerationEvent.payload` oneof, with the same name
+and field names, so `convert.py` maps each by rote. Providers stream `AssistantDelta`
+and `ThinkingDelta` too: the engine forwards them under the same names.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from services.agent.pricing import Usage
+from services.agent import pricing
 
 RunStatus = Literal["running", "completed", "failed", "cancelled", "interrupted"]
 
@@ -22,23 +27,23 @@ class Status:
 
 
 @dataclass(frozen=True, slots=True)
-class AssistantText:
+class AssistantDelta:
     text: str
 
 
 @dataclass(frozen=True, slots=True)
-class ThinkingText:
+class ThinkingDelta:
     text: str
 
 
 @dataclass(frozen=True, slots=True)
-class ToolStarted:
+class ToolStart:
     name: str
     input: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
-class ToolFinished:
+class ToolResult:
     name: str
     output: dict[str, Any]
     ok: bool
@@ -59,24 +64,26 @@ class CodeSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
-class TurnUsage:
-    usage: Usage
+class Usage:
+    """As an event: one model turn's tokens and that turn's cost. In
+    `VariantComplete`: the whole variant's tokens and cost."""
+
+    tokens: pricing.Usage
     cost_usd: float
 
 
 @dataclass(frozen=True, slots=True)
 class VariantComplete:
     usage: Usage
-    cost_usd: float
 
 
 @dataclass(frozen=True, slots=True)
-class VariantFailed:
+class VariantError:
     message: str
 
 
 @dataclass(frozen=True, slots=True)
-class GenerationFailed:
+class GenerationError:
     message: str
 
 
@@ -88,16 +95,16 @@ class GenerationComplete:
 Payload = (
     VariantCount
     | Status
-    | AssistantText
-    | ThinkingText
-    | ToolStarted
-    | ToolFinished
+    | AssistantDelta
+    | ThinkingDelta
+    | ToolStart
+    | ToolResult
     | CodeDelta
     | CodeSnapshot
-    | TurnUsage
+    | Usage
     | VariantComplete
-    | VariantFailed
-    | GenerationFailed
+    | VariantError
+    | GenerationError
     | GenerationComplete
 )
 

@@ -21,23 +21,24 @@ from typing import Protocol
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from services.agent import pricing
 from services.agent.domain import GenerationRequest
 from services.agent.engine import CostBudget, EngineError, ToolRecord, VariantEngine
 from services.agent.eventlog import DEFAULT_TICK_S, EventLog
 from services.agent.events import (
     Event,
     GenerationComplete,
-    GenerationFailed,
+    GenerationError,
     Payload,
     RunStatus,
     Status,
+    Usage,
     VariantComplete,
     VariantCount,
-    VariantFailed,
+    VariantError,
 )
 from services.agent.metrics import AgentMetrics
 from services.agent.models import ModelSelectionError, ModelSpec, select_models, variant_count
-from services.agent.pricing import Usage
 from services.agent.prompts import PromptError, build_prompt_messages, current_file
 from services.agent.providers import registry
 from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
@@ -91,7 +92,7 @@ class VariantState:
     status: RunStatus = "running"
     error: str = ""
     code: str = ""
-    usage: Usage = field(default_factory=Usage)
+    usage: pricing.Usage = field(default_factory=pricing.Usage)
     cost_usd: float = 0.0
     tool_calls: list[ToolRecord] = field(default_factory=list)
 
@@ -251,13 +252,13 @@ class GenerationManager:
             for variant in generation.variants:
                 if variant.status in ("running", "cancelled"):
                     variant.status, variant.error = "failed", message
-                    generation.publish(variant.index, "", VariantFailed(message))
+                    generation.publish(variant.index, "", VariantError(message))
             if any(v.status == "completed" for v in generation.variants):
                 generation.status = "completed"
             else:
                 generation.status = "failed"
                 generation.error = message
-                generation.publish(0, "", GenerationFailed(message))
+                generation.publish(0, "", GenerationError(message))
         except asyncio.CancelledError:
             generation.status = "cancelled"
             for variant in generation.variants:
@@ -268,7 +269,7 @@ class GenerationManager:
             log.exception("generation failed", extra={"generation_id": generation.id})
             generation.status = "failed"
             generation.error = f"An unexpected error occurred: {exc}"
-            generation.publish(0, "", GenerationFailed(generation.error))
+            generation.publish(0, "", GenerationError(generation.error))
         finally:
             generation.publish(0, "", GenerationComplete(generation.status))
             self._retention.finished(generation.id, retained_size(generation))
@@ -288,7 +289,7 @@ class GenerationManager:
 
     def _fail(self, generation: Generation, message: str) -> RunStatus:
         generation.error = message
-        generation.publish(0, "", GenerationFailed(message))
+        generation.publish(0, "", GenerationError(message))
         return "failed"
 
     async def _run_variants(self, generation: Generation) -> RunStatus:
@@ -400,10 +401,10 @@ class GenerationManager:
             state.status = "completed"
             state.usage = engine.usage
             state.cost_usd = session.total_cost_usd()
-            emit("", VariantComplete(engine.usage, state.cost_usd))
+            emit("", VariantComplete(Usage(engine.usage, state.cost_usd)))
         except (EngineError, ProviderError) as exc:
             state.status, state.error = "failed", str(exc)
-            emit("", VariantFailed(state.error))
+            emit("", VariantError(state.error))
         except asyncio.CancelledError:
             state.status = "cancelled"
             raise
@@ -411,7 +412,7 @@ class GenerationManager:
             # Anything unexpected fails this variant only; the others go on.
             log.exception("variant failed", extra={"generation_id": generation.id})
             state.status, state.error = "failed", str(exc) or type(exc).__name__
-            emit("", VariantFailed(state.error))
+            emit("", VariantError(state.error))
         finally:
             if engine is not None:
                 state.tool_calls = list(engine.tool_records)

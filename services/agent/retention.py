@@ -26,11 +26,12 @@ from services.agent.events import (
     CodeSnapshot,
     Event,
     GenerationComplete,
-    GenerationFailed,
+    GenerationError,
     Payload,
+    Usage,
     VariantComplete,
     VariantCount,
-    VariantFailed,
+    VariantError,
 )
 from services.agent.runstore import RunRow
 
@@ -146,11 +147,13 @@ def replay(record: RunRow, after_sequence: int) -> list[Event]:
         if variant.code:
             payloads.append((variant.index, CodeSnapshot("", variant.code)))
         if variant.status == "completed":
-            payloads.append((variant.index, VariantComplete(variant.usage, variant.cost_usd)))
+            payloads.append(
+                (variant.index, VariantComplete(Usage(variant.usage, variant.cost_usd)))
+            )
         elif variant.status == "failed":
-            payloads.append((variant.index, VariantFailed(variant.error)))
+            payloads.append((variant.index, VariantError(variant.error)))
     if record.status == "failed":
-        payloads.append((0, GenerationFailed(record.error)))
+        payloads.append((0, GenerationError(record.error)))
     payloads.append((0, GenerationComplete(record.status)))
     return [
         Event(record.generation_id, after_sequence + i, index, "", payload)

@@ -153,7 +153,7 @@ async def test_events_are_gapless_and_the_preview_rebuilds_the_file() -> None:
             if isinstance(e.payload, ev.CodeDelta):
                 code = code[: e.payload.offset] + e.payload.text
         assert code == PAGE  # the streamed preview equals the tool's content
-        starts = [(e.event_id, e.payload) for e in mine if isinstance(e.payload, ev.ToolStarted)]
+        starts = [(e.event_id, e.payload) for e in mine if isinstance(e.payload, ev.ToolStart)]
         assert [(event_id, p.name) for event_id, p in starts] == [
             ("c1", "create_file"),
             ("e1", "edit_file"),
@@ -162,7 +162,7 @@ async def test_events_are_gapless_and_the_preview_rebuilds_the_file() -> None:
         snapshots = [e.payload for e in mine if isinstance(e.payload, ev.CodeSnapshot)]
         assert snapshots[-1].content == PAGE.replace("Hi", "Hello")
         assert isinstance(mine[-1].payload, ev.VariantComplete)
-        thinking_ids = {e.event_id for e in mine if isinstance(e.payload, ev.ThinkingText)}
+        thinking_ids = {e.event_id for e in mine if isinstance(e.payload, ev.ThinkingDelta)}
         assert len(thinking_ids) == 1
         assert next(iter(thinking_ids)).startswith(f"thinking-{variant}-")
     record = manager.get(events[0].generation_id)
@@ -209,7 +209,7 @@ async def test_a_failing_variant_does_not_stop_the_others() -> None:
     manager = GenerationManager(settings(), InProcessTools(), factory)
     events = await run(manager, request())
     errors = [
-        (e.variant_index, e.payload) for e in events if isinstance(e.payload, ev.VariantFailed)
+        (e.variant_index, e.payload) for e in events if isinstance(e.payload, ev.VariantError)
     ]
     assert [(index, p.message) for index, p in errors] == [
         (0, "OpenAI rate limit or quota exceeded (429).")
@@ -222,9 +222,9 @@ async def test_all_variants_failing_fails_the_generation() -> None:
     turns = [ScriptedTurn((call_tool("x", "create_file", {"path": "a"}),))] * 40
     manager = GenerationManager(settings(), InProcessTools(), scripted(turns))
     events = await run(manager, request())
-    failures = [e.payload for e in events if isinstance(e.payload, ev.VariantFailed)]
+    failures = [e.payload for e in events if isinstance(e.payload, ev.VariantError)]
     assert [f.message for f in failures] == ["Agent exceeded max tool turns (30)."] * 2
-    assert events[-2].payload == ev.GenerationFailed(ALL_FAILED)
+    assert events[-2].payload == ev.GenerationError(ALL_FAILED)
     assert events[-1].payload == ev.GenerationComplete("failed")
 
 
@@ -236,9 +236,9 @@ async def test_invalid_json_arguments_reach_the_tool_as_an_error_result() -> Non
     factory = scripted(turns)
     manager = GenerationManager(settings(), InProcessTools(), factory)
     events = await run(manager, request(variant_count=1))
-    finished = [e.payload for e in events if isinstance(e.payload, ev.ToolFinished)]
+    finished = [e.payload for e in events if isinstance(e.payload, ev.ToolResult)]
     assert finished == [
-        ev.ToolFinished("create_file", {"error": "Invalid JSON tool arguments"}, False)
+        ev.ToolResult("create_file", {"error": "Invalid JSON tool arguments"}, False)
     ]
     appended = factory.sessions[0].tool_results[0][0]
     assert appended.result["INVALID_JSON"] == '{"content": '
@@ -255,9 +255,9 @@ async def test_budget_stops_before_the_next_tool_call() -> None:
         lambda spec, **kw: Costly(list(CREATE_THEN_EDIT)),
     )
     events = await run(manager, request(variant_count=1))
-    failure = next(e.payload for e in events if isinstance(e.payload, ev.VariantFailed))
+    failure = next(e.payload for e in events if isinstance(e.payload, ev.VariantError))
     assert "GENERATION_MAX_COST_USD" in failure.message
-    assert not any(isinstance(e.payload, ev.ToolStarted) and e.event_id == "e1" for e in events)
+    assert not any(isinstance(e.payload, ev.ToolStart) and e.event_id == "e1" for e in events)
 
 
 async def test_cancel_stops_a_running_tool_call_and_closes_sessions() -> None:
@@ -367,8 +367,8 @@ async def test_a_generation_past_its_deadline_is_stopped_with_a_clear_error() ->
     manager = GenerationManager(settings(), tools, scripted(CREATE_THEN_EDIT))
     generation = manager.start(request(), deadline_s=0.0)
     events = [e async for e in events_of(generation, 0)]
-    failures = [e.payload for e in events if isinstance(e.payload, ev.VariantFailed)]
+    failures = [e.payload for e in events if isinstance(e.payload, ev.VariantError)]
     assert len(failures) == 2
     assert failures[0].message == "The generation took longer than 0 s and was stopped."
-    assert events[-2].payload == ev.GenerationFailed(failures[0].message)
+    assert events[-2].payload == ev.GenerationError(failures[0].message)
     assert events[-1].payload == ev.GenerationComplete("failed")

@@ -7,13 +7,13 @@ import gc
 
 from services.agent.eventlog import EventLog
 from services.agent.events import (
-    AssistantText,
+    AssistantDelta,
     CodeDelta,
     Event,
     GenerationComplete,
     Status,
-    ThinkingText,
-    ToolStarted,
+    ThinkingDelta,
+    ToolStart,
 )
 
 
@@ -28,46 +28,46 @@ async def read_now(log: EventLog, after: int = 0) -> list[Event]:
 
 async def test_a_streams_first_delta_is_committed_at_once_the_rest_on_the_tick() -> None:
     log = EventLog("g", tick_s=3600)  # the tick never fires by itself here
-    log.publish(0, "assistant-0-a", AssistantText("Hel"))
-    log.publish(0, "assistant-0-a", AssistantText("lo "))
-    log.publish(0, "assistant-0-a", AssistantText("world"))
-    assert [e.payload for e in await read_now(log)] == [AssistantText("Hel")]
+    log.publish(0, "assistant-0-a", AssistantDelta("Hel"))
+    log.publish(0, "assistant-0-a", AssistantDelta("lo "))
+    log.publish(0, "assistant-0-a", AssistantDelta("world"))
+    assert [e.payload for e in await read_now(log)] == [AssistantDelta("Hel")]
     log.tick()
     events = await read_now(log)
-    assert [e.payload for e in events] == [AssistantText("Hel"), AssistantText("lo world")]
+    assert [e.payload for e in events] == [AssistantDelta("Hel"), AssistantDelta("lo world")]
     assert [e.sequence for e in events] == [1, 2]
 
 
 async def test_the_tick_fires_by_itself_and_wakes_a_waiting_watcher() -> None:
     log = EventLog("g", tick_s=0.001)
-    log.publish(1, "thinking-1-a", ThinkingText("a"))
-    log.publish(1, "thinking-1-a", ThinkingText("b"))
+    log.publish(1, "thinking-1-a", ThinkingDelta("a"))
+    log.publish(1, "thinking-1-a", ThinkingDelta("b"))
     seen: list[Event] = []
     async for batch in log.batches(0):
         seen += batch
         if len(seen) == 2:
             break
     assert [(e.variant_index, e.payload) for e in seen] == [
-        (1, ThinkingText("a")),
-        (1, ThinkingText("b")),
+        (1, ThinkingDelta("a")),
+        (1, ThinkingDelta("b")),
     ]
 
 
 async def test_anything_else_commits_pending_deltas_of_every_variant_first() -> None:
     log = EventLog("g", tick_s=3600)
-    log.publish(0, "thinking-0-a", ThinkingText("x"))
-    log.publish(0, "thinking-0-a", ThinkingText("y"))
-    log.publish(1, "assistant-1-a", AssistantText("p"))
-    log.publish(1, "assistant-1-a", AssistantText("q"))
-    log.publish(0, "call-1", ToolStarted("create_file", {}))
+    log.publish(0, "thinking-0-a", ThinkingDelta("x"))
+    log.publish(0, "thinking-0-a", ThinkingDelta("y"))
+    log.publish(1, "assistant-1-a", AssistantDelta("p"))
+    log.publish(1, "assistant-1-a", AssistantDelta("q"))
+    log.publish(0, "call-1", ToolStart("create_file", {}))
     log.publish(0, "", GenerationComplete("completed"))
     events = await read_now(log)
     assert [(e.variant_index, e.payload) for e in events] == [
-        (0, ThinkingText("x")),
-        (1, AssistantText("p")),
-        (0, ThinkingText("y")),
-        (1, AssistantText("q")),
-        (0, ToolStarted("create_file", {})),
+        (0, ThinkingDelta("x")),
+        (1, AssistantDelta("p")),
+        (0, ThinkingDelta("y")),
+        (1, AssistantDelta("q")),
+        (0, ToolStart("create_file", {})),
         (0, GenerationComplete("completed")),
     ]
     assert [e.sequence for e in events] == list(range(1, 7))
@@ -100,13 +100,13 @@ async def test_code_merges_only_while_contiguous_and_a_restart_goes_out_at_once(
 
 async def test_another_message_or_kind_starts_a_new_stream() -> None:
     log = EventLog("g", tick_s=3600)
-    log.publish(0, "thinking-0-a", ThinkingText("t"))
-    log.publish(0, "assistant-0-a", AssistantText("a"))
-    log.publish(0, "assistant-0-b", AssistantText("b"))
+    log.publish(0, "thinking-0-a", ThinkingDelta("t"))
+    log.publish(0, "assistant-0-a", AssistantDelta("a"))
+    log.publish(0, "assistant-0-b", AssistantDelta("b"))
     payloads = [e.payload for e in await read_now(log)]
-    assert payloads == [ThinkingText("t"), AssistantText("a"), AssistantText("b")]
+    assert payloads == [ThinkingDelta("t"), AssistantDelta("a"), AssistantDelta("b")]
     # Equal dataclasses of different kinds must never merge.
-    assert [type(p) for p in payloads] == [ThinkingText, AssistantText, AssistantText]
+    assert [type(p) for p in payloads] == [ThinkingDelta, AssistantDelta, AssistantDelta]
 
 
 async def test_a_watcher_attaching_at_any_sequence_reads_what_a_live_one_read() -> None:
@@ -119,7 +119,7 @@ async def test_a_watcher_attaching_at_any_sequence_reads_what_a_live_one_read() 
 
     watcher = asyncio.create_task(watch())
     for i in range(30):
-        log.publish(i % 3, f"assistant-{i % 3}-a", AssistantText(str(i)))
+        log.publish(i % 3, f"assistant-{i % 3}-a", AssistantDelta(str(i)))
         if i % 7 == 0:
             log.tick()
         await asyncio.sleep(0)
@@ -133,7 +133,7 @@ async def test_a_watcher_attaching_at_any_sequence_reads_what_a_live_one_read() 
         v: "".join(
             e.payload.text
             for e in live
-            if e.variant_index == v and isinstance(e.payload, AssistantText)
+            if e.variant_index == v and isinstance(e.payload, AssistantDelta)
         )
         for v in range(3)
     }

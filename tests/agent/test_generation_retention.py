@@ -135,4 +135,4 @@ def test_a_retired_record_replays_its_end() -> None:
     assert events[-1].payload == ev.GenerationComplete("cancelled")
 
     failed = replay(replace(record, status="failed", error="boom"), 0)
-    assert failed[-2].payload == ev.GenerationFailed("boom")
+    assert failed[-2].payload == ev.GenerationError("boom")

@@ -11,6 +11,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+# The engine forwards these as generation events: one class for each, in events.py.
+from services.agent.events import AssistantDelta as AssistantDelta
+from services.agent.events import ThinkingDelta as ThinkingDelta
 from services.agent.pricing import Usage
 
 
@@ -61,16 +64,6 @@ class ExecutedTool:
     ok: bool
     result: dict[str, Any]
     media: tuple[MediaPart, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class AssistantDelta:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ThinkingDelta:
-    text: str
 
 
 @dataclass(frozen=True, slots=True)
