@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
+from services.agent.domain import GenerationRequest
+from services.agent.models import resolve
 from services.agent.pricing import Usage, cost_usd
 from services.agent.providers import errors, registry
 from services.agent.providers.base import (
@@ -21,6 +23,7 @@ from services.agent.providers.base import (
     MediaPart,
     PromptMessage,
     ProviderError,
+    ProviderSession,
     SessionConfig,
     StreamEvent,
     ThinkingDelta,
@@ -28,7 +31,10 @@ from services.agent.providers.base import (
     ToolCallDelta,
     ToolSpec,
 )
+from services.agent.providers.factory import ProviderSessions
 from services.agent.providers.openai_chat import OpenAIChatSession
+from services.agent.settings import AgentSettings
+from services.common.credentials import Credentials, Endpoint
 from tests.fakes.openai_server import (
     FakeOpenAI,
     FunctionCall,
@@ -395,3 +401,48 @@ async def test_released_pause_finishes_the_turn(fake: FakeOpenAI, client: AsyncO
     turn = await asyncio.wait_for(task, 5)
     assert turn.assistant_text == "Hello"
     assert fake.disconnects == 0
+
+
+def through_registry(settings: AgentSettings, model: str = "local:qwen3-coder") -> ProviderSession:
+    """The session the agent would run: model id → registry entry → factory → session."""
+    return ProviderSessions(settings)(
+        resolve(model),
+        variant_index=0,
+        messages=config("").messages,
+        tools=(CREATE_FILE,),
+        request=GenerationRequest(generation_id="g-registry"),
+    )
+
+
+async def test_the_registry_entry_builds_the_session_for_the_local_server(
+    fake: FakeOpenAI,
+) -> None:
+    fake.add_chat(chat_turn([Text(["Hello from the local server"])]))
+    # The operator's S2C_LOCAL_BASE_URL wins over OPENAI_BASE_URL, and the key goes along.
+    env = Credentials.of(openai=Endpoint(KEY, "http://127.0.0.1:9/v1"))
+    settings = AgentSettings(credentials=env, local_base_url=fake.base_url, provider_max_retries=0)
+    session = through_registry(settings)
+    assert isinstance(session, OpenAIChatSession)
+    seen = Recorder()
+    await session.stream_turn(seen)
+    await session.close()
+    assert seen.events == [AssistantDelta("Hello from the local server")]
+    [request] = fake.requests
+    assert request.json["model"] == "qwen3-coder"
+    assert request.headers["Authorization"] == f"Bearer {KEY}"
+
+
+async def test_the_local_entry_falls_back_to_the_openai_base_url_and_needs_one(
+    fake: FakeOpenAI,
+) -> None:
+    fake.add_chat(chat_turn([Text(["ok"])]))
+    env = Credentials.of(openai=Endpoint("", fake.base_url))
+    session = through_registry(AgentSettings(credentials=env, provider_max_retries=0))
+    await session.stream_turn(Recorder())
+    await session.close()
+    assert fake.requests[0].headers["Authorization"] == "Bearer not-needed"
+
+    with pytest.raises(ProviderError) as refused:
+        through_registry(AgentSettings())
+    assert "local:qwen3-coder needs an OpenAI-compatible server" in str(refused.value)
+    assert "S2C_LOCAL_BASE_URL" in str(refused.value)

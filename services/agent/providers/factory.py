@@ -52,16 +52,10 @@ class ProviderSessions:
             # The servicer refuses these requests up front; this guards other callers.
             raise ProviderError(f"Refused credentials: {exc}") from None
         base_url = endpoint.base_url
-        if provider.local:
-            # The operator's own local server wins over the credential's base URL; sending
-            # either key to an endpoint the operator configured is within the rule.
-            base_url = self._settings.local_base_url or base_url
+        if provider.override is not None:
+            base_url = provider.override.base_url(self._settings) or base_url
             if not base_url:
-                raise ProviderError(
-                    f"Model {spec.id} needs an OpenAI-compatible server: set "
-                    "S2C_LOCAL_BASE_URL (or OPENAI_BASE_URL), e.g. http://127.0.0.1:11434/v1 "
-                    "for Ollama."
-                )
+                raise ProviderError(provider.override.missing.format(model=spec.id))
         elif not endpoint.api_key:
             raise errors.missing_key(provider.name)
         return provider.session(

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.agent.providers.base import ProviderName, ProviderSession, SessionConfig
+from services.agent.settings import AgentSettings
 from services.common.credentials import BY_ID
 
 
@@ -34,6 +35,16 @@ class ModelFamily:
 
 
 @dataclass(frozen=True, slots=True)
+class EndpointOverride:
+    """A base URL the operator configures in the agent's settings, winning over the
+    credential's. Its provider needs no key (the operator's own server); sending a key
+    along to an endpoint the operator named is within the pairing rule."""
+
+    base_url: Callable[[AgentSettings], str]
+    missing: str  # the error when neither names a base URL; `{model}` is the model id
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderSpec:
     id: str  # `ModelSpec.provider` and `Model.provider` in ListModels
     display_name: str  # in error texts, e.g. "Could not connect to OpenAI"
@@ -44,9 +55,13 @@ class ProviderSpec:
     alone: tuple[str, ...] = ()
     # Model ids for video input, for the one provider that reads video.
     video: tuple[str, ...] = ()
-    # Local providers run `local:<name>` models on the operator's server
-    # (S2C_LOCAL_BASE_URL), need no key and are chosen when no key is present.
-    local: bool = False
+    # A local provider runs `local:<name>` models on the operator's server (the
+    # override's base URL), needs no key and is chosen when no key is present.
+    override: EndpointOverride | None = None
+
+    @property
+    def local(self) -> bool:
+        return self.override is not None
 
     @property
     def name(self) -> ProviderName:
@@ -129,7 +144,15 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         ),
     ),
     ProviderSpec(
-        "openai-compatible", "OpenAI-compatible server", "openai", _openai_chat, local=True
+        "openai-compatible",
+        "OpenAI-compatible server",
+        "openai",
+        _openai_chat,
+        override=EndpointOverride(
+            lambda settings: settings.local_base_url,
+            "Model {model} needs an OpenAI-compatible server: set S2C_LOCAL_BASE_URL "
+            "(or OPENAI_BASE_URL), e.g. http://127.0.0.1:11434/v1 for Ollama.",
+        ),
     ),
 )
 _BY_ID: dict[str, ProviderSpec] = {spec.id: spec for spec in PROVIDERS}
