@@ -40,6 +40,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "e2e/test_fuzz.py": ("fuzz",),
     "e2e/test_scale.py": ("scale",),
     "tools/test_screenshot.py": ("browser",),
+    "tools/test_capture.py": ("browser",),
     "tools/test_validation.py::test_verdicts_match_a_reference_validator": ("fuzz",),
 }
 

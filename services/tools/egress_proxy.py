@@ -32,6 +32,8 @@ _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-
 
 
 _AUTH_REALM = "s2c-egress"
+# On the proxy's own 403/502 answers, so a URL capture can tell them from the site's.
+EGRESS_HEADER = "X-S2C-Egress"
 # Answered by the proxy itself once authorized: a context's first navigation there makes
 # Chromium cache the proxy credentials (see EgressProxy). `.invalid` can never resolve.
 AUTH_PROBE_URL = "http://s2c-egress-auth.invalid/"
@@ -180,11 +182,11 @@ class EgressProxy:
         addresses = await self._guard.vet(host, port)
         if not addresses:
             log.debug("egress refused: %s:%d", host, port)
-            writer.write(_status(403, "Forbidden"))
+            writer.write(_status(403, "Forbidden", f"{EGRESS_HEADER}: refused\r\n"))
             return None
         connection = await self._connect(addresses, port)
         if connection is None:
-            writer.write(_status(502, "Bad Gateway"))
+            writer.write(_status(502, "Bad Gateway", f"{EGRESS_HEADER}: unreachable\r\n"))
             return None
         up_reader, up_writer = connection
         if forward is None:

@@ -203,6 +203,25 @@ class Screenshotter:
                         results.append({"unevaluated_frame": frame.url})
                 return results
 
+    @property
+    def guard(self) -> AddressGuard:
+        """The address rules every request of this browser is vetted by."""
+        return self._guard
+
+    @contextlib.asynccontextmanager
+    async def fresh_page(
+        self, viewport: Viewport, *, touch: bool = False, user_agent: str | None = None
+    ) -> AsyncIterator[Page]:
+        """A page in a new context of this browser, behind the same routing and proxy as a
+        preview, holding one capture slot (the wait for it is the caller's to bound)."""
+        async with self._slots:
+            browser = await self._ready_browser()
+            page = await self._new_page(browser, viewport, touch=touch, user_agent=user_agent)
+            try:
+                yield page
+            finally:
+                self._in_background(_quietly(page.context.close()))
+
     async def close(self) -> None:
         async with self._lock:
             for _, spare in self._spares.values():
@@ -281,10 +300,19 @@ class Screenshotter:
         finally:
             self._in_background(_quietly(page.context.close()))
 
-    async def _new_page(self, browser: Browser, viewport: Viewport) -> Page:
+    async def _new_page(
+        self,
+        browser: Browser,
+        viewport: Viewport,
+        *,
+        touch: bool = False,
+        user_agent: str | None = None,
+    ) -> Page:
         context = await browser.new_context(
             viewport={"width": viewport.width, "height": viewport.height},
             device_scale_factor=1,
+            has_touch=touch,
+            user_agent=user_agent,
             service_workers="block",
             accept_downloads=False,
         )

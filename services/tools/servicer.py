@@ -11,6 +11,7 @@ from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort_invalid
 from services.common.structs import from_struct, to_struct
 from services.common.tracing import incoming_context, tracer
+from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
 from services.tools.types import (
     FileState,
     MediaPart,
@@ -101,6 +102,36 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             )
         return response
 
+    async def CaptureUrl(
+        self, request: pb.CaptureUrlRequest, context: Context
+    ) -> pb.CaptureUrlResponse:
+        capture = CaptureRequest(
+            url=request.url,
+            device=_DEVICES.get(request.device, "desktop"),
+            format=_FORMATS.get(request.format, "auto"),
+        )
+        with tracer("s2c.tools").start_as_current_span(
+            "CaptureUrl", context=incoming_context(context.invocation_metadata())
+        ):
+            try:
+                result = await self._worker.capture_url(capture, timeout_s=context.time_remaining())
+            except CaptureError as exc:
+                if exc.kind is CaptureErrorKind.INVALID:
+                    await abort_invalid(
+                        context, InvalidRequest([FieldViolation("url", exc.message)])
+                    )
+                await context.abort(_CAPTURE_CODES[exc.kind], exc.message)
+                raise AssertionError("unreachable: abort raises") from None
+        return pb.CaptureUrlResponse(
+            image=result.image,
+            mime_type=result.mime_type,
+            width=result.width,
+            height=result.height,
+            final_url=result.final_url,
+            truncated=result.truncated,
+            http_status=result.http_status,
+        )
+
     async def _execute(
         self, call: ToolCall, file: FileState | None, ctx: pb.ToolContext
     ) -> ToolOutcome:
@@ -115,6 +146,22 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                 asset_base_url=ctx.asset_base_url,
             ),
         )
+
+
+_DEVICES: dict[int, Device] = {
+    pb.CAPTURE_DEVICE_DESKTOP: "desktop",
+    pb.CAPTURE_DEVICE_MOBILE: "mobile",
+}
+_FORMATS: dict[int, Format] = {pb.CAPTURE_FORMAT_PNG: "png", pb.CAPTURE_FORMAT_JPEG: "jpeg"}
+# The codes the proto documents for each failure (INVALID gets its BadRequest above).
+_CAPTURE_CODES = {
+    CaptureErrorKind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
+    CaptureErrorKind.REFUSED: grpc.StatusCode.PERMISSION_DENIED,
+    CaptureErrorKind.TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED,
+    CaptureErrorKind.TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    CaptureErrorKind.LOAD_FAILED: grpc.StatusCode.FAILED_PRECONDITION,
+    CaptureErrorKind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+}
 
 
 def _flags(flags: pb.ToolFlags) -> ToolFlags:

@@ -15,6 +15,9 @@ from services.common.credentials import (
     request_base_urls_allowed,
 )
 from services.common.security import GrpcSecurity
+from services.tools.capture import CaptureSettings
+from services.tools.egress_routes import ENV_NAME as TEST_EGRESS_ROUTES_ENV
+from services.tools.egress_routes import parse_routes
 
 # Wall-clock limit of a whole tool execution, on top of each Replicate or Gemini request's
 # own limit: a call may queue many predictions. A screenshot is two captures of at most
@@ -54,6 +57,10 @@ class ToolsSettings:
     default_tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
     # UTF-8 size of the app's file, for create_file and for the result of edit_file.
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    # `CaptureUrl`: its deadline, maximum page height and maximum image size.
+    capture: CaptureSettings = field(default_factory=CaptureSettings)
+    # Tests only (see egress_routes.py): `.test` names the browser may reach on loopback.
+    test_egress_routes: Mapping[str, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def credential_policy(self) -> CredentialPolicy:
@@ -69,6 +76,30 @@ class ToolsSettings:
             "screenshots_enabled": env.get("S2C_SCREENSHOTS", "1") not in ("0", "false", "no"),
             "allow_request_base_urls": request_base_urls_allowed(env),
             "credentials": Credentials.from_env(env, TOOL_IDS),
+            "capture": _capture_settings(env),
+            "test_egress_routes": parse_routes(env.get(TEST_EGRESS_ROUTES_ENV, "")),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {raw!r}")
+    return value
+
+
+def _capture_settings(env: Mapping[str, str]) -> CaptureSettings:
+    default = CaptureSettings()
+    return CaptureSettings(
+        timeout_s=_positive(env, "S2C_CAPTURE_TIMEOUT_S", default.timeout_s),
+        max_height_px=int(_positive(env, "S2C_CAPTURE_MAX_HEIGHT_PX", default.max_height_px)),
+        max_bytes=int(_positive(env, "S2C_CAPTURE_MAX_BYTES", default.max_bytes)),
+    )

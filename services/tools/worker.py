@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from services.common.credentials import Credentials
 from services.tools.asset_store import AssetStore
+from services.tools.capture import CaptureRequest, CaptureResult, UrlCapturer
 from services.tools.definitions import ToolDefinition
+from services.tools.egress_routes import ENV_NAME, EgressTestRoutes
 from services.tools.extract_assets import extract_assets_handler
 from services.tools.file_tools import file_tool_handlers
 from services.tools.image_tools import image_tool_handlers
@@ -23,6 +26,8 @@ from services.tools.types import (
     ToolHandler,
     ToolOutcome,
 )
+
+log = logging.getLogger(__name__)
 
 _ALWAYS = frozenset({"create_file", "edit_file", "retrieve_option", "save_assets"})
 _REPLICATE = frozenset({"generate_images", "remove_background", "edit_image"})
@@ -41,10 +46,19 @@ class ToolWorker:
         }
         self.screenshotter: Screenshotter | None = None
         if settings.screenshots_enabled:
+            routes = EgressTestRoutes(settings.test_egress_routes)
+            if routes.routes:
+                log.warning(
+                    f"{ENV_NAME} is set: test names reach loopback",
+                    extra={"names": list(routes.routes)},
+                )
             self.screenshotter = Screenshotter(
-                ScreenshotSettings(chromium_path=settings.chromium_path)
+                ScreenshotSettings(chromium_path=settings.chromium_path),
+                resolver=routes.resolver if routes.routes else None,
+                upstream_opener=routes.opener if routes.routes else None,
             )
             handlers["screenshot_preview"] = screenshot_preview_handler(self.screenshotter)
+        self.capturer = UrlCapturer(self.screenshotter, settings.capture)
         self.runtime = ToolRuntime(
             handlers,
             timeouts_s=settings.tool_timeouts_s,
@@ -54,6 +68,12 @@ class ToolWorker:
     async def close(self) -> None:
         if self.screenshotter is not None:
             await self.screenshotter.close()
+
+    async def capture_url(
+        self, request: CaptureRequest, *, timeout_s: float | None = None
+    ) -> CaptureResult:
+        """A full-page image of a public URL; CaptureError says why not."""
+        return await self.capturer.capture(request, timeout_s=timeout_s)
 
     async def available(self, credentials: Credentials) -> set[str]:
         """Tool names this worker can really run for a request with these credentials."""

@@ -49,6 +49,18 @@ class RunStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RUN_STATUS_FAILED: _ClassVar[RunStatus]
     RUN_STATUS_CANCELLED: _ClassVar[RunStatus]
     RUN_STATUS_INTERRUPTED: _ClassVar[RunStatus]
+
+class CaptureDevice(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CAPTURE_DEVICE_UNSPECIFIED: _ClassVar[CaptureDevice]
+    CAPTURE_DEVICE_DESKTOP: _ClassVar[CaptureDevice]
+    CAPTURE_DEVICE_MOBILE: _ClassVar[CaptureDevice]
+
+class CaptureFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CAPTURE_FORMAT_UNSPECIFIED: _ClassVar[CaptureFormat]
+    CAPTURE_FORMAT_PNG: _ClassVar[CaptureFormat]
+    CAPTURE_FORMAT_JPEG: _ClassVar[CaptureFormat]
 GENERATION_TYPE_UNSPECIFIED: GenerationType
 GENERATION_TYPE_CREATE: GenerationType
 GENERATION_TYPE_UPDATE: GenerationType
@@ -72,6 +84,12 @@ RUN_STATUS_COMPLETED: RunStatus
 RUN_STATUS_FAILED: RunStatus
 RUN_STATUS_CANCELLED: RunStatus
 RUN_STATUS_INTERRUPTED: RunStatus
+CAPTURE_DEVICE_UNSPECIFIED: CaptureDevice
+CAPTURE_DEVICE_DESKTOP: CaptureDevice
+CAPTURE_DEVICE_MOBILE: CaptureDevice
+CAPTURE_FORMAT_UNSPECIFIED: CaptureFormat
+CAPTURE_FORMAT_PNG: CaptureFormat
+CAPTURE_FORMAT_JPEG: CaptureFormat
 
 class Prompt(_message.Message):
     __slots__ = ("text", "full_text", "images", "videos")
@@ -368,3 +386,31 @@ class GetCapabilitiesResponse(_message.Message):
     tools: _containers.RepeatedScalarFieldContainer[str]
     screenshot_preview: bool
     def __init__(self, tools: _Optional[_Iterable[str]] = ..., screenshot_preview: _Optional[bool] = ...) -> None: ...
+
+class CaptureUrlRequest(_message.Message):
+    __slots__ = ("url", "device", "format")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    device: CaptureDevice
+    format: CaptureFormat
+    def __init__(self, url: _Optional[str] = ..., device: _Optional[_Union[CaptureDevice, str]] = ..., format: _Optional[_Union[CaptureFormat, str]] = ...) -> None: ...
+
+class CaptureUrlResponse(_message.Message):
+    __slots__ = ("image", "mime_type", "width", "height", "final_url", "truncated", "http_status")
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    FINAL_URL_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    HTTP_STATUS_FIELD_NUMBER: _ClassVar[int]
+    image: bytes
+    mime_type: str
+    width: int
+    height: int
+    final_url: str
+    truncated: bool
+    http_status: int
+    def __init__(self, image: _Optional[bytes] = ..., mime_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., final_url: _Optional[str] = ..., truncated: _Optional[bool] = ..., http_status: _Optional[int] = ...) -> None: ...

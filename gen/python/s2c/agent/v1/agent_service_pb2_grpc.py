@@ -76,6 +76,11 @@ class AgentServiceStub:
                 request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.SerializeToString,
                 response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.FromString,
                 _registered_method=True)
+        self.CaptureUrl = channel.unary_unary(
+                '/s2c.agent.v1.AgentService/CaptureUrl',
+                request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlRequest.SerializeToString,
+                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -144,6 +149,18 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CaptureUrl(self, request, context):
+        """Captures a public web page as an image on a tool worker's browser (the gateway's
+        `/api/screenshot`). The worker's status codes pass through unchanged:
+        INVALID_ARGUMENT (malformed `url`, with a BadRequest), PERMISSION_DENIED (a
+        loopback, private, link-local or unresolvable target), DEADLINE_EXCEEDED,
+        RESOURCE_EXHAUSTED (over the size limit), FAILED_PRECONDITION (the page did not
+        load), UNAVAILABLE (no worker with a browser).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -186,6 +203,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.WatchGenerationBatched,
                     request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.FromString,
                     response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.SerializeToString,
+            ),
+            'CaptureUrl': grpc.unary_unary_rpc_method_handler(
+                    servicer.CaptureUrl,
+                    request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlRequest.FromString,
+                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -406,6 +428,33 @@ class AgentService:
             '/s2c.agent.v1.AgentService/WatchGenerationBatched',
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.SerializeToString,
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CaptureUrl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/s2c.agent.v1.AgentService/CaptureUrl',
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlRequest.SerializeToString,
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlResponse.FromString,
             options,
             channel_credentials,
             insecure,

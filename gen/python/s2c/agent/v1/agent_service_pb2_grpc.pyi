@@ -59,6 +59,14 @@ class AgentServiceStub:
     """
     WatchGenerationBatched: _grpc.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.GenerationEventBatch]
     """WatchGeneration with several events per message, like GenerateCodeBatched."""
+    CaptureUrl: _grpc.UnaryUnaryMultiCallable[_agent_service_pb2.CaptureUrlRequest, _agent_service_pb2.CaptureUrlResponse]
+    """Captures a public web page as an image on a tool worker's browser (the gateway's
+    `/api/screenshot`). The worker's status codes pass through unchanged:
+    INVALID_ARGUMENT (malformed `url`, with a BadRequest), PERMISSION_DENIED (a
+    loopback, private, link-local or unresolvable target), DEADLINE_EXCEEDED,
+    RESOURCE_EXHAUSTED (over the size limit), FAILED_PRECONDITION (the page did not
+    load), UNAVAILABLE (no worker with a browser).
+    """
 
 @_typing.type_check_only
 class AgentServiceAsyncStub(AgentServiceStub):
@@ -91,6 +99,14 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """
     WatchGenerationBatched: _aio.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.GenerationEventBatch]  # type: ignore[assignment]
     """WatchGeneration with several events per message, like GenerateCodeBatched."""
+    CaptureUrl: _aio.UnaryUnaryMultiCallable[_agent_service_pb2.CaptureUrlRequest, _agent_service_pb2.CaptureUrlResponse]  # type: ignore[assignment]
+    """Captures a public web page as an image on a tool worker's browser (the gateway's
+    `/api/screenshot`). The worker's status codes pass through unchanged:
+    INVALID_ARGUMENT (malformed `url`, with a BadRequest), PERMISSION_DENIED (a
+    loopback, private, link-local or unresolvable target), DEADLINE_EXCEEDED,
+    RESOURCE_EXHAUSTED (over the size limit), FAILED_PRECONDITION (the page did not
+    load), UNAVAILABLE (no worker with a browser).
+    """
 
 class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
     """Runs code generations: one request fans out into several variants, each an
@@ -168,5 +184,19 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_agent_service_pb2.GenerationEventBatch], _abc.AsyncIterator[_agent_service_pb2.GenerationEventBatch]]:
         """WatchGeneration with several events per message, like GenerateCodeBatched."""
+
+    @_abc_1.abstractmethod
+    def CaptureUrl(
+        self,
+        request: _agent_service_pb2.CaptureUrlRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_service_pb2.CaptureUrlResponse, _abc.Awaitable[_agent_service_pb2.CaptureUrlResponse]]:
+        """Captures a public web page as an image on a tool worker's browser (the gateway's
+        `/api/screenshot`). The worker's status codes pass through unchanged:
+        INVALID_ARGUMENT (malformed `url`, with a BadRequest), PERMISSION_DENIED (a
+        loopback, private, link-local or unresolvable target), DEADLINE_EXCEEDED,
+        RESOURCE_EXHAUSTED (over the size limit), FAILED_PRECONDITION (the page did not
+        load), UNAVAILABLE (no worker with a browser).
+        """
 
 def add_AgentServiceServicer_to_server(servicer: AgentServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

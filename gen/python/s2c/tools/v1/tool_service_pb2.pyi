@@ -1,12 +1,31 @@
 from google.protobuf import struct_pb2 as _struct_pb2
 from s2c.common.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class CaptureDevice(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CAPTURE_DEVICE_UNSPECIFIED: _ClassVar[CaptureDevice]
+    CAPTURE_DEVICE_DESKTOP: _ClassVar[CaptureDevice]
+    CAPTURE_DEVICE_MOBILE: _ClassVar[CaptureDevice]
+
+class CaptureFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CAPTURE_FORMAT_UNSPECIFIED: _ClassVar[CaptureFormat]
+    CAPTURE_FORMAT_PNG: _ClassVar[CaptureFormat]
+    CAPTURE_FORMAT_JPEG: _ClassVar[CaptureFormat]
+CAPTURE_DEVICE_UNSPECIFIED: CaptureDevice
+CAPTURE_DEVICE_DESKTOP: CaptureDevice
+CAPTURE_DEVICE_MOBILE: CaptureDevice
+CAPTURE_FORMAT_UNSPECIFIED: CaptureFormat
+CAPTURE_FORMAT_PNG: CaptureFormat
+CAPTURE_FORMAT_JPEG: CaptureFormat
 
 class ToolFlags(_message.Message):
     __slots__ = ("image_generation_enabled", "asset_extraction_enabled", "has_input_images")
@@ -91,3 +110,31 @@ class ExecuteToolResponse(_message.Message):
     updated_file: _common_pb2.FileState
     media: _containers.RepeatedCompositeFieldContainer[_common_pb2.MediaPart]
     def __init__(self, ok: _Optional[bool] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., updated_file: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., media: _Optional[_Iterable[_Union[_common_pb2.MediaPart, _Mapping]]] = ...) -> None: ...
+
+class CaptureUrlRequest(_message.Message):
+    __slots__ = ("url", "device", "format")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    device: CaptureDevice
+    format: CaptureFormat
+    def __init__(self, url: _Optional[str] = ..., device: _Optional[_Union[CaptureDevice, str]] = ..., format: _Optional[_Union[CaptureFormat, str]] = ...) -> None: ...
+
+class CaptureUrlResponse(_message.Message):
+    __slots__ = ("image", "mime_type", "width", "height", "final_url", "truncated", "http_status")
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    FINAL_URL_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    HTTP_STATUS_FIELD_NUMBER: _ClassVar[int]
+    image: bytes
+    mime_type: str
+    width: int
+    height: int
+    final_url: str
+    truncated: bool
+    http_status: int
+    def __init__(self, image: _Optional[bytes] = ..., mime_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., final_url: _Optional[str] = ..., truncated: _Optional[bool] = ..., http_status: _Optional[int] = ...) -> None: ...

@@ -46,6 +46,11 @@ class ToolServiceStub:
                 request_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ExecuteToolRequest.SerializeToString,
                 response_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ExecuteToolResponse.FromString,
                 _registered_method=True)
+        self.CaptureUrl = channel.unary_unary(
+                '/s2c.tools.v1.ToolService/CaptureUrl',
+                request_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlRequest.SerializeToString,
+                response_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -68,6 +73,19 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CaptureUrl(self, request, context):
+        """Captures a public web page with the worker's browser (for the gateway's
+        `/api/screenshot`, through the agent). Not a tool: never offered to models.
+        Errors: INVALID_ARGUMENT (malformed `url`, with a BadRequest), PERMISSION_DENIED
+        (the egress guard refuses the target: loopback, private, link-local or
+        unresolvable), DEADLINE_EXCEEDED (the capture deadline passed), RESOURCE_EXHAUSTED
+        (the image is over the size limit), FAILED_PRECONDITION (the page did not load,
+        e.g. connection refused), UNAVAILABLE (no browser on this worker).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -80,6 +98,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.ExecuteTool,
                     request_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ExecuteToolRequest.FromString,
                     response_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ExecuteToolResponse.SerializeToString,
+            ),
+            'CaptureUrl': grpc.unary_unary_rpc_method_handler(
+                    servicer.CaptureUrl,
+                    request_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlRequest.FromString,
+                    response_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -138,6 +161,33 @@ class ToolService:
             '/s2c.tools.v1.ToolService/ExecuteTool',
             s2c_dot_tools_dot_v1_dot_tool__service__pb2.ExecuteToolRequest.SerializeToString,
             s2c_dot_tools_dot_v1_dot_tool__service__pb2.ExecuteToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CaptureUrl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/s2c.tools.v1.ToolService/CaptureUrl',
+            s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlRequest.SerializeToString,
+            s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlResponse.FromString,
             options,
             channel_credentials,
             insecure,

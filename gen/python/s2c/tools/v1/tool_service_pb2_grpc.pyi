@@ -41,6 +41,15 @@ class ToolServiceStub:
     """
     ExecuteTool: _grpc.UnaryUnaryMultiCallable[_tool_service_pb2.ExecuteToolRequest, _tool_service_pb2.ExecuteToolResponse]
     """Executes one tool call. Idempotent by `call.id` within a worker's memory."""
+    CaptureUrl: _grpc.UnaryUnaryMultiCallable[_tool_service_pb2.CaptureUrlRequest, _tool_service_pb2.CaptureUrlResponse]
+    """Captures a public web page with the worker's browser (for the gateway's
+    `/api/screenshot`, through the agent). Not a tool: never offered to models.
+    Errors: INVALID_ARGUMENT (malformed `url`, with a BadRequest), PERMISSION_DENIED
+    (the egress guard refuses the target: loopback, private, link-local or
+    unresolvable), DEADLINE_EXCEEDED (the capture deadline passed), RESOURCE_EXHAUSTED
+    (the image is over the size limit), FAILED_PRECONDITION (the page did not load,
+    e.g. connection refused), UNAVAILABLE (no browser on this worker).
+    """
 
 @_typing.type_check_only
 class ToolServiceAsyncStub(ToolServiceStub):
@@ -55,6 +64,15 @@ class ToolServiceAsyncStub(ToolServiceStub):
     """
     ExecuteTool: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.ExecuteToolRequest, _tool_service_pb2.ExecuteToolResponse]  # type: ignore[assignment]
     """Executes one tool call. Idempotent by `call.id` within a worker's memory."""
+    CaptureUrl: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.CaptureUrlRequest, _tool_service_pb2.CaptureUrlResponse]  # type: ignore[assignment]
+    """Captures a public web page with the worker's browser (for the gateway's
+    `/api/screenshot`, through the agent). Not a tool: never offered to models.
+    Errors: INVALID_ARGUMENT (malformed `url`, with a BadRequest), PERMISSION_DENIED
+    (the egress guard refuses the target: loopback, private, link-local or
+    unresolvable), DEADLINE_EXCEEDED (the capture deadline passed), RESOURCE_EXHAUSTED
+    (the image is over the size limit), FAILED_PRECONDITION (the page did not load,
+    e.g. connection refused), UNAVAILABLE (no browser on this worker).
+    """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """Executes the agent's tools. Stateless: every request carries the file and the
@@ -78,5 +96,20 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_tool_service_pb2.ExecuteToolResponse, _abc.Awaitable[_tool_service_pb2.ExecuteToolResponse]]:
         """Executes one tool call. Idempotent by `call.id` within a worker's memory."""
+
+    @_abc_1.abstractmethod
+    def CaptureUrl(
+        self,
+        request: _tool_service_pb2.CaptureUrlRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tool_service_pb2.CaptureUrlResponse, _abc.Awaitable[_tool_service_pb2.CaptureUrlResponse]]:
+        """Captures a public web page with the worker's browser (for the gateway's
+        `/api/screenshot`, through the agent). Not a tool: never offered to models.
+        Errors: INVALID_ARGUMENT (malformed `url`, with a BadRequest), PERMISSION_DENIED
+        (the egress guard refuses the target: loopback, private, link-local or
+        unresolvable), DEADLINE_EXCEEDED (the capture deadline passed), RESOURCE_EXHAUSTED
+        (the image is over the size limit), FAILED_PRECONDITION (the page did not load,
+        e.g. connection refused), UNAVAILABLE (no browser on this worker).
+        """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
