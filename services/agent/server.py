@@ -58,7 +58,7 @@ class AgentServer:
         return self.running.port
 
     async def start(self) -> None:
-        servicer = AgentServicer(self.manager, self.settings, self.metrics)
+        servicer = AgentServicer(self.manager, self.settings, self.metrics, captures=self.tools)
 
         def register(server: grpc.aio.Server) -> Sequence[str]:
             pb_grpc.add_AgentServiceServicer_to_server(servicer, server)

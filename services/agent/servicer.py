@@ -18,7 +18,14 @@ from services.agent.providers import registry
 from services.agent.retention import replay
 from services.agent.runstore_health import StoreUnavailable
 from services.agent.settings import AgentSettings
-from services.agent.tool_client import ToolServiceError
+from services.agent.tool_client import (
+    CaptureDevice,
+    CaptureFormat,
+    GrpcToolExecutor,
+    ToolCallFailed,
+    ToolServiceError,
+    UrlCapture,
+)
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort_invalid, clip
 from services.common.tracing import incoming_context, tracer
@@ -26,15 +33,32 @@ from services.common.tracing import incoming_context, tracer
 Context = grpc.aio.ServicerContext[object, object]
 
 MAX_BATCH_BYTES = 1 << 20
+MAX_CAPTURE_URL_CHARS = 2048
+_CAPTURE_DEVICES: dict[int, CaptureDevice] = {
+    pb.CAPTURE_DEVICE_UNSPECIFIED: "",
+    pb.CAPTURE_DEVICE_DESKTOP: "desktop",
+    pb.CAPTURE_DEVICE_MOBILE: "mobile",
+}
+_CAPTURE_FORMATS: dict[int, CaptureFormat] = {
+    pb.CAPTURE_FORMAT_UNSPECIFIED: "",
+    pb.CAPTURE_FORMAT_PNG: "png",
+    pb.CAPTURE_FORMAT_JPEG: "jpeg",
+}
 
 
 class AgentServicer(pb_grpc.AgentServiceServicer):
     def __init__(
-        self, manager: GenerationManager, settings: AgentSettings, metrics: AgentMetrics
+        self,
+        manager: GenerationManager,
+        settings: AgentSettings,
+        metrics: AgentMetrics,
+        *,
+        captures: GrpcToolExecutor | None = None,
     ) -> None:
         self._manager = manager
         self._settings = settings
         self._events_sent = metrics.events_sent
+        self._captures = captures  # the tool client CaptureUrl is forwarded to
 
     async def GenerateCode(
         self, request: pb.GenerateCodeRequest, context: Context
@@ -187,6 +211,46 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         return pb.GetCapabilitiesResponse(
             tools=names, screenshot_preview="screenshot_preview" in names
+        )
+
+    async def CaptureUrl(
+        self, request: pb.CaptureUrlRequest, context: Context
+    ) -> pb.CaptureUrlResponse:
+        violations: list[FieldViolation] = []
+        if not request.url.strip():
+            violations.append(FieldViolation("url", "url is required"))
+        elif len(request.url) > MAX_CAPTURE_URL_CHARS:
+            violations.append(FieldViolation("url", f"at most {MAX_CAPTURE_URL_CHARS} characters"))
+        device = _CAPTURE_DEVICES.get(request.device)
+        if device is None:
+            violations.append(FieldViolation("device", f"unknown device {request.device}"))
+        fmt = _CAPTURE_FORMATS.get(request.format)
+        if fmt is None:
+            violations.append(FieldViolation("format", f"unknown format {request.format}"))
+        if violations:
+            await abort_invalid(context, InvalidRequest(violations))
+        assert device is not None
+        assert fmt is not None
+        if self._captures is None:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "URL capture is not set up here")
+        assert self._captures is not None
+        try:
+            image = await self._captures.capture_url(
+                UrlCapture(request.url, device, fmt), timeout_s=context.time_remaining()
+            )
+        except ToolCallFailed as exc:
+            # The worker's verdict, as it gave it: its code and words are the user's answer.
+            if exc.code == grpc.StatusCode.INVALID_ARGUMENT and exc.violations:
+                await abort_invalid(context, InvalidRequest(exc.violations))
+            await context.abort(exc.code, clip(exc.message, 600))
+        return pb.CaptureUrlResponse(
+            image=image.image,
+            mime_type=image.mime_type,
+            width=image.width,
+            height=image.height,
+            final_url=image.final_url,
+            truncated=image.truncated,
+            http_status=image.http_status,
         )
 
     def _credential_violations(self, proto: common_pb2.Credentials) -> list[FieldViolation]:

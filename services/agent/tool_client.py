@@ -8,6 +8,8 @@ idempotent by tool-call id.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Literal
 
 import grpc
 from s2c.common.v1 import common_pb2
@@ -18,6 +20,7 @@ from services.agent.domain import FileState
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.agent.tooling import ToolContext, ToolOutcome
 from services.common.credentials import TOOL_IDS, Credentials, credentials_to_proto
+from services.common.errors import FieldViolation, bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 from services.common.structs import from_struct, to_struct
@@ -46,6 +49,52 @@ DEFAULT_CALL_TIMEOUT_S = 120.0
 
 class ToolServiceError(Exception):
     """The tool service could not be reached or answered with an RPC error."""
+
+
+class ToolCallFailed(ToolServiceError):
+    """The tool service answered a call with an error status, passed on to our caller."""
+
+    def __init__(
+        self, code: grpc.StatusCode, message: str, violations: list[FieldViolation]
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.violations = violations
+
+
+CaptureDevice = Literal["", "desktop", "mobile"]  # "": the worker's default
+CaptureFormat = Literal["", "png", "jpeg"]
+
+
+@dataclass(frozen=True, slots=True)
+class UrlCapture:
+    url: str
+    device: CaptureDevice = ""
+    format: CaptureFormat = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedImage:
+    image: bytes
+    mime_type: str
+    width: int
+    height: int
+    final_url: str
+    truncated: bool
+    http_status: int
+
+
+_DEVICES = {
+    "": pb.CAPTURE_DEVICE_UNSPECIFIED,
+    "desktop": pb.CAPTURE_DEVICE_DESKTOP,
+    "mobile": pb.CAPTURE_DEVICE_MOBILE,
+}
+_FORMATS = {
+    "": pb.CAPTURE_FORMAT_UNSPECIFIED,
+    "png": pb.CAPTURE_FORMAT_PNG,
+    "jpeg": pb.CAPTURE_FORMAT_JPEG,
+}
 
 
 def channel_target(addr: str) -> str:
@@ -126,6 +175,34 @@ class GrpcToolExecutor:
             summary=from_struct(response.summary),
             updated_file=updated,
             media=tuple(_media(part) for part in response.media),
+        )
+
+    async def capture_url(self, capture: UrlCapture, *, timeout_s: float | None) -> CapturedImage:
+        """Has a worker capture a URL; ToolCallFailed carries the worker's status code."""
+        request = pb.CaptureUrlRequest(
+            url=capture.url, device=_DEVICES[capture.device], format=_FORMATS[capture.format]
+        )
+        timeout = self._call_timeout_s if timeout_s is None else max(0.1, timeout_s)
+        try:
+            # No wait_for_ready: with no worker up, the caller hears so at once.
+            response = await self._stub.CaptureUrl(
+                request, timeout=timeout, metadata=outgoing_metadata()
+            )
+        except grpc.aio.AioRpcError as exc:
+            code, message = exc.code(), exc.details() or ""
+            if code == grpc.StatusCode.UNAVAILABLE and not message.startswith("URL capture"):
+                message = f"URL capture is unavailable: no tool worker at {self._target} answered"
+            elif code == grpc.StatusCode.DEADLINE_EXCEEDED and not message.startswith("Capturing"):
+                message = f"Capturing {capture.url} timed out after {timeout:g} s"
+            raise ToolCallFailed(code, message, bad_request_violations(exc)) from None
+        return CapturedImage(
+            image=response.image,
+            mime_type=response.mime_type,
+            width=response.width,
+            height=response.height,
+            final_url=response.final_url,
+            truncated=response.truncated,
+            http_status=response.http_status,
         )
 
     def _error(self, exc: grpc.aio.AioRpcError) -> ToolServiceError:

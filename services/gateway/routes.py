@@ -1,12 +1,14 @@
 """The HTTP routes the upstream frontend calls besides the WebSocket.
 
-Design systems CRUD, export and screenshot. Errors use the shape upstream's FastAPI backend
+Design systems CRUD, export and screenshot (a URL captured by a tool worker's browser,
+asked of the agent: the gateway knows no tool). Errors use the shape upstream's FastAPI backend
 answers with, `{"detail": "…"}`, which is what the frontend shows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import re
@@ -15,9 +17,14 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urlsplit
 
+import grpc
 from aiohttp import hdrs, web
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
+from services.common.errors import bad_request_violations
 from services.common.storage import StorageHealth
+from services.common.tracing import outgoing_metadata
 from services.gateway.design_systems import (
     STORE_NAME,
     Clock,
@@ -29,7 +36,7 @@ from services.gateway.design_systems import (
 )
 from services.gateway.export import ExportBusy, ExportPolicy, build_export
 from services.gateway.export_markup import ExportTooComplex
-from services.gateway.keys import METRICS_KEY
+from services.gateway.keys import CHANNEL_KEY, METRICS_KEY
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -49,11 +56,29 @@ EXPORT_CPU_SLOTS = 2
 _PARSE_ON_LOOP_BYTES = 256 * 1024
 _READ_CHUNK = 64 * 1024
 
-SCREENSHOT_NOT_CONFIGURED = (
-    "URL screenshots are not configured on this server: it has no screenshot service "
-    "(such as ScreenshotOne) to capture web pages with. "
-    "Take a screenshot of the page yourself and upload the image instead."
-)
+# A backstop only: the tool worker bounds each capture by its own deadline
+# (S2C_CAPTURE_TIMEOUT_S, default 30 s) and answers when it passes.
+CAPTURE_RPC_TIMEOUT_S = 150.0
+# The agent's (the worker's) status → the HTTP status the browser gets.
+_CAPTURE_STATUS = {
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.PERMISSION_DENIED: 422,  # a loopback, private or unresolvable target
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 422,  # the image is over the size limit
+    grpc.StatusCode.FAILED_PRECONDITION: 502,  # the page itself did not load
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.UNAVAILABLE: 503,  # no worker with a browser, or no agent
+}
+# `device` and `format` are our extensions of upstream's body; absent means the default.
+_DEVICES = {
+    None: pb.CAPTURE_DEVICE_UNSPECIFIED,
+    "desktop": pb.CAPTURE_DEVICE_DESKTOP,
+    "mobile": pb.CAPTURE_DEVICE_MOBILE,
+}
+_FORMATS = {
+    None: pb.CAPTURE_FORMAT_UNSPECIFIED,
+    "png": pb.CAPTURE_FORMAT_PNG,
+    "jpeg": pb.CAPTURE_FORMAT_JPEG,
+}
 
 _EXPLICIT_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(.*)", re.DOTALL)
@@ -235,10 +260,49 @@ class _Routes:
         api_key = fields.get("apiKey")
         if api_key is not None and not isinstance(api_key, str):
             raise ApiError(400, "apiKey must be a string")
-        # Validated like upstream even though nothing is captured, so a bad URL gets the
-        # same answer here as it would from a server that can take screenshots.
-        normalize_screenshot_url(url)
-        return web.json_response({"detail": SCREENSHOT_NOT_CONFIGURED}, status=501)
+        # apiKey is upstream's ScreenshotOne key: we capture with our own browser, so it is
+        # checked for shape only and goes nowhere.
+        device, fmt = fields.get("device"), fields.get("format")
+        # A list or an object is unhashable: the type check comes first.
+        if not isinstance(device, str | None) or device not in _DEVICES:
+            raise ApiError(400, 'device must be "desktop" or "mobile"')
+        if not isinstance(fmt, str | None) or fmt not in _FORMATS:
+            raise ApiError(400, 'format must be "png" or "jpeg"')
+        capture = pb.CaptureUrlRequest(
+            url=normalize_screenshot_url(url), device=_DEVICES[device], format=_FORMATS[fmt]
+        )
+        channel = request.app.get(CHANNEL_KEY)
+        if channel is None:
+            raise ApiError(503, "URL capture is unavailable: no agent is configured")
+        try:
+            answer = await pb_grpc.AgentServiceStub(channel).CaptureUrl(
+                capture, timeout=CAPTURE_RPC_TIMEOUT_S, metadata=outgoing_metadata()
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise _capture_error(exc) from None
+        data_url = f"data:{answer.mime_type};base64," + base64.b64encode(answer.image).decode()
+        # `url` is what upstream's UI reads; the rest describes the capture for other clients.
+        return web.json_response(
+            {
+                "url": data_url,
+                "mimeType": answer.mime_type,
+                "width": answer.width,
+                "height": answer.height,
+                "truncated": answer.truncated,
+                "finalUrl": answer.final_url,
+            }
+        )
+
+
+def _capture_error(exc: grpc.aio.AioRpcError) -> ApiError:
+    code = exc.code()
+    status = _CAPTURE_STATUS.get(code, 502)
+    violations = bad_request_violations(exc) if code == grpc.StatusCode.INVALID_ARGUMENT else []
+    detail = "; ".join(v.description for v in violations) or exc.details() or code.name
+    if code == grpc.StatusCode.UNAVAILABLE and not detail.startswith("URL capture"):
+        detail = "URL capture is unavailable: the agent cannot be reached"
+    log.warning("url capture failed", extra={"code": code.name, "status": status})
+    return ApiError(status, detail)
 
 
 def add_routes(

@@ -17,7 +17,6 @@ from services.gateway.design_systems import DesignSystemStore
 from services.gateway.export import ExportPolicy
 from services.gateway.routes import (
     DESIGN_SYSTEMS_KEY,
-    SCREENSHOT_NOT_CONFIGURED,
     ApiError,
     add_routes,
     normalize_screenshot_url,
@@ -91,14 +90,12 @@ def test_other_protocols_are_unsupported(given: str, scheme: str) -> None:
         normalize_screenshot_url(given)
 
 
-async def test_a_url_screenshot_says_it_is_not_configured(client: Client) -> None:
+async def test_a_url_screenshot_without_an_agent_is_a_503(client: Client) -> None:
+    # Captures are the tool workers' (tests/e2e/test_url_capture.py); here none is reachable.
     api_key = "so-secret-key-1234"
     response = await client.post("/api/screenshot", json={"url": "example.com", "apiKey": api_key})
-    assert response.status == 501
-    body = await response.json()
-    assert body == {"detail": SCREENSHOT_NOT_CONFIGURED}
-    assert "not configured" in body["detail"]
-    assert "upload" in body["detail"]
+    assert response.status == 503
+    assert await response.json() == {"detail": "URL capture is unavailable: no agent is configured"}
     assert api_key not in await response.text()
 
 
@@ -110,6 +107,10 @@ async def test_a_url_screenshot_says_it_is_not_configured(client: Client) -> Non
         ({"apiKey": "k"}, "url must be a string"),
         ({"url": 5}, "url must be a string"),
         ({"url": "example.com", "apiKey": 5}, "apiKey must be a string"),
+        ({"url": "example.com", "device": "tablet"}, 'device must be "desktop" or "mobile"'),
+        ({"url": "example.com", "device": ["mobile"]}, 'device must be "desktop" or "mobile"'),
+        ({"url": "example.com", "format": "gif"}, 'format must be "png" or "jpeg"'),
+        ({"url": "example.com", "format": {}}, 'format must be "png" or "jpeg"'),
         (["example.com"], "Request body must be a JSON object"),
     ],
 )
