@@ -1,10 +1,12 @@
 """The demo model: a scripted session that builds a page through the real tool path.
 
-It plays what a good model does on a new app: think, create `index.html` in one
-`create_file` call whose arguments stream in pieces (so the live preview fills
-in), check it with `screenshot_preview` when that tool is offered, refine it with
-one `edit_file`, and close with a one-line summary. A failed tool call ends the
-script with a summary that says so, instead of carrying on as if it had worked.
+On a create it plays what a good model does on a new app: think, create `index.html`
+in one `create_file` call whose arguments stream in pieces (so the live preview fills
+in), check it with `screenshot_preview` when that tool is offered, refine it with one
+`edit_file`, and close with a one-line summary. On an update it edits the current file
+with one `edit_file` that shows the request on the page (`demo_update.py`), and its
+summary says exactly that. A failed tool call ends the script with a summary that says
+so, instead of carrying on as if it had worked.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from services.agent.demo_pages import (
     normalize_stack,
     theme_name,
 )
+from services.agent.demo_update import demo_edit
+from services.agent.domain import FileState, GenerationRequest
+from services.agent.prompts import current_file
 from services.agent.providers.base import ExecutedTool
 from services.agent.providers.scripted import (
     Say,
@@ -34,6 +39,84 @@ from services.agent.providers.scripted import (
 # Prose streams in smaller pieces than the file so it reads like typing.
 _TEXT_CHUNK = 12
 _ERROR_CHARS = 160
+_QUOTE_CHARS = 120
+
+
+def demo_turns(
+    request: GenerationRequest,
+    variant_index: int,
+    tools_offered: Collection[str],
+    chunk_size: int = 48,
+) -> TurnSource:
+    """The demo model's script for one variant of `request`: an update with a current
+    file edits that file; anything else builds a new page."""
+    file = current_file(request) if request.generation_type == "update" else None
+    if file is not None and file.content.strip():
+        instruction = request.prompt.text.strip() or _last_user_text(request)
+        return demo_update_script(file, instruction, variant_index, tools_offered, chunk_size)
+    return demo_script(request.prompt.text, request.stack, variant_index, tools_offered, chunk_size)
+
+
+def _last_user_text(request: GenerationRequest) -> str:
+    user = next((m for m in reversed(request.history) if m.role == "user"), None)
+    return user.text.strip() if user is not None else ""
+
+
+def demo_update_script(
+    file: FileState,
+    instruction: str,
+    variant_index: int,
+    tools_offered: Collection[str],
+    chunk_size: int = 48,
+) -> TurnSource:
+    """An update: one `edit_file` on `file` that shows `instruction` as a note on the page,
+    a `screenshot_preview` when offered, and a summary of exactly what changed."""
+    edit = demo_edit(file, instruction)
+    call_id = f"demo-{variant_index}"
+    short = " ".join(instruction.split())
+    if len(short) > _QUOTE_CHARS:
+        short = short[: _QUOTE_CHARS - 1] + "\u2026"
+    asked = f"\u201c{short}\u201d" if short else "an update without instruction text"
+    arguments = {
+        "path": file.path,
+        "old_text": edit.old_text,
+        "new_text": edit.new_text,
+        "count": 1,
+    }
+    turns = [
+        ScriptedTurn(
+            (
+                _think(
+                    f"The user asks for {asked}. I am the built-in demo model and cannot "
+                    f"interpret requests, so I'll show this one on the current {file.path} "
+                    "and leave the rest of the page as it is."
+                ),
+                _say("Adding your request to the current page as a visible note."),
+                call_tool(f"{call_id}-edit", "edit_file", arguments, chunk_size),
+            )
+        )
+    ]
+    if "screenshot_preview" in tools_offered:
+        turns.append(
+            ScriptedTurn(
+                (
+                    _say("Let me check that the note shows on desktop and mobile."),
+                    call_tool(f"{call_id}-screenshot", "screenshot_preview", {}, chunk_size),
+                )
+            )
+        )
+    where = (
+        f"Replaced the demo note in {file.path}"
+        if edit.replaces_note
+        else f"Added a note at the bottom right of {file.path}"
+    )
+    summary = (
+        f"{where} with edit_file, showing your request {asked}; the rest of the page is "
+        "unchanged. I am the built-in demo model and cannot interpret requests: with a "
+        "model API key, a real model would make this change to the page itself."
+    )
+    turns.append(ScriptedTurn((_say(summary),)))
+    return _stop_on_failure(tuple(turns))
 
 
 def demo_script(
@@ -103,7 +186,11 @@ def demo_script(
         "hero, three feature cards, a sharper call to action and a footer."
     )
     turns.append(ScriptedTurn((_say(summary),)))
-    plan = tuple(turns)
+    return _stop_on_failure(tuple(turns))
+
+
+def _stop_on_failure(plan: Sequence[ScriptedTurn]) -> TurnSource:
+    """Plays `plan`, but after a failed tool call only reports the failure."""
 
     def next_turn(turn: int, results: Sequence[Sequence[ExecutedTool]]) -> ScriptedTurn | None:
         for index, executed in enumerate(results):
