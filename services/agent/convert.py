@@ -19,7 +19,7 @@ from services.agent.domain import (
     Prompt,
 )
 from services.agent.models import MAX_VARIANTS, ModelSelectionError, resolve
-from services.agent.runstore import RunRow
+from services.agent.runstore import RunRecord
 from services.common.credentials import credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest
 from services.common.structs import to_struct
@@ -236,7 +236,7 @@ def _timestamp(seconds: float | None) -> timestamp_pb2.Timestamp | None:
     return stamp
 
 
-def run_to_proto(run: RunRow) -> pb.Generation:
+def run_to_proto(run: RunRecord) -> pb.Generation:
     record = pb.Generation(
         generation_id=run.generation_id,
         status=_STATUS[run.status],

@@ -1,10 +1,12 @@
-"""What a generation request is, independent of gRPC."""
+"""What a generation is asked and what it records, independent of gRPC and storage."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
 
+from services.agent import pricing
+from services.agent.events import RunStatus
 from services.common.credentials import Credentials
 
 GenerationType = Literal["create", "update"]
@@ -50,3 +52,28 @@ class GenerationRequest:
     models: tuple[str, ...] = ()  # pinned model ids; empty: chosen by available keys
     variant_count: int = 0  # 0: by request kind
     asset_base_url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One tool call a variant ran (proto `ToolCallRecord`)."""
+
+    id: str
+    name: str
+    ok: bool
+    duration_ms: int
+
+
+@dataclass(slots=True)
+class VariantRecord:
+    """A variant as it stands (proto `VariantRecord`): updated in place while its
+    generation runs; the run store's copies are taken by `runstore.snapshot`."""
+
+    index: int
+    model: str
+    status: RunStatus = "running"
+    error: str = ""
+    code: str = ""
+    usage: pricing.Usage = field(default_factory=pricing.Usage)
+    cost_usd: float = 0.0
+    tool_calls: tuple[ToolCallRecord, ...] = ()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from services.agent import pricing
 from services.agent.argscan import ArgumentScanner
-from services.agent.domain import FileState
+from services.agent.domain import FileState, ToolCallRecord
 from services.agent.events import (
     AssistantDelta,
     CodeDelta,
@@ -73,14 +73,6 @@ class CostBudget:
             )
 
 
-@dataclass(frozen=True, slots=True)
-class ToolRecord:
-    id: str
-    name: str
-    ok: bool
-    duration_ms: int
-
-
 @dataclass
 class VariantEngine:
     index: int
@@ -94,7 +86,7 @@ class VariantEngine:
     max_tool_calls_per_turn: int = 16
     deadline: float = float("inf")  # time.monotonic(); tool calls get what is left
     usage: pricing.Usage = field(default_factory=pricing.Usage)
-    tool_records: list[ToolRecord] = field(default_factory=list)
+    tool_records: list[ToolCallRecord] = field(default_factory=list)
 
     async def run(self) -> str:
         """Runs the loop to its end and returns the variant's final code."""
@@ -131,7 +123,7 @@ class VariantEngine:
             outcome = await self.tools.execute(call, self.file, context)
             span.set_attribute("s2c.ok", outcome.ok)
         self.tool_records.append(
-            ToolRecord(call.id, call.name, outcome.ok, int((time.monotonic() - started) * 1000))
+            ToolCallRecord(call.id, call.name, outcome.ok, int((time.monotonic() - started) * 1000))
         )
         if outcome.updated_file is not None:
             self.file = outcome.updated_file

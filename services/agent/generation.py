@@ -15,15 +15,13 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from services.agent import pricing
-from services.agent.domain import GenerationRequest
-from services.agent.engine import CostBudget, EngineError, ToolRecord, VariantEngine
+from services.agent.domain import GenerationRequest, VariantRecord
+from services.agent.engine import CostBudget, EngineError, VariantEngine
 from services.agent.eventlog import DEFAULT_TICK_S, EventLog
 from services.agent.events import (
     Event,
@@ -43,7 +41,7 @@ from services.agent.prompts import PromptError, build_prompt_messages, current_f
 from services.agent.providers import registry
 from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
 from services.agent.retention import Retention, retained_size
-from services.agent.runstore import RunRow, RunStore, snapshot
+from services.agent.runstore import RunRecord, RunStore, snapshot
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import ToolContext, ToolExecutor
@@ -85,18 +83,6 @@ class SessionFactory(Protocol):
     ) -> ProviderSession: ...
 
 
-@dataclass
-class VariantState:
-    index: int
-    model: str
-    status: RunStatus = "running"
-    error: str = ""
-    code: str = ""
-    usage: pricing.Usage = field(default_factory=pricing.Usage)
-    cost_usd: float = 0.0
-    tool_calls: list[ToolRecord] = field(default_factory=list)
-
-
 class Generation:
     def __init__(
         self, generation_id: str, request: GenerationRequest, *, tick_s: float = DEFAULT_TICK_S
@@ -108,7 +94,7 @@ class Generation:
         self.started_at = time.time()
         self.started_monotonic = time.monotonic()
         self.finished_at: float | None = None
-        self.variants: list[VariantState] = []
+        self.variants: list[VariantRecord] = []
         self.deadline = float("inf")  # time.monotonic() by which the work must end
         self.task: asyncio.Task[None] | None = None
         self.log = EventLog(generation_id, tick_s)
@@ -232,7 +218,7 @@ class GenerationManager:
             return False
         return True
 
-    async def get_record(self, generation_id: str) -> RunRow | None:
+    async def get_record(self, generation_id: str) -> RunRecord | None:
         """The run record: from memory while retained, else from the store."""
         generation = self._generations.get(generation_id)
         if generation is not None:
@@ -315,7 +301,7 @@ class GenerationManager:
             )
         except ModelSelectionError as exc:
             return self._fail(generation, str(exc))
-        generation.variants = [VariantState(i, spec.id) for i, spec in enumerate(specs)]
+        generation.variants = [VariantRecord(i, spec.id) for i, spec in enumerate(specs)]
         generation.publish(0, "", VariantCount(count, tuple(s.id for s in specs)))
         # The full record so far: if this one lands, the start save's outcome is moot.
         saved = await self._save(generation)
@@ -415,7 +401,7 @@ class GenerationManager:
             emit("", VariantError(state.error))
         finally:
             if engine is not None:
-                state.tool_calls = list(engine.tool_records)
+                state.tool_calls = tuple(engine.tool_records)
                 state.usage = engine.usage
                 state.cost_usd = engine.session.total_cost_usd()
             self._observe(generation.id, spec.provider, state)
@@ -423,7 +409,7 @@ class GenerationManager:
             span.end()
             otel_context.detach(token)
 
-    def _observe(self, generation_id: str, provider: str, state: VariantState) -> None:
+    def _observe(self, generation_id: str, provider: str, state: VariantRecord) -> None:
         log.info(
             "variant finished",
             extra={

@@ -33,7 +33,7 @@ from services.agent.events import (
     VariantCount,
     VariantError,
 )
-from services.agent.runstore import RunRow
+from services.agent.runstore import RunRecord
 
 if TYPE_CHECKING:
     from services.agent.generation import Generation
@@ -135,7 +135,7 @@ def retained_size(generation: Generation) -> int:
     return generation.log.bytes + request_bytes(generation.request) + codes
 
 
-def replay(record: RunRow, after_sequence: int) -> list[Event]:
+def replay(record: RunRecord, after_sequence: int) -> list[Event]:
     """The events a client re-attaching to a retired generation gets: each variant's
     final code and outcome, and the generation's end, numbered on from `after_sequence`
     (the original numbering went with the log). Variants that did not finish get no

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from services.agent.domain import GenerationRequest
+from services.agent.domain import GenerationRequest, ToolCallRecord, VariantRecord
 from services.agent.events import RunStatus
 from services.agent.pricing import Usage
 
@@ -32,34 +32,14 @@ SQLITE_FILE = "runs.sqlite3"
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallRow:
-    id: str
-    name: str
-    ok: bool
-    duration_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class VariantRow:
-    index: int
-    model: str
-    status: RunStatus
-    error: str = ""
-    code: str = ""
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float = 0.0
-    tool_calls: tuple[ToolCallRow, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class RunRow:
+class RunRecord:
     generation_id: str
     status: RunStatus
     started_at: float
     finished_at: float | None = None
     error: str = ""
     request: dict[str, Any] = field(default_factory=dict)  # request_summary(); never keys
-    variants: tuple[VariantRow, ...] = ()
+    variants: tuple[VariantRecord, ...] = ()
 
     @property
     def cost_usd(self) -> float:
@@ -72,14 +52,14 @@ class RunStore(Protocol):
         "running" (as "interrupted"); returns how many it closed."""
         ...
 
-    async def save(self, run: RunRow) -> None:
+    async def save(self, run: RunRecord) -> None:
         """Upserts the whole run. Idempotent; a stale "running" save never reopens a
         closed run. The write completes even if the caller is cancelled meanwhile."""
         ...
 
-    async def get(self, generation_id: str) -> RunRow | None: ...
+    async def get(self, generation_id: str) -> RunRecord | None: ...
 
-    async def list_recent(self, limit: int) -> list[RunRow]:
+    async def list_recent(self, limit: int) -> list[RunRecord]:
         """Newest first (by started_at)."""
         ...
 
@@ -128,11 +108,11 @@ def request_summary(request: GenerationRequest, secrets: Iterable[str] = ()) -> 
     }
 
 
-def snapshot(generation: Generation, secrets: Iterable[str] = ()) -> RunRow:
+def snapshot(generation: Generation, secrets: Iterable[str] = ()) -> RunRecord:
     """The record of `generation` as it stands. Pass the service's own keys as
     `secrets` (the request's keys are redacted anyway)."""
     keys = _redactor([*generation.request.credentials.secrets(), *secrets])
-    return RunRow(
+    return RunRecord(
         generation_id=generation.id,
         status=generation.status,
         started_at=generation.started_at,
@@ -140,24 +120,14 @@ def snapshot(generation: Generation, secrets: Iterable[str] = ()) -> RunRow:
         error=_redact(generation.error, keys),
         request=request_summary(generation.request, keys),
         variants=tuple(
-            VariantRow(
-                index=v.index,
-                model=v.model,
-                status=v.status,
-                error=_redact(v.error, keys),
-                code=_redact(v.code, keys),
-                usage=v.usage,
-                cost_usd=v.cost_usd,
-                tool_calls=tuple(
-                    ToolCallRow(t.id, t.name, t.ok, t.duration_ms) for t in v.tool_calls
-                ),
-            )
+            # A copy: the live record keeps changing while this one is saved.
+            replace(v, error=_redact(v.error, keys), code=_redact(v.code, keys))
             for v in generation.variants
         ),
     )
 
 
-def closed(run: RunRow, now: float) -> RunRow:
+def closed(run: RunRecord, now: float) -> RunRecord:
     """`run` with the invariant "a closed run has nothing running" enforced, so no
     writer can leave a variant "running" under a finished run."""
     if run.status == "running":
@@ -290,7 +260,7 @@ SELECT_RECENT_TOOL_CALLS = (
 Row = Sequence[Any]
 
 
-def run_params(run: RunRow, owner: str, now: float) -> tuple[Any, ...]:
+def run_params(run: RunRecord, owner: str, now: float) -> tuple[Any, ...]:
     return (
         run.generation_id,
         run.status,
@@ -303,7 +273,7 @@ def run_params(run: RunRow, owner: str, now: float) -> tuple[Any, ...]:
     )
 
 
-def variant_params(run: RunRow) -> list[tuple[Any, ...]]:
+def variant_params(run: RunRecord) -> list[tuple[Any, ...]]:
     return [
         (
             run.generation_id,
@@ -323,7 +293,7 @@ def variant_params(run: RunRow) -> list[tuple[Any, ...]]:
     ]
 
 
-def tool_call_params(run: RunRow) -> list[tuple[Any, ...]]:
+def tool_call_params(run: RunRecord) -> list[tuple[Any, ...]]:
     return [
         (run.generation_id, v.index, position, t.id, t.name, t.ok, t.duration_ms)
         for v in run.variants
@@ -333,15 +303,15 @@ def tool_call_params(run: RunRow) -> list[tuple[Any, ...]]:
 
 def assemble(
     runs: Iterable[Row], variants: Iterable[Row], tool_calls: Iterable[Row]
-) -> list[RunRow]:
+) -> list[RunRecord]:
     """RunRows from the three SELECTs' rows, in the order of `runs`."""
-    calls: defaultdict[tuple[str, int], list[ToolCallRow]] = defaultdict(list)
+    calls: defaultdict[tuple[str, int], list[ToolCallRecord]] = defaultdict(list)
     for gid, index, call_id, name, ok, duration_ms in tool_calls:
-        calls[(gid, index)].append(ToolCallRow(call_id, name, bool(ok), int(duration_ms)))
-    by_run: defaultdict[str, list[VariantRow]] = defaultdict(list)
+        calls[(gid, index)].append(ToolCallRecord(call_id, name, bool(ok), int(duration_ms)))
+    by_run: defaultdict[str, list[VariantRecord]] = defaultdict(list)
     for gid, index, model, status, error, code, *tokens, cost in variants:
         by_run[gid].append(
-            VariantRow(
+            VariantRecord(
                 index=index,
                 model=model,
                 status=status,
@@ -353,7 +323,7 @@ def assemble(
             )
         )
     return [
-        RunRow(
+        RunRecord(
             generation_id=gid,
             status=status,
             started_at=float(started_at),

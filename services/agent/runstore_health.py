@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from services.agent.runstore import RunRow, RunStore
+from services.agent.runstore import RunRecord, RunStore
 from services.common.storage import StorageHealth, describe
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class ObservedRunStore:
         self._opened = False
         self._open_lock = asyncio.Lock()
         self._unsaved: OrderedDict[str, None] = OrderedDict()
-        self._retry: RunRow | None = None
+        self._retry: RunRecord | None = None
         self._tasks: set[asyncio.Future[Any]] = set()
 
     async def open(self) -> int:
@@ -68,10 +68,10 @@ class ObservedRunStore:
         except Exception:
             return 0
 
-    async def save(self, run: RunRow) -> None:
+    async def save(self, run: RunRecord) -> None:
         await self._observed("save", self._save(run), run)
 
-    async def get(self, generation_id: str) -> RunRow | None:
+    async def get(self, generation_id: str) -> RunRecord | None:
         if generation_id in self._unsaved:
             raise RecordNotSaved(
                 f"the run record of generation {generation_id!r} could not be saved "
@@ -79,7 +79,7 @@ class ObservedRunStore:
             )
         return await self._observed("read", self._read(lambda: self.inner.get(generation_id)))
 
-    async def list_recent(self, limit: int) -> list[RunRow]:
+    async def list_recent(self, limit: int) -> list[RunRecord]:
         return await self._observed("read", self._read(lambda: self.inner.list_recent(limit)))
 
     async def close(self) -> None:
@@ -120,7 +120,7 @@ class ObservedRunStore:
                 log.warning("runs interrupted by a previous stop", extra={"count": closed})
             return closed
 
-    async def _save(self, run: RunRow) -> None:
+    async def _save(self, run: RunRecord) -> None:
         await self._open()
         await self.inner.save(run)
 
@@ -128,7 +128,7 @@ class ObservedRunStore:
         await self._open()
         return await op()
 
-    async def _observed(self, op: str, work: Awaitable[T], run: RunRow | None = None) -> T:
+    async def _observed(self, op: str, work: Awaitable[T], run: RunRecord | None = None) -> T:
         task: asyncio.Task[T] = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._settle(op, done, run))
@@ -141,7 +141,7 @@ class ObservedRunStore:
         except Exception as exc:
             raise StoreUnavailable(f"the run store failed ({op}): {describe(exc)}") from exc
 
-    def _settle(self, op: str, task: asyncio.Task[T], run: RunRow | None) -> None:
+    def _settle(self, op: str, task: asyncio.Task[T], run: RunRecord | None) -> None:
         self._tasks.discard(task)
         if task.cancelled():
             return

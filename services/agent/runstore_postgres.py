@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from services.agent import runstore as rs
-from services.agent.runstore import RunRow
+from services.agent.runstore import RunRecord
 
 T = TypeVar("T")
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
@@ -51,13 +51,13 @@ class PostgresRunStore:
             await self.close()
             raise
 
-    async def save(self, run: RunRow) -> None:
+    async def save(self, run: RunRecord) -> None:
         await self._submit(lambda conn: self._save(conn, run))
 
-    async def get(self, generation_id: str) -> RunRow | None:
+    async def get(self, generation_id: str) -> RunRecord | None:
         return await self._submit(lambda conn: self._get(conn, generation_id))
 
-    async def list_recent(self, limit: int) -> list[RunRow]:
+    async def list_recent(self, limit: int) -> list[RunRecord]:
         return await self._submit(lambda conn: self._list_recent(conn, max(0, limit)))
 
     async def close(self) -> None:
@@ -135,7 +135,7 @@ class PostgresRunStore:
                 await conn.execute(f"SELECT pg_advisory_unlock({_OWNER_KEY})", (owner,))
         return interrupted
 
-    async def _save(self, conn: Connection, run: RunRow) -> None:
+    async def _save(self, conn: Connection, run: RunRecord) -> None:
         now = time.time()
         run = rs.closed(run, now)
         async with conn.transaction(), conn.cursor() as cur:
@@ -152,7 +152,7 @@ class PostgresRunStore:
             if calls:
                 await cur.executemany(_pg(rs.INSERT_TOOL_CALL), calls)
 
-    async def _get(self, conn: Connection, generation_id: str) -> RunRow | None:
+    async def _get(self, conn: Connection, generation_id: str) -> RunRecord | None:
         key = (generation_id,)
         runs, variants, calls = await _snapshot_read(
             conn,
@@ -162,7 +162,7 @@ class PostgresRunStore:
         )
         return rs.assemble(runs, variants, calls)[0] if runs else None
 
-    async def _list_recent(self, conn: Connection, limit: int) -> list[RunRow]:
+    async def _list_recent(self, conn: Connection, limit: int) -> list[RunRecord]:
         key = (limit,)
         runs, variants, calls = await _snapshot_read(
             conn,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from services.agent import runstore as rs
-from services.agent.runstore import RunRow
+from services.agent.runstore import RunRecord
 
 T = TypeVar("T")
 
@@ -39,13 +39,13 @@ class SqliteRunStore:
             await self.close()
             raise
 
-    async def save(self, run: RunRow) -> None:
+    async def save(self, run: RunRecord) -> None:
         await self._call(self._save, run)
 
-    async def get(self, generation_id: str) -> RunRow | None:
+    async def get(self, generation_id: str) -> RunRecord | None:
         return await self._call(self._get, generation_id)
 
-    async def list_recent(self, limit: int) -> list[RunRow]:
+    async def list_recent(self, limit: int) -> list[RunRecord]:
         return await self._call(self._list_recent, max(0, limit))
 
     async def close(self) -> None:
@@ -114,7 +114,7 @@ class SqliteRunStore:
                 interrupted += db.execute(rs.INTERRUPT_RUNS, (now, now, owner)).rowcount
         return interrupted
 
-    def _save(self, run: RunRow) -> None:
+    def _save(self, run: RunRecord) -> None:
         now = time.time()
         run = rs.closed(run, now)
         with self._transaction() as db:
@@ -125,7 +125,7 @@ class SqliteRunStore:
             db.executemany(rs.INSERT_VARIANT, rs.variant_params(run))
             db.executemany(rs.INSERT_TOOL_CALL, rs.tool_call_params(run))
 
-    def _get(self, generation_id: str) -> RunRow | None:
+    def _get(self, generation_id: str) -> RunRecord | None:
         with self._transaction("BEGIN") as db:
             key = (generation_id,)
             runs = db.execute(rs.SELECT_RUN, key).fetchall()
@@ -135,7 +135,7 @@ class SqliteRunStore:
             calls = db.execute(rs.SELECT_RUN_TOOL_CALLS, key).fetchall()
         return rs.assemble(runs, variants, calls)[0]
 
-    def _list_recent(self, limit: int) -> list[RunRow]:
+    def _list_recent(self, limit: int) -> list[RunRecord]:
         with self._transaction("BEGIN") as db:
             runs = db.execute(rs.SELECT_RECENT, (limit,)).fetchall()
             variants = db.execute(rs.SELECT_RECENT_VARIANTS, (limit,)).fetchall()

@@ -9,13 +9,13 @@ from dataclasses import replace
 from typing import Any
 
 from services.agent import events as ev
-from services.agent.domain import GenerationRequest
+from services.agent.domain import GenerationRequest, VariantRecord
 from services.agent.generation import GenerationManager
 from services.agent.models import ModelSpec
 from services.agent.providers.base import PromptMessage, ProviderSession, ToolSpec
 from services.agent.providers.scripted import ScriptedSession
 from services.agent.retention import Retention, RetentionLimits, replay
-from services.agent.runstore import RunRow, VariantRow
+from services.agent.runstore import RunRecord
 from services.agent.settings import AgentSettings
 from tests.agent.test_engine import CREATE_THEN_EDIT, InProcessTools, request, run
 
@@ -113,14 +113,14 @@ async def test_finished_generations_expire_even_when_the_agent_is_idle() -> None
 
 
 def test_a_retired_record_replays_its_end() -> None:
-    record = RunRow(
+    record = RunRecord(
         "g1",
         "cancelled",
         1.0,
         2.0,
         variants=(
-            VariantRow(0, "demo", "completed", code="<p>0</p>"),
-            VariantRow(1, "demo", "cancelled", code="<p>1"),
+            VariantRecord(0, "demo", "completed", code="<p>0</p>"),
+            VariantRecord(1, "demo", "cancelled", code="<p>1"),
         ),
     )
     events = replay(record, 40)

@@ -15,17 +15,19 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from services.agent.domain import GenerationRequest, Prompt
-from services.agent.engine import ToolRecord
-from services.agent.generation import Generation, VariantState
+from services.agent.domain import (
+    GenerationRequest,
+    Prompt,
+    ToolCallRecord,
+    VariantRecord,
+)
+from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
 from services.agent.pricing import Usage
 from services.agent.runstore import (
     REDACTED,
-    RunRow,
+    RunRecord,
     RunStore,
-    ToolCallRow,
-    VariantRow,
     open_run_store,
     snapshot,
 )
@@ -105,8 +107,8 @@ async def opened(backend: Backend) -> AsyncIterator[RunStore]:
         await store.close()
 
 
-def a_run(generation_id: str = "gen-1", started_at: float = T0) -> RunRow:
-    return RunRow(
+def a_run(generation_id: str = "gen-1", started_at: float = T0) -> RunRecord:
+    return RunRecord(
         generation_id=generation_id,
         status="completed",
         started_at=started_at,
@@ -114,7 +116,7 @@ def a_run(generation_id: str = "gen-1", started_at: float = T0) -> RunRow:
         error="",
         request={"type": "create", "prompt_text": "Une boulangerie ✓", "models": ["demo"]},
         variants=(
-            VariantRow(
+            VariantRecord(
                 index=0,
                 model="claude-opus-4-8",
                 status="completed",
@@ -122,12 +124,12 @@ def a_run(generation_id: str = "gen-1", started_at: float = T0) -> RunRow:
                 usage=Usage(1200, 3400, 500, 60, 5160),
                 cost_usd=0.0123,
                 tool_calls=(
-                    ToolCallRow("call_1", "create_file", True, 120),
-                    ToolCallRow("call_2", "screenshot_preview", False, 3400),
-                    ToolCallRow("call_3", "edit_file", True, 7),
+                    ToolCallRecord("call_1", "create_file", True, 120),
+                    ToolCallRecord("call_2", "screenshot_preview", False, 3400),
+                    ToolCallRecord("call_3", "edit_file", True, 7),
                 ),
             ),
-            VariantRow(index=1, model="gpt-5.5", status="failed", error="rate limited"),
+            VariantRecord(index=1, model="gpt-5.5", status="failed", error="rate limited"),
         ),
     )
 
@@ -171,12 +173,12 @@ async def test_upsert_from_start_to_finish(backend: Backend) -> None:
 
 
 async def test_a_closed_run_never_keeps_a_running_variant(backend: Backend) -> None:
-    running = VariantRow(0, "demo", "running")
-    done = VariantRow(1, "demo", "completed", code="<p>ok</p>")
+    running = VariantRecord(0, "demo", "running")
+    done = VariantRecord(1, "demo", "completed", code="<p>ok</p>")
     before = time.time()
     async with opened(backend) as store:
-        await store.save(RunRow("c", "cancelled", T0, None, variants=(running, done)))
-        await store.save(RunRow("f", "failed", T0, T0 + 1, "boom", variants=(running, done)))
+        await store.save(RunRecord("c", "cancelled", T0, None, variants=(running, done)))
+        await store.save(RunRecord("f", "failed", T0, T0 + 1, "boom", variants=(running, done)))
         cancelled, failed = await store.get("c"), await store.get("f")
     assert cancelled is not None
     assert failed is not None
@@ -285,14 +287,14 @@ async def test_keys_are_never_stored(backend: Backend) -> None:
     )
     generation = Generation("gen-secret", request)
     generation.variants = [
-        VariantState(
+        VariantRecord(
             0,
             "gpt-5.5",
             status="failed",
             error=f"401 Incorrect API key provided: {credentials.key('openai')}",
-            tool_calls=[ToolRecord("call_1", "create_file", True, 12)],
+            tool_calls=(ToolCallRecord("call_1", "create_file", True, 12),),
         ),
-        VariantState(1, "claude-opus-4-8", status="completed", code="<h1>bakery</h1>"),
+        VariantRecord(1, "claude-opus-4-8", status="completed", code="<h1>bakery</h1>"),
     ]
     generation.status, generation.error = "failed", f"upstream rejected {service_key}"
     generation.finished_at = time.time()
