@@ -24,6 +24,12 @@ class Usage:
             self.total_tokens + other.total_tokens,
         )
 
+    @classmethod
+    def cached_within(cls, prompt: int, cached: int | None, output: int, total: int) -> Usage:
+        """From counts whose prompt tokens include the cached ones (OpenAI, Gemini)."""
+        cached = cached or 0
+        return cls(prompt - cached, output, cached, 0, total)
+
 
 @dataclass(frozen=True, slots=True)
 class Price:

@@ -24,7 +24,7 @@ import httpx2
 from anthropic.lib.streaming import AsyncMessageStreamManager, ParsedMessageStreamEvent
 from anthropic.types import MessageParam, OutputConfigParam, ToolParam
 
-from services.agent.pricing import Usage, cost_usd
+from services.agent.pricing import Usage
 from services.agent.providers import base, errors
 from services.agent.providers.anthropic_images import (
     EncodedImage,
@@ -34,7 +34,7 @@ from services.agent.providers.anthropic_images import (
     parse_data_url,
 )
 from services.agent.providers.base import ExecutedTool, ProviderError, ProviderTurn, ToolCall
-from services.agent.providers.streaming import TurnProgress, parse_tool_call
+from services.agent.providers.streaming import SdkSession, TurnProgress, parse_tool_call
 
 logger = logging.getLogger(__name__)
 
@@ -77,14 +77,13 @@ class _ToolInput:
     chunks: list[str] = field(default_factory=list)
 
 
-class AnthropicSession:
+class AnthropicSession(SdkSession):
     """One variant's conversation with a Claude model."""
 
     def __init__(
         self, config: base.SessionConfig, *, client: anthropic.AsyncAnthropic | None = None
     ) -> None:
-        self._config = config
-        self._owns_client = client is None
+        super().__init__(config, owns_client=client is None)
         self._client = client or anthropic.AsyncAnthropic(
             api_key=config.api_key,
             base_url=config.base_url,
@@ -93,8 +92,6 @@ class AnthropicSession:
         )
         self._system = ""
         self._messages: list[dict[str, Any]] = []
-        self._usage = Usage()
-        self._closed = False
         prompt = list(config.messages)
         if prompt and prompt[0].role == "system":
             self._system = prompt.pop(0).text
@@ -127,7 +124,7 @@ class AnthropicSession:
                 final = await stream.get_final_message()
 
         usage = _usage_of(final.usage)
-        self._usage = self._usage + usage
+        self._add_usage(usage)
         calls: list[ToolCall] = []
         replay: list[Any] = []
         for index, block in enumerate(final.content):
@@ -144,15 +141,8 @@ class AnthropicSession:
         self._messages.append({"role": "assistant", "content": list(turn.native)})
         self._messages.append({"role": "user", "content": [_tool_result(t) for t in executed]})
 
-    def total_cost_usd(self) -> float:
-        return cost_usd(self._config.api_name, self._usage)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_client:
-            await self._client.close()
+    async def _close_client(self) -> None:
+        await self._client.close()
 
     def _open_stream(self, messages: list[MessageParam]) -> AsyncMessageStreamManager[Any]:
         config = self._config

@@ -28,11 +28,11 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from services.agent.pricing import Usage, cost_usd
+from services.agent.pricing import Usage
 from services.agent.providers import base, errors
 from services.agent.providers.anthropic_images import parse_data_url
 from services.agent.providers.base import ExecutedTool, MediaPart, ProviderTurn, ToolCall
-from services.agent.providers.streaming import TurnProgress
+from services.agent.providers.streaming import SdkSession, TurnProgress
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +68,11 @@ class _TurnState:
     usage: types.GenerateContentResponseUsageMetadata | None = None
 
 
-class GeminiSession:
+class GeminiSession(SdkSession):
     """One variant's conversation with a Gemini model."""
 
     def __init__(self, config: base.SessionConfig, *, client: genai.Client | None = None) -> None:
-        self._config = config
-        self._owns_client = client is None
+        super().__init__(config, owns_client=client is None)
         self._client = client or genai.Client(
             vertexai=False, api_key=config.api_key, http_options=_http_options(config)
         )
@@ -82,8 +81,6 @@ class GeminiSession:
         self._contents = [c for c in (_content_of(m) for m in prompt) if c is not None]
         self._pending: list[tuple[_ModelTurn, list[ExecutedTool]]] = []
         self._generation = _generation_config(config, system)
-        self._usage = Usage()
-        self._closed = False
 
     async def stream_turn(self, on_event: base.OnEvent) -> ProviderTurn:
         await self._add_pending_results()
@@ -109,7 +106,7 @@ class GeminiSession:
                     await emit(event)
 
         usage = _usage_of(state.usage)
-        self._usage = self._usage + usage
+        self._add_usage(usage)
         native = _ModelTurn(
             types.Content(role="model", parts=state.parts), frozenset(state.generated_ids)
         )
@@ -120,15 +117,8 @@ class GeminiSession:
             raise ValueError("Gemini turn is missing the model content to send back")
         self._pending.append((turn.native, list(executed)))
 
-    def total_cost_usd(self) -> float:
-        return cost_usd(self._config.api_name, self._usage)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_client:
-            await self._client.aio.aclose()
+    async def _close_client(self) -> None:
+        await self._client.aio.aclose()
 
     async def _add_pending_results(self) -> None:
         pending, self._pending = self._pending, []
@@ -195,13 +185,12 @@ def _chunk_events(
 def _usage_of(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
     if meta is None:
         return Usage()
-    cached = meta.cached_content_token_count or 0
-    return Usage(
-        input_tokens=(meta.prompt_token_count or 0) - cached,
-        output_tokens=(meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
-        cache_read_tokens=cached,
-        cache_write_tokens=0,
-        total_tokens=meta.total_token_count or 0,
+    return Usage.cached_within(
+        meta.prompt_token_count or 0,
+        meta.cached_content_token_count,
+        # Gemini counts thinking apart; Usage's output includes it.
+        (meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
+        meta.total_token_count or 0,
     )
 
 

@@ -9,7 +9,6 @@ context left, and every one of them defaults to "until the context is full").
 
 from __future__ import annotations
 
-import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from openai.types.completion_usage import CompletionUsage
 from openai.types.shared.reasoning_effort import ReasoningEffort
 
-from services.agent.pricing import Usage, cost_usd
+from services.agent.pricing import Usage
 from services.agent.providers import errors
 from services.agent.providers.base import (
     AssistantDelta,
@@ -42,7 +41,7 @@ from services.agent.providers.base import (
     ToolSpec,
 )
 from services.agent.providers.openai_common import media_url, provider_errors, result_json
-from services.agent.providers.streaming import TurnProgress, parse_tool_call
+from services.agent.providers.streaming import SdkSession, TurnProgress, parse_tool_call
 
 # The SDK refuses to start without a key; local servers ignore whatever it sends.
 PLACEHOLDER_KEY = "not-needed"
@@ -50,7 +49,6 @@ PLACEHOLDER_KEY = "not-needed"
 # (vLLM, LM Studio, llama.cpp, DeepSeek) and `reasoning` (Ollama, newer vLLM).
 # Servers that send both send the same text, so the first one present wins.
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
-log = logging.getLogger(__name__)
 
 
 def tool_param(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
@@ -100,12 +98,9 @@ def usage_of(usage: CompletionUsage | None) -> Usage:
     if usage is None:
         return Usage()
     details = usage.prompt_tokens_details
-    cached = (details.cached_tokens or 0) if details else 0
-    return Usage(
-        input_tokens=usage.prompt_tokens - cached,
-        output_tokens=usage.completion_tokens,
-        cache_read_tokens=cached,
-        total_tokens=usage.total_tokens,
+    cached = details.cached_tokens if details else 0
+    return Usage.cached_within(
+        usage.prompt_tokens, cached, usage.completion_tokens, usage.total_tokens
     )
 
 
@@ -160,15 +155,14 @@ class _TurnParser:
                     await self.emit(ToolCallDelta(pending.call_id, pending.name, piece))
 
 
-class OpenAIChatSession:
+class OpenAIChatSession(SdkSession):
     """One conversation with a model behind an OpenAI-compatible Chat Completions API.
 
     A client passed in is the caller's to close; one made here is closed by `close`.
     """
 
     def __init__(self, config: SessionConfig, *, client: AsyncOpenAI | None = None) -> None:
-        self._config = config
-        self._owns_client = client is None
+        super().__init__(config, owns_client=client is None)
         self._client = client or AsyncOpenAI(
             api_key=config.api_key or PLACEHOLDER_KEY,
             base_url=config.base_url,
@@ -179,9 +173,6 @@ class OpenAIChatSession:
         self._messages: list[ChatCompletionMessageParam] = [
             chat_message(m) for m in config.messages
         ]
-        self._usage = Usage()
-        self._cost = 0.0
-        self._closed = False
 
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
         progress = TurnProgress()
@@ -216,8 +207,7 @@ class OpenAIChatSession:
         calls = [parse_tool_call(p.call_id, p.name, "".join(p.arguments)) for p in pending]
         text = "".join(parser.text)
         usage = usage_of(parser.usage)
-        self._usage += usage
-        self._cost += cost_usd(self._config.api_name, usage)
+        self._add_usage(usage)
         native: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": text}
         if pending:
             native["tool_calls"] = [_call_param(p) for p in pending]
@@ -235,26 +225,8 @@ class OpenAIChatSession:
         if media is not None:
             self._messages.append(media)
 
-    def total_cost_usd(self) -> float:
-        return self._cost
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        u = self._usage
-        log.info(
-            "token usage provider=openai-compatible model=%s input=%d output=%d cache_read=%d "
-            "total=%d cost=$%.4f",
-            self._config.api_name,
-            u.input_tokens,
-            u.output_tokens,
-            u.cache_read_tokens,
-            u.total_tokens,
-            self._cost,
-        )
-        if self._owns_client:
-            await self._client.close()
+    async def _close_client(self) -> None:
+        await self._client.close()
 
 
 def _call_param(pending: _PendingCall) -> ChatCompletionMessageFunctionToolCallParam:

@@ -10,7 +10,6 @@ proxies reachable through a custom base URL, without giving us anything we use.
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -32,7 +31,7 @@ from openai.types.responses.response_input_message_content_list_param import (
 from openai.types.shared_params import Reasoning
 from openai.types.shared_params.reasoning_effort import ReasoningEffort
 
-from services.agent.pricing import Usage, cost_usd
+from services.agent.pricing import Usage
 from services.agent.providers import errors
 from services.agent.providers.base import (
     AssistantDelta,
@@ -49,9 +48,7 @@ from services.agent.providers.base import (
 )
 from services.agent.providers.errors import redact
 from services.agent.providers.openai_common import media_url, provider_errors, result_json
-from services.agent.providers.streaming import TurnProgress, parse_tool_call
-
-log = logging.getLogger(__name__)
+from services.agent.providers.streaming import SdkSession, TurnProgress, parse_tool_call
 
 # Upstream sends these models images at full resolution; the rest get "high".
 _ORIGINAL_DETAIL_MODELS = frozenset({"gpt-5.5", "gpt-5.6-sol", "gpt-5.6-terra"})
@@ -145,12 +142,7 @@ def usage_of(response: Response) -> Usage:
     if u is None:
         return Usage()
     cached = u.input_tokens_details.cached_tokens if u.input_tokens_details else 0
-    return Usage(
-        input_tokens=u.input_tokens - cached,
-        output_tokens=u.output_tokens,
-        cache_read_tokens=cached,
-        total_tokens=u.total_tokens,
-    )
+    return Usage.cached_within(u.input_tokens, cached, u.output_tokens, u.total_tokens)
 
 
 @dataclass
@@ -240,7 +232,7 @@ class _TurnParser:
                 pass
 
 
-class OpenAIResponsesSession:
+class OpenAIResponsesSession(SdkSession):
     """One conversation with an OpenAI model through the Responses API.
 
     The conversation lives here, not on OpenAI's servers: every turn resends the
@@ -251,8 +243,7 @@ class OpenAIResponsesSession:
     def __init__(self, config: SessionConfig, *, client: AsyncOpenAI | None = None) -> None:
         if client is None and not config.api_key:
             raise errors.missing_key(config.provider)
-        self._config = config
-        self._owns_client = client is None
+        super().__init__(config, owns_client=client is None)
         self._client = client or AsyncOpenAI(
             api_key=config.api_key,
             base_url=config.base_url,
@@ -264,9 +255,6 @@ class OpenAIResponsesSession:
         self._input: list[ResponseInputItemParam] = [
             message_item(m, self._detail) for m in config.messages
         ]
-        self._usage = Usage()
-        self._cost = 0.0
-        self._closed = False
 
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
         progress = TurnProgress()
@@ -311,8 +299,7 @@ class OpenAIResponsesSession:
         ]
         text = "".join(parser.text) or final.output_text
         usage = usage_of(final)
-        self._usage += usage
-        self._cost += cost_usd(self._config.api_name, usage)
+        self._add_usage(usage)
         native = [item.model_dump(mode="json", exclude_none=True) for item in final.output]
         return ProviderTurn(assistant_text=text, tool_calls=calls, usage=usage, native=native)
 
@@ -323,23 +310,5 @@ class OpenAIResponsesSession:
         self._input.extend(items)
         self._input.extend(tool_output_item(e, self._detail) for e in executed)
 
-    def total_cost_usd(self) -> float:
-        return self._cost
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        u = self._usage
-        log.info(
-            "token usage provider=openai model=%s input=%d output=%d cache_read=%d total=%d "
-            "cost=$%.4f",
-            self._config.api_name,
-            u.input_tokens,
-            u.output_tokens,
-            u.cache_read_tokens,
-            u.total_tokens,
-            self._cost,
-        )
-        if self._owns_client:
-            await self._client.close()
+    async def _close_client(self) -> None:
+        await self._client.close()

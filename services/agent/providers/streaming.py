@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 
-from services.agent.providers.base import OnEvent, StreamEvent, ToolCall
+from services.agent.pricing import Usage, cost_usd
+from services.agent.providers.base import OnEvent, SessionConfig, StreamEvent, ToolCall
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -35,3 +39,44 @@ def parse_tool_call(call_id: str, name: str, raw: str) -> ToolCall:
     if not isinstance(arguments, dict):
         return ToolCall(call_id, name, {}, invalid_json=raw)
     return ToolCall(call_id, name, arguments)
+
+
+class SdkSession:
+    """What every SDK session keeps alike: the usage of its turns, its cost, and its
+    client, closed once by `close` — only when the session made it (a client passed in
+    is the caller's to close)."""
+
+    def __init__(self, config: SessionConfig, *, owns_client: bool) -> None:
+        self._config = config
+        self._owns_client = owns_client
+        self._usage = Usage()
+        self._closed = False
+
+    def _add_usage(self, usage: Usage) -> None:
+        self._usage = self._usage + usage
+
+    def total_cost_usd(self) -> float:
+        return cost_usd(self._config.api_name, self._usage)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        u = self._usage
+        log.info(
+            "token usage provider=%s model=%s input=%d output=%d cache_read=%d "
+            "cache_write=%d total=%d cost=$%.4f",
+            self._config.provider.display,
+            self._config.api_name,
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            u.total_tokens,
+            self.total_cost_usd(),
+        )
+        if self._owns_client:
+            await self._close_client()
+
+    async def _close_client(self) -> None:
+        raise NotImplementedError
