@@ -31,7 +31,7 @@ import hashlib
 import hmac
 import os
 import re
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -215,58 +215,46 @@ def _with_token(details: grpc.aio.ClientCallDetails, value: str) -> grpc.aio.Cli
     )
 
 
+class _Token:
+    """Adds the bearer token to a call's metadata, whatever the call's kind."""
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    async def _intercept(
+        self,
+        continuation: Callable[..., Awaitable[Any]],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        return await continuation(_with_token(client_call_details, self._value), request)
+
+    async def _intercept_stream(
+        self,
+        continuation: Callable[..., Awaitable[Any]],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request_iterator: Any,
+    ) -> Any:
+        # The same, under the parameter name grpc.aio gives a client stream's messages.
+        return await self._intercept(continuation, client_call_details, request_iterator)
+
+
 # One class per RPC kind: grpc.aio files an interceptor under the first kind it
 # implements only, so a single class covering all four would skip streaming calls.
-class _UnaryUnaryToken(grpc.aio.UnaryUnaryClientInterceptor):
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    async def intercept_unary_unary(
-        self,
-        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
-        client_call_details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> Any:
-        return await continuation(_with_token(client_call_details, self._value), request)
+class _UnaryUnaryToken(_Token, grpc.aio.UnaryUnaryClientInterceptor):
+    intercept_unary_unary = _Token._intercept
 
 
-class _UnaryStreamToken(grpc.aio.UnaryStreamClientInterceptor):
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    async def intercept_unary_stream(
-        self,
-        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
-        client_call_details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> Any:
-        return await continuation(_with_token(client_call_details, self._value), request)
+class _UnaryStreamToken(_Token, grpc.aio.UnaryStreamClientInterceptor):
+    intercept_unary_stream = _Token._intercept
 
 
-class _StreamUnaryToken(grpc.aio.StreamUnaryClientInterceptor):
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    async def intercept_stream_unary(
-        self,
-        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
-        client_call_details: grpc.aio.ClientCallDetails,
-        request_iterator: AsyncIterable[Any] | Iterable[Any],
-    ) -> Any:
-        return await continuation(_with_token(client_call_details, self._value), request_iterator)
+class _StreamUnaryToken(_Token, grpc.aio.StreamUnaryClientInterceptor):
+    intercept_stream_unary = _Token._intercept_stream
 
 
-class _StreamStreamToken(grpc.aio.StreamStreamClientInterceptor):
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    async def intercept_stream_stream(
-        self,
-        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
-        client_call_details: grpc.aio.ClientCallDetails,
-        request_iterator: AsyncIterable[Any] | Iterable[Any],
-    ) -> Any:
-        return await continuation(_with_token(client_call_details, self._value), request_iterator)
+class _StreamStreamToken(_Token, grpc.aio.StreamStreamClientInterceptor):
+    intercept_stream_stream = _Token._intercept_stream
 
 
 def token_client_interceptors(token: str) -> list[grpc.aio.ClientInterceptor]:
