@@ -119,28 +119,32 @@ _EDIT_FILE = ToolDefinition.of(
     ),
 )
 
-_GENERATE_IMAGES = ToolDefinition.of(
+
+def _list_tool(name: str, description: str, argument: str, about: str) -> ToolDefinition:
+    """A tool whose one argument is a required list of strings."""
+    return ToolDefinition.of(
+        name, description, _object({argument: _string_list(about)}, [argument])
+    )
+
+
+_GENERATE_IMAGES = _list_tool(
     "generate_images",
     "Generate images from text prompts: photos, illustrations, backgrounds or anything else "
     "the page needs that the inputs do not provide. Write detailed prompts covering subject, "
     "composition, style, lighting and colours; for people, describe their appearance "
     "(ethnicity, age, hair, clothing, expression). Multiple prompts may be passed in one "
     "call to make several images at once. Returns an image URL for each prompt.",
-    _object(
-        {"prompts": _string_list("One detailed prompt per image.")},
-        ["prompts"],
-    ),
+    "prompts",
+    "One detailed prompt per image.",
 )
 
-_REMOVE_BACKGROUND = ToolDefinition.of(
+_REMOVE_BACKGROUND = _list_tool(
     "remove_background",
     "Remove the background from one or more images and get a transparent PNG for each, "
     "e.g. for product shots, logos or cut-out people placed on the page's own background. "
     "Returns a result URL per input image.",
-    _object(
-        {"image_urls": _string_list("URLs of the images to process.")},
-        ["image_urls"],
-    ),
+    "image_urls",
+    "URLs of the images to process.",
 )
 
 _EDIT_IMAGE = ToolDefinition.of(
