@@ -150,7 +150,12 @@ class FrameBuilder:
             restart = event.code_delta.offset == 0
             code.apply(event.code_delta.offset, event.code_delta.text)
             now = self._clock()
-            if code.policy.on_change(now, code.length, restart=restart):
+            if code.length == 0:
+                # A file restarted with nothing yet: `setCode ""` would blank the page on
+                # show for a frame; its first text goes out at once. An empty file still
+                # arrives as a code_snapshot.
+                code.dirty, code.due = False, None
+            elif code.policy.on_change(now, code.length, restart=restart):
                 out.extend(self._set_code(v, code, now))
             else:
                 code.due = code.policy.timer_at(now)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.common.v1 import common_pb2
 
 from services.gateway.frames import FrameBuilder
 from services.gateway.preview_policy import PreviewPolicyConfig
@@ -136,3 +137,57 @@ def test_a_resync_sends_the_code_but_not_text_the_client_already_saw() -> None:
     assert b.on_timer() == [
         {"type": "thinking", "variantIndex": 0, "value": "c", "eventId": "t0", "seq": 4}
     ]
+
+
+def test_usage_is_a_frame_of_its_own_per_turn() -> None:
+    b = builder(Clock())
+    b.on_event(event(1, "assistant-1-1", assistant_delta=pb.TextDelta(text="hi")))
+    usage = common_pb2.Usage(input_tokens=50, output_tokens=40, total_tokens=90, cost_usd=0.5)
+    frames = b.on_event(event(1, usage=usage))
+    # Pending text leaves first: the turn's usage comes after the turn's words.
+    assert [f["type"] for f in frames] == ["assistant", "usage"]
+    assert frames[1] == {
+        "type": "usage",
+        "variantIndex": 1,
+        "data": {
+            "inputTokens": 50,
+            "outputTokens": 40,
+            "cacheReadTokens": 0,
+            "cacheWriteTokens": 0,
+            "totalTokens": 90,
+            "costUsd": 0.5,
+        },
+    }
+
+
+def test_an_update_whose_file_opens_empty_never_sends_an_empty_set_code() -> None:
+    clock = Clock()
+    b = builder(clock)
+    old, new = "<html><body>old page</body></html>", "<html><body>new page</body></html>"
+    stream = [
+        event(0, code_snapshot=pb.CodeSnapshot(path="index.html", content=old)),
+        event(0, "c1", tool_start=pb.ToolStart(name="create_file")),
+        # The content string has opened and holds nothing yet (an agent that forwards it).
+        event(0, "c1", code_delta=pb.CodeDelta(offset=0, text="")),
+        event(0, "c1", code_delta=pb.CodeDelta(offset=0, text=new[:12])),
+        event(0, "c1", code_delta=pb.CodeDelta(offset=12, text=new[12:])),
+        event(0, "c1", code_snapshot=pb.CodeSnapshot(path="index.html", content=new)),
+        event(0, "c1", tool_result=pb.ToolResult(name="create_file", ok=True)),
+        event(0, variant_complete=pb.VariantComplete()),
+    ]
+    frames = []
+    for e in stream:
+        frames += b.on_event(e)
+        clock.now += 0.01
+        frames += b.on_timer()
+    set_codes = [f["value"] for f in frames if f["type"] == "setCode"]
+    assert set_codes == [old, new[:12], new]
+
+
+def test_an_empty_file_still_reaches_the_browser_as_a_snapshot() -> None:
+    b = builder(Clock())
+    b.on_event(event(0, code_snapshot=pb.CodeSnapshot(path="index.html", content="<p>a</p>")))
+    assert b.on_event(event(0, code_delta=pb.CodeDelta(offset=0, text=""))) == []
+    assert b.flush_all() == []
+    emptied = b.on_event(event(0, code_snapshot=pb.CodeSnapshot(path="index.html", content="")))
+    assert emptied == [{"type": "setCode", "variantIndex": 0, "value": ""}]
