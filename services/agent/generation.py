@@ -21,7 +21,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from services.agent.domain import GenerationRequest, VariantRecord
-from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
+from services.agent.engine import CostBudget, EngineError, VariantEngine
 from services.agent.eventlog import DEFAULT_TICK_S, EventLog
 from services.agent.events import (
     Event,
@@ -36,7 +36,13 @@ from services.agent.events import (
     VariantError,
 )
 from services.agent.metrics import AgentMetrics
-from services.agent.models import ModelSelectionError, ModelSpec, select_models, variant_count
+from services.agent.models import (
+    ModelSelectionError,
+    ModelSpec,
+    has_video,
+    select_models,
+    variant_count,
+)
 from services.agent.prompts import PromptError, build_prompt_messages, current_file
 from services.agent.providers import registry
 from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
@@ -298,6 +304,7 @@ class GenerationManager:
                 providers_with_keys=keys,
                 pinned=pinned,
                 local_models=settings.local_models,
+                has_video=has_video(request),
             )
         except ModelSelectionError as exc:
             return self._fail(generation, str(exc))
@@ -382,7 +389,6 @@ class GenerationManager:
                 max_turns=self._settings.max_turns,
                 max_tool_calls_per_turn=self._settings.max_tool_calls_per_turn,
                 deadline=generation.deadline,
-                preview_replay=PreviewReplay(self._settings.preview_replay_s),
             )
             state.code = await engine.run()
             state.status = "completed"
