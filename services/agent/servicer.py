@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
@@ -33,6 +33,8 @@ from services.common.tracing import incoming_context, tracer
 Context = grpc.aio.ServicerContext[object, object]
 
 MAX_BATCH_BYTES = 1 << 20
+# A repeated message field costs a tag byte and a length varint (≤ 5 bytes) per element.
+_FIELD_OVERHEAD = 6
 MAX_CAPTURE_URL_CHARS = 2048
 _CAPTURE_DEVICES: dict[int, CaptureDevice] = {
     pb.CAPTURE_DEVICE_UNSPECIFIED: "",
@@ -62,31 +64,18 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
 
     async def GenerateCode(
         self, request: pb.GenerateCodeRequest, context: Context
-    ) -> AsyncIterator[pb.GenerationEvent]:
+    ) -> AsyncIterator[pb.GenerateCodeResponse]:
         generation = await self._start(request, context)
         async for events in self._held(generation, 0):
-            for event in events:
-                yield event_to_proto(event)
-
-    async def GenerateCodeBatched(
-        self, request: pb.GenerateCodeRequest, context: Context
-    ) -> AsyncIterator[pb.GenerationEventBatch]:
-        generation = await self._start(request, context)
-        async for batch in self._batches(self._held(generation, 0)):
-            yield batch
+            for chunk in chunk_events(events):
+                yield pb.GenerateCodeResponse(events=chunk)
 
     async def WatchGeneration(
         self, request: pb.WatchGenerationRequest, context: Context
-    ) -> AsyncIterator[pb.GenerationEvent]:
+    ) -> AsyncIterator[pb.WatchGenerationResponse]:
         async for events in self._watched(request, context):
-            for event in events:
-                yield event_to_proto(event)
-
-    async def WatchGenerationBatched(
-        self, request: pb.WatchGenerationRequest, context: Context
-    ) -> AsyncIterator[pb.GenerationEventBatch]:
-        async for batch in self._batches(self._watched(request, context)):
-            yield batch
+            for chunk in chunk_events(events):
+                yield pb.WatchGenerationResponse(events=chunk)
 
     async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
         violations = self._credential_violations(request.credentials)
@@ -112,8 +101,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         except ShuttingDown as exc:
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except ValueError as exc:
-            await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
-        raise AssertionError("unreachable: abort raises")
+            await abort(context, grpc.StatusCode.ALREADY_EXISTS, str(exc))
 
     async def _held(self, generation: Generation, after: int) -> AsyncIterator[Sequence[Event]]:
         # Every open stream holds the generation; when the last caller goes away
@@ -143,21 +131,6 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         events = replay(record, request.after_sequence)
         self._events_sent.inc(len(events))
         yield events
-
-    async def _batches(
-        self, source: AsyncIterator[Sequence[Event]]
-    ) -> AsyncIterator[pb.GenerationEventBatch]:
-        async for events in source:
-            # A re-attaching client may get a long log at once: keep each message well
-            # under the channel's limit (snapshots and screenshots are large).
-            messages = [event_to_proto(event) for event in events]
-            start, size = 0, 0
-            for i, message in enumerate(messages):
-                size += message.ByteSize()
-                if size > MAX_BATCH_BYTES and i > start:
-                    yield pb.GenerationEventBatch(events=messages[start:i])
-                    start, size = i, message.ByteSize()
-            yield pb.GenerationEventBatch(events=messages[start:])
 
     async def CancelGeneration(
         self, request: pb.CancelGenerationRequest, context: Context
