@@ -8,9 +8,11 @@ and leaves as append-only `CodeDelta`s.
 
 from __future__ import annotations
 
+import asyncio
+import math
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from services.agent import pricing
@@ -44,6 +46,39 @@ DEFAULT_PATH = "index.html"
 # (event_id, payload); the variant index is bound by whoever owns the callback.
 Emit = Callable[[str, Payload], None]
 
+# Upstream's replay step: at least this many characters, at most this many steps.
+_REPLAY_MIN_STEP = 200
+_REPLAY_MAX_STEPS = 18
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewReplay:
+    """How `create_file` content that arrives in one piece still makes a live preview.
+
+    Gemini sends a call's arguments whole (so do Chat Completions servers that do not
+    stream tool calls): forwarded as one delta, the preview would jump from nothing to
+    the whole file. Upstream replays such content in steps before it runs the tool; so do
+    we, with its step (at least 200 characters, at most 18 steps) and a pause between
+    steps sized so that one call's replay pauses at most `total_s` in all. The gateway
+    sends a setCode at most every 225 ms, so upstream's 10 ms pauses would reach the
+    browser as one frame; pauses of `total_s / 18` (55 ms by default) give it one every
+    few steps. A piece of at most one step (every streamed delta) is forwarded as is.
+    """
+
+    total_s: float = 0.0  # the most one call's replay may pause; 0: no replay
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    @property
+    def pause_s(self) -> float:
+        return self.total_s / _REPLAY_MAX_STEPS
+
+    def steps(self, text: str) -> list[str]:
+        """`text` cut into the pieces a replay emits (one piece when there is no replay)."""
+        if self.total_s <= 0 or len(text) <= _REPLAY_MIN_STEP:
+            return [text]
+        step = max(_REPLAY_MIN_STEP, math.ceil(len(text) / _REPLAY_MAX_STEPS))
+        return [text[i : i + step] for i in range(0, len(text), step)]
+
 
 class EngineError(Exception):
     """A variant failure with a message for the user."""
@@ -52,7 +87,7 @@ class EngineError(Exception):
 class CostBudget:
     """The generation-wide cost guardrail, shared by every variant's engine."""
 
-    def __init__(self, limit_usd: float | None, total_limit_usd: float | None = None) -> None:
+    def __init__(self, limit_usd: float | None) -> None:
         self.limit_usd = limit_usd
         self._sessions: list[ProviderSession] = []
 
@@ -85,6 +120,7 @@ class VariantEngine:
     max_turns: int = 30
     max_tool_calls_per_turn: int = 16
     deadline: float = float("inf")  # time.monotonic(); tool calls get what is left
+    preview_replay: PreviewReplay = field(default_factory=PreviewReplay)
     usage: pricing.Usage = field(default_factory=pricing.Usage)
     tool_records: list[ToolCallRecord] = field(default_factory=list)
 
@@ -92,7 +128,6 @@ class VariantEngine:
         """Runs the loop to its end and returns the variant's final code."""
         try:
             for _ in range(self.max_turns):
-        self.total_limit_usd = total_limit_usd
                 stream = _TurnStream(self)
                 turn = await self.session.stream_turn(stream.on_event)
                 self.usage = self.usage + turn.usage
@@ -179,25 +214,26 @@ class _TurnStream:
             preview = self._previews.get(event.call_id)
             if preview is None:
                 preview = self._previews[event.call_id] = _Preview(event.call_id, self._engine)
-            if preview.feed(event):
+            if await preview.feed(event):
                 self.started_calls.add(event.call_id)
 
 
 class _Preview:
     """Decodes one streamed create_file's content once and emits it as CodeDeltas (the
-    event log merges consecutive ones)."""
+    event log merges consecutive ones); content that arrives in one piece is replayed."""
 
     def __init__(self, call_id: str, engine: VariantEngine) -> None:
         self._call_id = call_id
         self._engine = engine
         self._scanner = ArgumentScanner(("path", "content"))
+        self._paused_s = 0.0  # this call's replay pauses so far, bounded by total_s
         self.started = False
 
-    def feed(self, event: ToolCallDelta) -> bool:
+    async def feed(self, event: ToolCallDelta) -> bool:
         """Returns True once the tool's start has been announced."""
         emit = self._engine.emit
         for fragment in self._scanner.feed(event.arguments_delta):
-            if fragment.key != "content" or (not fragment.text and fragment.offset > 0):
+            if fragment.key != "content":
                 continue
             if not self.started:
                 self.started = True
@@ -209,5 +245,19 @@ class _Preview:
                     "preview": summarize_text(fragment.text, 200),
                 }
                 emit(self._call_id, ToolStart("create_file", summary))
-            emit(self._call_id, CodeDelta(fragment.offset, clean_text(fragment.text)))
+            # The string's opening quote yields an empty fragment; as a delta at offset 0
+            # it would replace the page on show (an update's) with nothing for a frame.
+            # The first text, at offset 0 too, restarts the file just the same.
+            if fragment.text:
+                await self._forward(fragment.offset, clean_text(fragment.text))
         return self.started
+
+    async def _forward(self, offset: int, text: str) -> None:
+        replay = self._engine.preview_replay
+        pause = replay.pause_s
+        for i, piece in enumerate(replay.steps(text)):
+            if i and self._paused_s + pause <= replay.total_s:
+                self._paused_s += pause
+                await replay.sleep(pause)
+            self._engine.emit(self._call_id, CodeDelta(offset, piece))
+            offset += len(piece)

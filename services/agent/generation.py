@@ -21,7 +21,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from services.agent.domain import GenerationRequest, VariantRecord
-from services.agent.engine import CostBudget, EngineError, VariantEngine
+from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
 from services.agent.eventlog import DEFAULT_TICK_S, EventLog
 from services.agent.events import (
     Event,
@@ -389,6 +389,7 @@ class GenerationManager:
                 max_turns=self._settings.max_turns,
                 max_tool_calls_per_turn=self._settings.max_tool_calls_per_turn,
                 deadline=generation.deadline,
+                preview_replay=PreviewReplay(self._settings.preview_replay_s),
             )
             state.code = await engine.run()
             state.status = "completed"

@@ -71,6 +71,8 @@ class AgentSettings:
     database_url: str = ""  # postgresql://… for a shared run store; empty: SQLite in data_dir
     # How long streamed deltas may wait to be merged into one event (see eventlog.py).
     event_tick_s: float = DEFAULT_TICK_S
+    # The most one create_file's replayed preview may pause (engine.PreviewReplay); 0: off.
+    preview_replay_s: float = 1.0
 
     @property
     def credential_policy(self) -> CredentialPolicy:
@@ -102,6 +104,7 @@ class AgentSettings:
             "shutdown_grace_s": float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
             "max_generation_s": float(env.get("S2C_MAX_GENERATION_S", "900")),
             "event_tick_s": int(env.get("S2C_EVENT_TICK_MS", "40")) / 1000,
+            "preview_replay_s": int(env.get("S2C_PREVIEW_REPLAY_MS", "1000")) / 1000,
             "retained_generations": _bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
             "retained_bytes": _bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
             "retained_seconds": _bound(env, "S2C_RETAIN_SECONDS", "300", float),

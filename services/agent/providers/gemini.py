@@ -172,7 +172,8 @@ def _chunk_events(
             name = call.name or "unknown_tool"
             arguments = dict(call.args or {})
             state.calls.append(ToolCall(call_id, name, arguments))
-            # Gemini sends arguments whole, so they arrive as one fragment.
+            # Gemini sends arguments whole, so they arrive as one fragment (the engine
+            # replays a whole create_file content as a paced preview: PreviewReplay).
             yield base.ToolCallDelta(call_id, name, json.dumps(arguments))
         elif part.text:
             if part.thought:
