@@ -13,7 +13,7 @@ from services.agent.convert import event_to_proto, request_from_proto, run_to_pr
 from services.agent.events import Event
 from services.agent.generation import Generation, GenerationManager, ShuttingDown
 from services.agent.metrics import AgentMetrics
-from services.agent.models import CATALOGUE, LOCAL_PREFIX, video_violations
+from services.agent.models import CATALOGUE, LOCAL_PREFIX
 from services.agent.providers import registry
 from services.agent.retention import replay
 from services.agent.runstore_health import StoreUnavailable
@@ -27,7 +27,7 @@ from services.agent.tool_client import (
     UrlCapture,
 )
 from services.common.credentials import Credentials, credentials_from_proto
-from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid, clip
+from services.common.errors import FieldViolation, InvalidRequest, abort_invalid, clip
 from services.common.tracing import incoming_context, tracer
 
 Context = grpc.aio.ServicerContext[object, object]
@@ -94,9 +94,6 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             domain = request_from_proto(request)
         except InvalidRequest as exc:
             violations = [*exc.violations, *violations]
-        else:
-            # A pinned model that takes no video would silently drop it.
-            violations += video_violations(domain, self._settings.pinned_models)
         if violations:
             await abort_invalid(context, InvalidRequest(violations))
         try:
@@ -110,9 +107,10 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 # The caller's deadline bounds the generation, too.
                 return self._manager.start(domain, deadline_s=context.time_remaining())
         except ShuttingDown as exc:
-            await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except ValueError as exc:
-            await abort(context, grpc.StatusCode.ALREADY_EXISTS, str(exc))
+            await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
+        raise AssertionError("unreachable: abort raises")
 
     async def _held(self, generation: Generation, after: int) -> AsyncIterator[Sequence[Event]]:
         # Every open stream holds the generation; when the last caller goes away
@@ -171,13 +169,13 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             record = await self._manager.get_record(request.generation_id)
         except StoreUnavailable as exc:
             # Not NOT_FOUND: the record may exist, or exist stale; retry once storage heals.
-            await abort(context, grpc.StatusCode.UNAVAILABLE, clip(str(exc), 400))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, clip(str(exc), 400))
         if record is None:
-            await abort(
-                context,
+            await context.abort(
                 grpc.StatusCode.NOT_FOUND,
                 f"no generation {clip(request.generation_id, 80)!r} on record",
             )
+        assert record is not None
         return pb.GetGenerationResponse(generation=run_to_proto(record))
 
     async def ListModels(
@@ -197,10 +195,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         ]
         models += [
             pb.Model(
-                id=f"{LOCAL_PREFIX}{name}",
-                provider=registry.LOCAL.id,
-                api_name=name,
-                available=True,
+                id=f"{LOCAL_PREFIX}{name}", provider=registry.LOCAL.id, api_name=name, available=True
             )
             for name in self._settings.local_models
         ]
@@ -213,7 +208,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         try:
             names = await self._manager.tool_names(credentials_from_proto(request.credentials))
         except ToolServiceError as exc:
-            await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         return pb.GetCapabilitiesResponse(
             tools=names, screenshot_preview="screenshot_preview" in names
         )
@@ -232,10 +227,13 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         fmt = _CAPTURE_FORMATS.get(request.format)
         if fmt is None:
             violations.append(FieldViolation("format", f"unknown format {request.format}"))
-        if violations or device is None or fmt is None:
+        if violations:
             await abort_invalid(context, InvalidRequest(violations))
+        assert device is not None
+        assert fmt is not None
         if self._captures is None:
-            await abort(context, grpc.StatusCode.UNAVAILABLE, "URL capture is not set up here")
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "URL capture is not set up here")
+        assert self._captures is not None
         try:
             image = await self._captures.capture_url(
                 UrlCapture(request.url, device, fmt), timeout_s=context.time_remaining()
@@ -244,7 +242,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             # The worker's verdict, as it gave it: its code and words are the user's answer.
             if exc.code == grpc.StatusCode.INVALID_ARGUMENT and exc.violations:
                 await abort_invalid(context, InvalidRequest(exc.violations))
-            await abort(context, exc.code, clip(exc.message, 600))
+            await context.abort(exc.code, clip(exc.message, 600))
         return pb.CaptureUrlResponse(
             image=image.image,
             mime_type=image.mime_type,
@@ -269,9 +267,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     async def _find(self, generation_id: str, context: Context) -> Generation:
         generation = self._manager.get(generation_id)
         if generation is None:
-            await abort(
-                context,
+            await context.abort(
                 grpc.StatusCode.NOT_FOUND,
                 f"no generation {clip(generation_id, 80)!r} on this agent",
             )
+        assert generation is not None
         return generation

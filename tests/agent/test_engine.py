@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from services.agent import events as ev
-from services.agent.domain import FileState, GenerationRequest, Prompt
+from services.agent.convert import event_to_proto
+from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
+from services.agent.engine import CostBudget, PreviewReplay, VariantEngine
 from services.agent.generation import ALL_FAILED, Generation, GenerationManager
 from services.agent.models import ModelSpec
 from services.agent.providers.base import (
@@ -31,6 +33,8 @@ from services.agent.providers.scripted import (
 )
 from services.agent.settings import AgentSettings
 from services.agent.tooling import ToolContext, ToolOutcome
+from services.gateway.frames import FrameBuilder
+from services.gateway.preview_policy import PreviewPolicyConfig
 from services.tools.file_tools import file_tool_handlers
 from services.tools.runtime import ToolRuntime
 from services.tools.types import FileState as ToolFile
@@ -332,8 +336,11 @@ async def test_a_paused_stream_still_flushes_the_preview() -> None:
         ScriptedTurn((CallTool("p", "create_file", (tail,)),)),
         ScriptedTurn((Say(("ok",)),)),
     ]
+    # The tail arrives in one piece; its replay is tested apart and would only add pauses.
     manager = GenerationManager(
-        settings(), InProcessTools(), lambda spec, **kw: Pausing(list(turns))
+        replace(settings(), preview_replay_s=0.0),
+        InProcessTools(),
+        lambda spec, **kw: Pausing(list(turns)),
     )
     generation = manager.start(request(variant_count=1))
     code = ""
@@ -372,3 +379,99 @@ async def test_a_generation_past_its_deadline_is_stopped_with_a_clear_error() ->
     assert failures[0].message == "The generation took longer than 0 s and was stopped."
     assert events[-2].payload == ev.GenerationError(failures[0].message)
     assert events[-1].payload == ev.GenerationComplete("failed")
+
+
+class Pauses:
+    """An injected replay sleep that only counts."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.seconds.append(seconds)
+
+
+def engine_for(
+    turns: Sequence[ScriptedTurn],
+    emitted: list[tuple[str, ev.Payload]],
+    *,
+    file: FileState | None = None,
+    replay: PreviewReplay | None = None,
+) -> VariantEngine:
+    return VariantEngine(
+        index=0,
+        session=ScriptedSession(list(turns)),
+        tools=InProcessTools(),
+        context=ToolContext(),
+        emit=lambda event_id, payload: emitted.append((event_id, payload)),
+        budget=CostBudget(None),
+        file=file,
+        preview_replay=replay or PreviewReplay(),
+    )
+
+
+async def test_streamed_content_is_forwarded_as_it_comes_without_pauses() -> None:
+    page = "<html><body>" + "<p>streamed</p>" * 100 + "</body></html>"
+    args = {"path": "index.html", "content": page}
+    turns = [
+        ScriptedTurn((call_tool("c1", "create_file", args, chunk_size=64),)),
+        ScriptedTurn((Say(("ok",)),)),
+    ]
+    emitted: list[tuple[str, ev.Payload]] = []
+    pauses = Pauses()
+    await engine_for(turns, emitted, replay=PreviewReplay(1.0, pauses)).run()
+    deltas = [p for _, p in emitted if isinstance(p, ev.CodeDelta)]
+    assert "".join(d.text for d in deltas) == page
+    assert max(len(d.text) for d in deltas) <= 64
+    assert pauses.seconds == []  # a streaming provider's tool call is never held back
+
+
+async def test_an_opening_content_string_emits_no_empty_code_delta() -> None:
+    new_page = "<html><body><p>new page</p></body></html>"
+    # Split right after the opening quote: the scanner's first fragment is empty.
+    chunks = ('{"path": "index.html", "content": "', new_page[:12], new_page[12:] + '"}')
+    turns = [
+        ScriptedTurn((CallTool("c1", "create_file", chunks),)),
+        ScriptedTurn((Say(("ok",)),)),
+    ]
+    emitted: list[tuple[str, ev.Payload]] = []
+    await engine_for(turns, emitted, file=FileState("index.html", PAGE)).run()
+    payloads = [p for event_id, p in emitted if event_id == "c1"]
+    assert [type(p).__name__ for p in payloads] == [
+        "ToolStart",
+        "CodeDelta",
+        "CodeDelta",
+        "CodeSnapshot",
+        "ToolResult",
+    ]
+    assert payloads[1:3] == [ev.CodeDelta(0, new_page[:12]), ev.CodeDelta(12, new_page[12:])]
+
+
+async def test_an_update_never_sends_an_empty_set_code_to_the_browser() -> None:
+    """Engine → event log → proto → FrameBuilder: the setCode frames the upstream UI reads."""
+    new_page = "<html><body><p>new page</p></body></html>"
+    chunks = ('{"path": "index.html", "content": "', new_page[:12], new_page[12:] + '"}')
+    turns = [
+        ScriptedTurn((CallTool("c1", "create_file", chunks),)),
+        ScriptedTurn((Say(("ok",)),)),
+    ]
+    history = (
+        HistoryMessage("user", "a page"),
+        HistoryMessage("assistant", PAGE),
+        HistoryMessage("user", "make it new"),
+    )
+    update = request(
+        variant_count=1,
+        generation_type="update",
+        history=history,
+        file_state=FileState("index.html", PAGE),
+    )
+    manager = GenerationManager(settings(), InProcessTools(), scripted(turns))
+    frames = FrameBuilder(PreviewPolicyConfig(), lambda: 100.0)
+    out: list[dict[str, Any]] = []
+    async for e in events_of(manager.start(update), 0):
+        out += frames.on_event(event_to_proto(e))
+    out += frames.flush_all()
+    set_codes = [f["value"] for f in out if f["type"] == "setCode"]
+    # The first text at once (a new file), the tool's file, the final code; never "".
+    assert set_codes == [new_page[:12], new_page, new_page]
