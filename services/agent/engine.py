@@ -87,7 +87,7 @@ class EngineError(Exception):
 class CostBudget:
     """The generation-wide cost guardrail, shared by every variant's engine."""
 
-    def __init__(self, limit_usd: float | None) -> None:
+    def __init__(self, limit_usd: float | None, total_limit_usd: float | None = None) -> None:
         self.limit_usd = limit_usd
         self._sessions: list[ProviderSession] = []
 
@@ -128,6 +128,7 @@ class VariantEngine:
         """Runs the loop to its end and returns the variant's final code."""
         try:
             for _ in range(self.max_turns):
+        self.total_limit_usd = total_limit_usd
                 stream = _TurnStream(self)
                 turn = await self.session.stream_turn(stream.on_event)
                 self.usage = self.usage + turn.usage

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
@@ -13,7 +13,7 @@ from services.agent.convert import event_to_proto, request_from_proto, run_to_pr
 from services.agent.events import Event
 from services.agent.generation import Generation, GenerationManager, ShuttingDown
 from services.agent.metrics import AgentMetrics
-from services.agent.models import CATALOGUE, LOCAL_PREFIX
+from services.agent.models import CATALOGUE, LOCAL_PREFIX, video_violations
 from services.agent.providers import registry
 from services.agent.retention import replay
 from services.agent.runstore_health import StoreUnavailable
@@ -27,12 +27,14 @@ from services.agent.tool_client import (
     UrlCapture,
 )
 from services.common.credentials import Credentials, credentials_from_proto
-from services.common.errors import FieldViolation, InvalidRequest, abort_invalid, clip
+from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid, clip
 from services.common.tracing import incoming_context, tracer
 
 Context = grpc.aio.ServicerContext[object, object]
 
 MAX_BATCH_BYTES = 1 << 20
+# A repeated message field costs a tag byte and a length varint (≤ 5 bytes) per element.
+_FIELD_OVERHEAD = 6
 MAX_CAPTURE_URL_CHARS = 2048
 _CAPTURE_DEVICES: dict[int, CaptureDevice] = {
     pb.CAPTURE_DEVICE_UNSPECIFIED: "",
@@ -62,31 +64,18 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
 
     async def GenerateCode(
         self, request: pb.GenerateCodeRequest, context: Context
-    ) -> AsyncIterator[pb.GenerationEvent]:
+    ) -> AsyncIterator[pb.GenerateCodeResponse]:
         generation = await self._start(request, context)
         async for events in self._held(generation, 0):
-            for event in events:
-                yield event_to_proto(event)
-
-    async def GenerateCodeBatched(
-        self, request: pb.GenerateCodeRequest, context: Context
-    ) -> AsyncIterator[pb.GenerationEventBatch]:
-        generation = await self._start(request, context)
-        async for batch in self._batches(self._held(generation, 0)):
-            yield batch
+            for chunk in chunk_events(events):
+                yield pb.GenerateCodeResponse(events=chunk)
 
     async def WatchGeneration(
         self, request: pb.WatchGenerationRequest, context: Context
-    ) -> AsyncIterator[pb.GenerationEvent]:
+    ) -> AsyncIterator[pb.WatchGenerationResponse]:
         async for events in self._watched(request, context):
-            for event in events:
-                yield event_to_proto(event)
-
-    async def WatchGenerationBatched(
-        self, request: pb.WatchGenerationRequest, context: Context
-    ) -> AsyncIterator[pb.GenerationEventBatch]:
-        async for batch in self._batches(self._watched(request, context)):
-            yield batch
+            for chunk in chunk_events(events):
+                yield pb.WatchGenerationResponse(events=chunk)
 
     async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
         violations = self._credential_violations(request.credentials)
@@ -94,6 +83,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             domain = request_from_proto(request)
         except InvalidRequest as exc:
             violations = [*exc.violations, *violations]
+        else:
+            # A pinned model that takes no video would silently drop it.
+            violations += video_violations(domain, self._settings.pinned_models)
         if violations:
             await abort_invalid(context, InvalidRequest(violations))
         try:
@@ -107,10 +99,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 # The caller's deadline bounds the generation, too.
                 return self._manager.start(domain, deadline_s=context.time_remaining())
         except ShuttingDown as exc:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
         except ValueError as exc:
-            await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
-        raise AssertionError("unreachable: abort raises")
+            await abort(context, grpc.StatusCode.ALREADY_EXISTS, str(exc))
 
     async def _held(self, generation: Generation, after: int) -> AsyncIterator[Sequence[Event]]:
         # Every open stream holds the generation; when the last caller goes away
@@ -141,21 +132,6 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self._events_sent.inc(len(events))
         yield events
 
-    async def _batches(
-        self, source: AsyncIterator[Sequence[Event]]
-    ) -> AsyncIterator[pb.GenerationEventBatch]:
-        async for events in source:
-            # A re-attaching client may get a long log at once: keep each message well
-            # under the channel's limit (snapshots and screenshots are large).
-            messages = [event_to_proto(event) for event in events]
-            start, size = 0, 0
-            for i, message in enumerate(messages):
-                size += message.ByteSize()
-                if size > MAX_BATCH_BYTES and i > start:
-                    yield pb.GenerationEventBatch(events=messages[start:i])
-                    start, size = i, message.ByteSize()
-            yield pb.GenerationEventBatch(events=messages[start:])
-
     async def CancelGeneration(
         self, request: pb.CancelGenerationRequest, context: Context
     ) -> pb.CancelGenerationResponse:
@@ -169,13 +145,13 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             record = await self._manager.get_record(request.generation_id)
         except StoreUnavailable as exc:
             # Not NOT_FOUND: the record may exist, or exist stale; retry once storage heals.
-            await context.abort(grpc.StatusCode.UNAVAILABLE, clip(str(exc), 400))
+            await abort(context, grpc.StatusCode.UNAVAILABLE, clip(str(exc), 400))
         if record is None:
-            await context.abort(
+            await abort(
+                context,
                 grpc.StatusCode.NOT_FOUND,
                 f"no generation {clip(request.generation_id, 80)!r} on record",
             )
-        assert record is not None
         return pb.GetGenerationResponse(generation=run_to_proto(record))
 
     async def ListModels(
@@ -195,7 +171,10 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         ]
         models += [
             pb.Model(
-                id=f"{LOCAL_PREFIX}{name}", provider=registry.LOCAL.id, api_name=name, available=True
+                id=f"{LOCAL_PREFIX}{name}",
+                provider=registry.LOCAL.id,
+                api_name=name,
+                available=True,
             )
             for name in self._settings.local_models
         ]
@@ -208,7 +187,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         try:
             names = await self._manager.tool_names(credentials_from_proto(request.credentials))
         except ToolServiceError as exc:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
         return pb.GetCapabilitiesResponse(
             tools=names, screenshot_preview="screenshot_preview" in names
         )
@@ -227,13 +206,10 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         fmt = _CAPTURE_FORMATS.get(request.format)
         if fmt is None:
             violations.append(FieldViolation("format", f"unknown format {request.format}"))
-        if violations:
+        if violations or device is None or fmt is None:
             await abort_invalid(context, InvalidRequest(violations))
-        assert device is not None
-        assert fmt is not None
         if self._captures is None:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "URL capture is not set up here")
-        assert self._captures is not None
+            await abort(context, grpc.StatusCode.UNAVAILABLE, "URL capture is not set up here")
         try:
             image = await self._captures.capture_url(
                 UrlCapture(request.url, device, fmt), timeout_s=context.time_remaining()
@@ -242,7 +218,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             # The worker's verdict, as it gave it: its code and words are the user's answer.
             if exc.code == grpc.StatusCode.INVALID_ARGUMENT and exc.violations:
                 await abort_invalid(context, InvalidRequest(exc.violations))
-            await context.abort(exc.code, clip(exc.message, 600))
+            await abort(context, exc.code, clip(exc.message, 600))
         return pb.CaptureUrlResponse(
             image=image.image,
             mime_type=image.mime_type,
@@ -267,9 +243,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     async def _find(self, generation_id: str, context: Context) -> Generation:
         generation = self._manager.get(generation_id)
         if generation is None:
-            await context.abort(
+            await abort(
+                context,
                 grpc.StatusCode.NOT_FOUND,
                 f"no generation {clip(generation_id, 80)!r} on this agent",
             )
-        assert generation is not None
         return generation
