@@ -2,10 +2,11 @@
 
 A streamed `create_file` is replayed from model deltas to browser frames through the code
 that runs in production: `ArgumentScanner` (decoding, as the engine's preview does), the
-agent's `EventLog` (the one place deltas are merged, on its tick timer), `event_to_proto`,
-and the gateway's `Relay` with its `FrameBuilder` and `SetCodePolicy` (the setCode rule and
-its timer). Only the transports are replaced: the log's batches reach the relay as
-in-memory messages and the relay writes to a socket that records what it is sent.
+agent's `EventLog` (the one place deltas are merged, on its tick timer), the servicer's
+`chunk_events` (`event_to_proto` and the cut into messages), and the gateway's `Relay`
+with its `FrameBuilder` and `SetCodePolicy` (the setCode rule and its timer). Only the
+transports are replaced: the log's batches reach the relay as in-memory messages and the
+relay writes to a socket that records what it is sent.
 
 The event loop's clock is simulated (`SimulatedClockLoop`): when nothing is ready it jumps
 to the next timer instead of sleeping, so every timer fires at its exact time, a minute of
@@ -26,7 +27,6 @@ from aiohttp import WSMessage, web
 from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.agent.argscan import ArgumentScanner
-from services.agent.convert import event_to_proto
 from services.agent.eventlog import EventLog
 from services.agent.events import (
     CodeDelta,
@@ -36,6 +36,7 @@ from services.agent.events import (
     ToolResult,
     ToolStart,
 )
+from services.agent.servicer import chunk_events
 from services.gateway.frames import FrameBuilder
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.preview_policy import PreviewPolicyConfig
@@ -144,13 +145,14 @@ async def _agent(log: EventLog, pieces: Sequence[str], times: Sequence[float]) -
     return arrivals
 
 
-async def _batches(log: EventLog, replay: Replay) -> AsyncIterator[pb.GenerationEventBatch]:
-    """The agent's batched stream: every event committed since the last message."""
+async def _responses(log: EventLog, replay: Replay) -> AsyncIterator[pb.GenerateCodeResponse]:
+    """The agent's GenerateCode stream: every event committed since the last message,
+    cut into messages by the servicer's own rule."""
     events: Sequence[Event]
     async for events in log.batches():
-        batch = pb.GenerationEventBatch(events=[event_to_proto(e) for e in events])
-        replay.code_deltas += [e for e in batch.events if e.HasField("code_delta")]
-        yield batch
+        for chunk in chunk_events(events):
+            replay.code_deltas += [e for e in chunk if e.HasField("code_delta")]
+            yield pb.GenerateCodeResponse(events=chunk)
 
 
 async def _replay(
@@ -162,7 +164,7 @@ async def _replay(
     socket = _RecordingSocket(loop, replay)
     relay = Relay(
         cast(web.WebSocketResponse, socket),
-        cast(grpc.aio.UnaryStreamCall[Any, pb.GenerationEventBatch], _batches(log, replay)),
+        cast(grpc.aio.UnaryStreamCall[Any, pb.GenerateCodeResponse], _responses(log, replay)),
         FrameBuilder(config, loop.time),
         "simulated agent",
         GatewayMetrics(),

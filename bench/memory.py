@@ -8,7 +8,7 @@ Run alone from the repository root:
 What runs. For each policy, fresh real processes on 127.0.0.1: `s2c tools` (screenshots off
 unless `--screenshots`: Chromium makes a run take many minutes) and `s2c agent` with the
 demo model at
-`S2C_DEMO_PACE_MS=0`. A gRPC client keeps `--concurrency` `GenerateCodeBatched` calls
+`S2C_DEMO_PACE_MS=0`. A gRPC client keeps `--concurrency` `GenerateCode` calls
 open (text prompts, 2 demo variants each: create_file, [screenshot_preview,] edit_file)
 until `--generations` have finished, and reads the agent's RSS (/proc/<pid>/status) and
 its retention gauges (its /metrics) at each mark.
@@ -157,7 +157,7 @@ async def measure(policy: Policy, args: argparse.Namespace) -> list[tuple[float,
                     input_mode=pb.INPUT_MODE_TEXT,
                     prompt=pb.Prompt(text=f"A landing page for bakery number {n}"),
                 )
-                async for _ in stub.GenerateCodeBatched(request):
+                async for _ in stub.GenerateCode(request):
                     pass
 
             running: set[asyncio.Task[None]] = set()

@@ -180,6 +180,8 @@ class GenerationView:
         if kind == "generation_complete":
             self.status = event.generation_complete.status
             return
+        if not event.HasField("variant_index"):
+            return  # a generation-wide event of a newer agent
         variant = self.variant(event.variant_index)
         if kind == "status":
             variant.note, variant.note_id = event.status.text, ""
@@ -227,6 +229,7 @@ class GenerationView:
 
 
 def _add_usage(total: common_pb2.Usage, turn: common_pb2.Usage) -> None:
+    # Every field of a `usage` event is that turn's alone, cost included.
     total.input_tokens += turn.input_tokens
     total.output_tokens += turn.output_tokens
     total.cache_read_tokens += turn.cache_read_tokens
@@ -493,11 +496,12 @@ async def _run(
         with _signals(loop, interrupt):
             async with reporter.running():
                 try:
-                    async for event in call:
-                        view.apply(event)
-                        if event.WhichOneof("payload") == "variant_complete":
-                            _write(view.variant(event.variant_index), out, outcome)
-                        reporter.event(event)
+                    async for response in call:
+                        for event in response.events:
+                            view.apply(event)
+                            if event.WhichOneof("payload") == "variant_complete":
+                                _write(view.variant(event.variant_index), out, outcome)
+                            reporter.event(event)
                 except BrokenPipeError:
                     outcome.broken_pipe = True
                     call.cancel()

@@ -4,8 +4,9 @@
 #   generate.sh [-a ADDR] [-s STACK] [-n VARIANTS] PROMPT
 #
 # ADDR defaults to $S2C_AGENT_ADDR, then 127.0.0.1:50051. grpcurl discovers the API
-# through the agent's server reflection, so no .proto files are needed. Events are
-# printed as grpcurl's JSON as they arrive. Set GRPCURL to use a grpcurl binary that
+# through the agent's server reflection, so no .proto files are needed. Each stream
+# message (`{"events": [...]}`: the events committed since the previous one) is printed
+# as grpcurl's JSON as it arrives. Set GRPCURL to use a grpcurl binary that
 # is not on PATH (e.g. GRPCURL=.venv/bin/grpcurl).
 #
 # A locked-down suite: S2C_GRPC_TOKEN is sent as `authorization: Bearer …` (reflection
@@ -95,7 +96,7 @@ fi
 events=$(mktemp)
 trap 'rm -f "$events"' EXIT
 
-# Events print live; a copy is kept to check how the generation ended.
+# Messages print live; a copy is kept to check how the generation ended.
 set +e
 printf '%s\n' "$request" |
   "$grpcurl" "${transport[@]}" ${auth[@]+"${auth[@]}"} -max-msg-sz 67108864 -d @ "$addr" \
@@ -112,7 +113,8 @@ if [[ "${statuses[2]}" -ne 0 ]]; then
   exit "${statuses[2]}"
 fi
 
-# The last event is always generation_complete; its status says how the generation ended.
+# The last message ends with generation_complete, whose status says how the generation
+# ended (no other event has a RunStatus).
 last_event=$(awk '/^\{/ { event = "" } { event = event $0 "\n" } END { printf "%s", event }' "$events")
 if grep -q '"generationComplete"' <<<"$last_event" &&
   grep -q '"status": "RUN_STATUS_COMPLETED"' <<<"$last_event"; then

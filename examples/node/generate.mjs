@@ -37,7 +37,6 @@ const IMAGE_TYPES = {
   '.webp': 'image/webp',
   '.gif': 'image/gif',
 };
-const GENERATION_WIDE = new Set(['variant_count', 'generation_error', 'generation_complete']);
 const USAGE =
   'usage: node generate.mjs [--out DIR] [--stack STACK] [--variants N] [--model ID]... ' +
   'PROMPT_OR_IMAGE';
@@ -167,7 +166,7 @@ function describe(event) {
     case 'code_snapshot':
       return `${body.path} (${[...body.content].length} chars)`;
     case 'usage':
-      return `in ${body.input_tokens} out ${body.output_tokens} tokens, $${body.cost_usd}`;
+      return `this turn: in ${body.input_tokens} out ${body.output_tokens} tokens, $${body.cost_usd}`;
     case 'variant_complete':
       return 'done';
     case 'variant_error':
@@ -224,9 +223,13 @@ function main() {
     call.cancel(); // the agent cancels the generation when its stream goes away
   });
 
-  call.on('data', (event) => {
-    const v = event.variant_index;
-    const scope = GENERATION_WIDE.has(event.payload) ? 'generation' : `variant ${v + 1}`;
+  // Each message carries the events committed since the previous one, in order.
+  call.on('data', (message) => message.events.forEach(onEvent));
+
+  function onEvent(event) {
+    // `optional`: unset (null here) for generation-wide events; 0 is the first variant.
+    const v = event.variant_index ?? null;
+    const scope = v === null ? 'generation' : `variant ${v + 1}`;
     process.stdout.write(`#${event.sequence} [${scope}] ${event.payload} ${describe(event)}\n`);
     const body = event[event.payload];
     switch (event.payload) {
@@ -256,7 +259,7 @@ function main() {
       default:
         break;
     }
-  });
+  }
 
   const reportWritten = () => {
     for (const target of written) process.stdout.write(`wrote ${target}\n`);

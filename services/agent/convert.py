@@ -184,14 +184,18 @@ def usage_to_proto(usage: ev.Usage) -> common_pb2.Usage:
     )
 
 
+# The payloads that belong to no variant (their domain events carry variant_index 0).
+GENERATION_WIDE = (ev.VariantCount, ev.GenerationError, ev.GenerationComplete)
+
+
 def event_to_proto(event: ev.Event) -> pb.GenerationEvent:
     """Each payload class is the oneof member of the same name, field for field."""
     out = pb.GenerationEvent(
-        generation_id=event.generation_id,
-        sequence=event.sequence,
-        variant_index=event.variant_index,
-        event_id=event.event_id,
+        generation_id=event.generation_id, sequence=event.sequence, event_id=event.event_id
     )
+    # Unset, not 0, for generation-wide events: 0 would name the first variant.
+    if not isinstance(event.payload, GENERATION_WIDE):
+        out.variant_index = event.variant_index
     # Most frequent first: a match tries its cases in order.
     match event.payload:
         case ev.CodeDelta(offset, text):

@@ -36,7 +36,13 @@ from services.agent.events import (
     VariantError,
 )
 from services.agent.metrics import AgentMetrics
-from services.agent.models import ModelSelectionError, ModelSpec, select_models, variant_count
+from services.agent.models import (
+    ModelSelectionError,
+    ModelSpec,
+    has_video,
+    select_models,
+    variant_count,
+)
 from services.agent.prompts import PromptError, build_prompt_messages, current_file
 from services.agent.providers import registry
 from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
@@ -298,6 +304,7 @@ class GenerationManager:
                 providers_with_keys=keys,
                 pinned=pinned,
                 local_models=settings.local_models,
+                has_video=has_video(request),
             )
         except ModelSelectionError as exc:
             return self._fail(generation, str(exc))

@@ -1,6 +1,7 @@
 """The model catalogue and how variants get their models (docs/design.md).
 
-A model id names a provider, the API model and an effort level. Ids of the form
+A model id names a provider, the API model and an effort level, spelled as upstream's
+`Llm` values (the upstream UI keys its badges on them). Ids of the form
 `local:<name>` run `<name>` on an OpenAI-compatible Chat Completions server
 (Ollama, vLLM, LM Studio, llama.cpp); `demo` is the built-in scripted model.
 """
@@ -10,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from services.agent.domain import GenerationRequest
 from services.agent.providers import registry
+from services.common.errors import FieldViolation
 
 DEMO_MODEL_ID = "demo"
 LOCAL_PREFIX = "local:"
@@ -28,9 +31,13 @@ def _family_specs(provider: str, family: registry.ModelFamily) -> list[ModelSpec
     if not family.unit:
         return [ModelSpec(family.api_name, provider, family.api_name, family.efforts[0])]
     return [
-        ModelSpec(f"{family.api_name} ({e} {family.unit})", provider, family.api_name, e)
+        ModelSpec(_family_id(family, e, family.unit), provider, family.api_name, e)
         for e in family.efforts
     ]
+
+
+def _family_id(family: registry.ModelFamily, effort: str, unit: str) -> str:
+    return f"{family.api_name} ({'no' if effort == 'none' else effort} {unit})"
 
 
 CATALOGUE: dict[str, ModelSpec] = {
@@ -40,14 +47,23 @@ CATALOGUE: dict[str, ModelSpec] = {
     for spec in _family_specs(provider.id, family)
 }
 CATALOGUE[DEMO_MODEL_ID] = ModelSpec(DEMO_MODEL_ID, "demo", DEMO_MODEL_ID, None)
+# Ids we used before taking upstream's spelling (`gpt-5.5 (high effort)`): accepted
+# when pinned, answered with the canonical spec, never listed.
+ALIASES: dict[str, ModelSpec] = {
+    f"{family.api_name} ({e} {family.legacy_unit})": CATALOGUE[_family_id(family, e, family.unit)]
+    for provider in registry.PROVIDERS
+    for family in provider.models
+    if family.legacy_unit
+    for e in family.efforts
+}
 
 G3F_MIN = "gemini-3-flash-preview (minimal thinking)"
 G3F_HIGH = "gemini-3-flash-preview (high thinking)"
 G31P_LOW = "gemini-3.1-pro-preview (low thinking)"
 G31P_HIGH = "gemini-3.1-pro-preview (high thinking)"
-GPT55_HIGH = "gpt-5.5 (high effort)"
-GPT55_LOW = "gpt-5.5 (low effort)"
-GPT56_TERRA_LOW = "gpt-5.6-terra (low effort)"
+GPT55_HIGH = "gpt-5.5 (high thinking)"
+GPT55_LOW = "gpt-5.5 (low thinking)"
+GPT56_TERRA_LOW = "gpt-5.6-terra (low thinking)"
 OPUS_MED = "claude-opus-4-8 (medium effort)"
 OPUS_HIGH = "claude-opus-4-8 (high effort)"
 
@@ -79,7 +95,7 @@ def resolve(model_id: str) -> ModelSpec:
     if model_id.startswith(LOCAL_PREFIX) and len(model_id) > len(LOCAL_PREFIX):
         return ModelSpec(model_id, registry.LOCAL.id, model_id[len(LOCAL_PREFIX) :], None)
     try:
-        return CATALOGUE[model_id]
+        return CATALOGUE.get(model_id) or ALIASES[model_id]
     except KeyError:
         shown = model_id if len(model_id) <= 100 else model_id[:100] + "…"
         raise ModelSelectionError(
@@ -104,13 +120,23 @@ def select_models(
     providers_with_keys: frozenset[str],
     pinned: Sequence[str] = (),
     local_models: Sequence[str] = (),
+    has_video: bool = False,
 ) -> list[ModelSpec]:
     """Models for `count` variants: pinned ones if any, else by the keys present
-    (upstream's lists, cycled), else local models, else the demo model."""
+    (upstream's lists, cycled), else local models, else the demo model.
+
+    Video (the mode, or any video in the input) goes only to models that read it:
+    unpinned, it picks the video models as upstream does; a pinned model that would
+    drop it is refused rather than told to "analyze this video" it never gets."""
+    video = input_mode == "video" or has_video
     ids: Sequence[str]
     if pinned:
         ids = pinned
-    elif input_mode == "video" and providers_with_keys:
+        if has_video:
+            for model_id in ids:
+                if not takes_video(resolve(model_id)):
+                    raise ModelSelectionError(_no_video(model_id))
+    elif video and (providers_with_keys or local_models):
         ids = _video_models(providers_with_keys)
     elif providers_with_keys:
         ids = _spread(generation_type, input_mode, providers_with_keys)
@@ -120,6 +146,47 @@ def select_models(
         ids = [DEMO_MODEL_ID]
     specs = [resolve(i) for i in ids]
     return [specs[i % len(specs)] for i in range(count)]
+
+
+def takes_video(spec: ModelSpec) -> bool:
+    """Whether the model reads video input. The demo model reads no input at all and
+    says so in its status line, so video costs it nothing it could pretend to use."""
+    return spec.provider == DEMO_MODEL_ID or bool(registry.get(spec.provider).video)
+
+
+def has_video(request: GenerationRequest) -> bool:
+    return bool(request.prompt.videos) or any(m.videos for m in request.history)
+
+
+def video_violations(
+    request: GenerationRequest, configured: Sequence[str] = ()
+) -> list[FieldViolation]:
+    """The pinned models (the request's, else `configured`: S2C_MODELS) that would drop
+    the request's video, one violation each."""
+    if not has_video(request):
+        return []
+    if request.models:
+        return [
+            FieldViolation(f"models[{i}]", _no_video(model_id))
+            for i, model_id in enumerate(request.models)
+            if not takes_video(resolve(model_id))
+        ]
+    out = []
+    for model_id in configured:
+        try:
+            spec = resolve(model_id)
+        except ModelSelectionError:
+            continue  # the generation reports a bad S2C_MODELS entry itself
+        if not takes_video(spec):
+            out.append(
+                FieldViolation("prompt.videos", f"{_no_video(model_id)} (pinned by S2C_MODELS)")
+            )
+    return out
+
+
+def _no_video(model_id: str) -> str:
+    readers = " or ".join(m for p in registry.KEYED for m in p.video)
+    return f"Model {model_id} takes no video input; video needs a Gemini model, e.g. {readers}"
 
 
 def _video_models(keys: frozenset[str]) -> tuple[str, ...]:

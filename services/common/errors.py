@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import grpc
 from google.protobuf import any_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
+from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 
@@ -42,25 +42,45 @@ class InvalidRequest(ValueError):
         super().__init__("; ".join(f"{v.field}: {v.description}" for v in self.violations))
 
 
-def invalid_argument_status(error: InvalidRequest) -> grpc.Status:
+def error_status(
+    code: grpc.StatusCode, message: str, violations: Sequence[FieldViolation] = ()
+) -> grpc.Status:
+    """A status whose field violations travel as a google.rpc.BadRequest detail."""
     bad_request = error_details_pb2.BadRequest(
         field_violations=[
             error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
-            for v in error.violations
+            for v in violations
         ]
     )
     detail = any_pb2.Any()
     detail.Pack(bad_request)
-    status = status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=str(error), details=[detail])
+    number, _ = code.value
+    status = status_pb2.Status(code=number, message=message, details=[detail])
     converted: grpc.Status = rpc_status.to_status(status)
     return converted
 
 
-async def abort_invalid(
-    context: grpc.aio.ServicerContext[object, object], error: InvalidRequest
+def invalid_argument_status(error: InvalidRequest) -> grpc.Status:
+    return error_status(grpc.StatusCode.INVALID_ARGUMENT, str(error), error.violations)
+
+
+async def abort(
+    context: grpc.aio.ServicerContext[Any, Any],
+    code: grpc.StatusCode,
+    message: str,
+    violations: Sequence[FieldViolation] = (),
 ) -> NoReturn:
-    await context.abort_with_status(invalid_argument_status(error))
-    raise AssertionError("abort_with_status returned")  # it always raises
+    """Ends the RPC with `code`: the one way a servicer fails a call. With violations,
+    they travel as a google.rpc.BadRequest detail."""
+    if violations:
+        await context.abort_with_status(error_status(code, message, violations))
+    await context.abort(code, message)
+
+
+async def abort_invalid(
+    context: grpc.aio.ServicerContext[Any, Any], error: InvalidRequest
+) -> NoReturn:
+    await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(error), error.violations)
 
 
 def bad_request_violations(exc: grpc.aio.AioRpcError) -> list[FieldViolation]:

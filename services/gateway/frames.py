@@ -186,6 +186,7 @@ class FrameBuilder:
             out.append(self._f("variantError", v, value=event.variant_error.message))
         elif kind == "generation_error":
             out.extend(self.flush_all())
+            # The event names no variant; upstream's frame says variantIndex 0.
             self.error = event.generation_error.message
         elif kind == "generation_complete":
             out.extend(self.flush_all())

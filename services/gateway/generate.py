@@ -50,7 +50,7 @@ from services.gateway.keys import (
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.params import ParamsError, kind_of, parse_params
 from services.gateway.preview_policy import PreviewPolicyConfig
-from services.gateway.relay import APP_ERROR, USER_CANCEL, Relay
+from services.gateway.relay import APP_ERROR, USER_CANCEL, EventStream, Relay
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -166,11 +166,11 @@ async def _generate(
 ) -> web.WebSocketResponse:
     stub = pb_grpc.AgentServiceStub(request.app[CHANNEL_KEY])
     metrics = request.app[METRICS_KEY]
-    call: grpc.aio.UnaryStreamCall[Any, pb.GenerationEventBatch]
+    call: EventStream
     try:
         if "resumeGenerationId" in params:
             generation_id, after = _resume_params(params)
-            call = stub.WatchGenerationBatched(
+            call = stub.WatchGeneration(
                 pb.WatchGenerationRequest(generation_id=generation_id),
                 metadata=outgoing_metadata(),
             )
@@ -179,7 +179,7 @@ async def _generate(
             generate_request = parse_params(params, asset_base_url=asset_base_url(request))
             generation_id = uuid.uuid4().hex
             generate_request.generation_id = generation_id
-            call = stub.GenerateCodeBatched(generate_request, metadata=outgoing_metadata())
+            call = stub.GenerateCode(generate_request, metadata=outgoing_metadata())
             resumable, skip_until = params.get("resumable") is True, 0
     except ParamsError as exc:
         await _refuse(ws, metrics, "invalid_params", str(exc))

@@ -1,4 +1,4 @@
-"""One browser WebSocket ⇄ one batched GenerateCode (or WatchGeneration) stream."""
+"""One browser WebSocket ⇄ one GenerateCode (or WatchGeneration) stream."""
 
 from __future__ import annotations
 
@@ -55,11 +55,18 @@ def rpc_error_text(exc: grpc.aio.AioRpcError, agent_addr: str) -> str:
     return f"An unexpected error occurred: {code.name}: {exc.details()}"
 
 
+# Both streams carry `repeated GenerationEvent events` per message, so one reader serves.
+EventStream = (
+    grpc.aio.UnaryStreamCall[Any, pb.GenerateCodeResponse]
+    | grpc.aio.UnaryStreamCall[Any, pb.WatchGenerationResponse]
+)
+
+
 class Relay:
     def __init__(
         self,
         ws: web.WebSocketResponse,
-        events: grpc.aio.UnaryStreamCall[Any, pb.GenerationEventBatch],
+        events: EventStream,
         builder: FrameBuilder,
         agent_addr: str,
         metrics: GatewayMetrics,
@@ -173,7 +180,7 @@ class Relay:
                 await self._send(builder.flush_all())
                 await self.fail(rpc_error_text(item, self._agent_addr))
                 return
-            assert isinstance(item, pb.GenerationEventBatch)
+            assert isinstance(item, pb.GenerateCodeResponse | pb.WatchGenerationResponse)
             frames: list[Frame] = []
             for event in item.events:
                 self._see(event)

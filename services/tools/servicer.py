@@ -8,7 +8,7 @@ from s2c.tools.v1 import tool_service_pb2 as pb
 from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.common.credentials import Credentials, credentials_from_proto
-from services.common.errors import FieldViolation, InvalidRequest, abort_invalid
+from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid
 from services.common.structs import from_struct, to_struct
 from services.common.tracing import incoming_context, tracer
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
@@ -120,8 +120,7 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                     await abort_invalid(
                         context, InvalidRequest([FieldViolation("url", exc.message)])
                     )
-                await context.abort(_CAPTURE_CODES[exc.kind], exc.message)
-                raise AssertionError("unreachable: abort raises") from None
+                await abort(context, _CAPTURE_CODES[exc.kind], exc.message)
         return pb.CaptureUrlResponse(
             image=result.image,
             mime_type=result.mime_type,

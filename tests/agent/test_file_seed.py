@@ -146,7 +146,7 @@ async def test_an_update_with_history_only_edits_the_recovered_file(tmp_path: Pa
                 models=["demo"],
                 variant_count=1,
             )
-            events = [event async for event in stub.GenerateCode(request)]
+            events = [e async for message in stub.GenerateCode(request) for e in message.events]
             record = await stub.GetGeneration(pb.GetGenerationRequest(generation_id="seeded"))
     finally:
         await agent.stop(grace_s=0.0)

@@ -89,7 +89,10 @@ async def test_image_input_json_streams_every_event_as_one_line(
     events = json_lines(result.stdout)
     assert [int(e["sequence"]) for e in events] == list(range(1, len(events) + 1))
     assert len({e["generation_id"] for e in events}) == 1
-    assert all("variant_index" in e for e in events)  # defaults are printed too
+    # Defaults are printed too; variant_index has presence: unset for generation-wide events.
+    wide = {"variant_count", "generation_error", "generation_complete"}
+    assert all(("variant_index" in e) == (payload(e) not in wide) for e in events)
+    assert all("event_id" in e for e in events)
     assert payload(events[0]) == "variant_count"
     assert events[0]["variant_count"] == {"count": 1, "models": ["demo"]}
     assert payload(events[-1]) == "generation_complete"
@@ -238,7 +241,8 @@ async def test_ctrl_c_cancels_the_generation_on_the_agent(tmp_path: Path) -> Non
         async with grpc.aio.insecure_channel(agent(suite)) as channel:
             stub = pb_grpc.AgentServiceStub(channel)
             watch = pb.WatchGenerationRequest(generation_id=generation_id)
-            log = [event async for event in stub.WatchGeneration(watch, timeout=30)]
+            call = stub.WatchGeneration(watch, timeout=30)
+            log = [event async for message in call for event in message.events]
             record = await stub.GetGeneration(
                 pb.GetGenerationRequest(generation_id=generation_id), timeout=30
             )

@@ -157,9 +157,16 @@ async def test_grpcurl_script_streams_events_until_generation_complete(
         env={"S2C_AGENT_ADDR": agent(processes), "GRPCURL": str(GRPCURL)},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    events = json_values(result.stdout)
+    messages = json_values(result.stdout)
+    assert all(message["events"] for message in messages)
+    events = [event for message in messages for event in message["events"]]
     assert [int(e["sequence"]) for e in events] == list(range(1, len(events) + 1))
     assert events[0]["variantCount"] == {"count": 1, "models": ["demo"]}
+    # Generation-wide events name no variant; the first variant's say 0, not nothing.
+    wide = ("variantCount", "generationError", "generationComplete")
+    for event in events:
+        assert ("variantIndex" in event) != any(kind in event for kind in wide), event
+    assert {e["variantIndex"] for e in events if "variantIndex" in e} == {0}
     assert events[-1]["generationComplete"] == {"status": "RUN_STATUS_COMPLETED"}
     assert any("toolStart" in e for e in events)
     page = [e["codeSnapshot"]["content"] for e in events if "codeSnapshot" in e][-1]
@@ -203,7 +210,7 @@ async def test_both_examples_call_a_locked_down_suite_with_tls_and_the_token(
     assert "generation_complete RUN_STATUS_COMPLETED" in from_node.stdout
     assert_complete_document((tmp_path / "out" / "variant-1.html").read_text())
     assert from_grpcurl.returncode == 0, from_grpcurl.stderr
-    events = json_values(from_grpcurl.stdout)
+    events = json_values(from_grpcurl.stdout)[-1]["events"]
     assert events[-1]["generationComplete"] == {"status": "RUN_STATUS_COMPLETED"}
     assert node_refused.returncode == 2
     assert "UNAUTHENTICATED" in node_refused.stderr

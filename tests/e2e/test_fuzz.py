@@ -251,15 +251,15 @@ async def call(channel: grpc.aio.Channel, prefix: str, case: RpcCase) -> RpcSeen
     return seen
 
 
-def events(method: str, seen: RpcSeen) -> list[Any]:
-    """The streamed events, whether the method streams single events or batches of them."""
+def messages(method: str, seen: RpcSeen) -> list[Any]:
+    """The streamed responses, decoded; each carries `repeated GenerationEvent events`."""
     output = pb.DESCRIPTOR.services_by_name["AgentService"].methods_by_name[method].output_type
-    message_type = message_factory.GetMessageClass(output)
-    out: list[Any] = []
-    for data in seen.responses:
-        message: Any = message_type.FromString(data)
-        out.extend(message.events if "events" in output.fields_by_name else [message])
-    return out
+    message_type: Any = message_factory.GetMessageClass(output)
+    return [message_type.FromString(data) for data in seen.responses]
+
+
+def events(method: str, seen: RpcSeen) -> list[Any]:
+    return [event for message in messages(method, seen) for event in message.events]
 
 
 def rpc_variants(seen: RpcSeen) -> int:
@@ -291,6 +291,8 @@ def judge_rpc(case: RpcCase, seen: RpcSeen) -> tuple[str, str | None]:
         if case.method in STREAMING:
             streamed = events(case.method, seen)
             sequences = [e.sequence for e in streamed]
+            if not all(message.events for message in messages(case.method, seen)):
+                return "accepted", f"{where}: a response message without events"
             if not streamed or not streamed[-1].HasField("generation_complete"):
                 return "accepted", f"{where}: a stream that does not end with generation_complete"
             if sequences != list(range(sequences[0], sequences[0] + len(sequences))):

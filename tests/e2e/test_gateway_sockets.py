@@ -135,7 +135,7 @@ async def test_the_agent_refuses_a_create_with_no_usable_input(short_timeouts: P
     target = f"127.0.0.1:{short_timeouts.agent.port}"
     request = pb.GenerateCodeRequest(input_mode=pb.INPUT_MODE_TEXT, prompt=pb.Prompt(text=" "))
     async with grpc.aio.insecure_channel(target) as channel:
-        call = pb_grpc.AgentServiceStub(channel).GenerateCodeBatched(request, timeout=10)
+        call = pb_grpc.AgentServiceStub(channel).GenerateCode(request, timeout=10)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             async for _ in call:
                 pass

@@ -317,7 +317,8 @@ async def test_tool_workers_never_receive_model_keys(tmp_path: Path) -> None:
                 variant_count=1,
                 credentials=credentials,
             )
-            events = [e async for e in stub.GenerateCode(request, timeout=TIMEOUT_S)]
+            call = stub.GenerateCode(request, timeout=TIMEOUT_S)
+            events = [e async for message in call for e in message.events]
             await stub.GetCapabilities(
                 pb.GetCapabilitiesRequest(credentials=credentials), timeout=TIMEOUT_S
             )

@@ -79,7 +79,7 @@ async def test_save_assets_and_generate_images_reach_the_page_and_the_model(
                         }
                     ),
                 )
-                events = [event async for event in stub.GenerateCode(request)]
+                events = [e async for message in stub.GenerateCode(request) for e in message.events]
             async with aiohttp.ClientSession() as http, http.get(logo) as served:
                 assert served.status == 200
                 assert await served.read() == upload_bytes

@@ -137,7 +137,7 @@ async def test_update_through_anthropic_and_openai(
     assert result.close_code == 1000
     assert result.frames[0] == {"type": "variantCount", "variantIndex": 0, "value": "2"}
     models = next(f for f in result.frames if f["type"] == "variantModels")["data"]["models"]
-    assert models == ["claude-opus-4-8 (medium effort)", "gpt-5.5 (high effort)"]
+    assert models == ["claude-opus-4-8 (medium effort)", "gpt-5.5 (high thinking)"]
     assert_variant(result, 0)
     assert_variant(result, 1)
 

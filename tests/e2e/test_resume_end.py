@@ -183,14 +183,14 @@ async def test_retention_is_bounded_and_a_retired_generation_replays_its_record(
                     input_mode=pb.INPUT_MODE_TEXT,
                     prompt=pb.Prompt(text="a bakery"),
                 )
-                async for _ in stub.GenerateCodeBatched(request):
+                async for _ in stub.GenerateCode(request):
                     pass
 
             async def watch(generation_id: str) -> list[pb.GenerationEvent]:
                 call = stub.WatchGeneration(
                     pb.WatchGenerationRequest(generation_id=generation_id, after_sequence=7)
                 )
-                return [event async for event in call]
+                return [e async for message in call for e in message.events]
 
             retired = await watch(ids[0])
             kept = await watch(ids[-1])

@@ -175,8 +175,8 @@ async def grpc_generation(suite: Processes, closed: str) -> dict[str, bytes]:
     events: list[bytes] = []
     async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
         stub = pb_grpc.AgentServiceStub(channel)
-        async for event in stub.GenerateCode(request, timeout=TIMEOUT_S):
-            events.append(str(event).encode())
+        async for message in stub.GenerateCode(request, timeout=TIMEOUT_S):
+            events += [str(event).encode() for event in message.events]
         models = await stub.ListModels(
             pb.ListModelsRequest(credentials=GRPC_CREDENTIALS), timeout=TIMEOUT_S
         )

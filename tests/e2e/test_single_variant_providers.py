@@ -27,7 +27,7 @@ async def generate(port: int, **fields: object) -> list[pb.GenerationEvent]:
             variant_count=1,
             **fields,  # type: ignore[arg-type]
         )
-        return [event async for event in stub.GenerateCode(request)]
+        return [e async for message in stub.GenerateCode(request) for e in message.events]
 
 
 def final_code(events: list[pb.GenerationEvent]) -> str:

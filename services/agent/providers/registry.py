@@ -25,13 +25,17 @@ from services.common.credentials import BY_ID
 class ModelFamily:
     """Catalogue models of one API model: one id per effort level.
 
-    Ids read `"{api_name} ({effort} {unit})"`; with no unit the id is the api name alone
-    and the model runs at `efforts[0]`.
+    Ids are upstream's `Llm` values, which its UI keys badges and tooltips on:
+    `"{api_name} ({effort} {unit})"`, effort `none` reading `no` (`gpt-5.5 (no
+    thinking)`); with no unit the id is the api name alone and the model runs at
+    `efforts[0]`. `legacy_unit` names the unit of ids this catalogue used before; they
+    stay accepted as aliases so pinned configurations keep working.
     """
 
     api_name: str
     efforts: tuple[str, ...]
     unit: str = ""
+    legacy_unit: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +106,13 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         "openai",
         _openai_responses,
         models=(
-            ModelFamily("gpt-5.4-mini", ("low",), "effort"),
-            ModelFamily("gpt-5.4-2026-03-05", _EFFORTS, "effort"),
-            ModelFamily("gpt-5.5", _EFFORTS, "effort"),
-            ModelFamily("gpt-5.6-sol", (*_EFFORTS, "max"), "effort"),
-            ModelFamily("gpt-5.6-terra", ("low",), "effort"),
+            ModelFamily("gpt-5.4-mini", ("low",), "thinking", "effort"),
+            ModelFamily("gpt-5.4-2026-03-05", _EFFORTS, "thinking", "effort"),
+            ModelFamily("gpt-5.5", _EFFORTS, "thinking", "effort"),
+            ModelFamily("gpt-5.6-sol", (*_EFFORTS, "max"), "thinking", "effort"),
+            ModelFamily("gpt-5.6-terra", ("low",), "thinking", "effort"),
         ),
-        alone=("gpt-5.5 (high effort)", "gpt-5.5 (low effort)"),
+        alone=("gpt-5.5 (high thinking)", "gpt-5.5 (low thinking)"),
     ),
     ProviderSpec(
         "anthropic",

@@ -187,7 +187,13 @@ class GenerationEvent(_message.Message):
     generation_complete: GenerationComplete
     def __init__(self, generation_id: _Optional[str] = ..., sequence: _Optional[int] = ..., variant_index: _Optional[int] = ..., event_id: _Optional[str] = ..., variant_count: _Optional[_Union[VariantCount, _Mapping]] = ..., status: _Optional[_Union[Status, _Mapping]] = ..., assistant_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., thinking_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_start: _Optional[_Union[ToolStart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., code_delta: _Optional[_Union[CodeDelta, _Mapping]] = ..., code_snapshot: _Optional[_Union[CodeSnapshot, _Mapping]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., variant_complete: _Optional[_Union[VariantComplete, _Mapping]] = ..., variant_error: _Optional[_Union[VariantError, _Mapping]] = ..., generation_error: _Optional[_Union[GenerationError, _Mapping]] = ..., generation_complete: _Optional[_Union[GenerationComplete, _Mapping]] = ...) -> None: ...
 
-class GenerationEventBatch(_message.Message):
+class GenerateCodeResponse(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[GenerationEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[GenerationEvent, _Mapping]]] = ...) -> None: ...
+
+class WatchGenerationResponse(_message.Message):
     __slots__ = ("events",)
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     events: _containers.RepeatedCompositeFieldContainer[GenerationEvent]

@@ -39,12 +39,12 @@ class AgentServiceStub:
         self.GenerateCode = channel.unary_stream(
                 '/s2c.agent.v1.AgentService/GenerateCode',
                 request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeRequest.SerializeToString,
-                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEvent.FromString,
+                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeResponse.FromString,
                 _registered_method=True)
         self.WatchGeneration = channel.unary_stream(
                 '/s2c.agent.v1.AgentService/WatchGeneration',
                 request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.SerializeToString,
-                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEvent.FromString,
+                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationResponse.FromString,
                 _registered_method=True)
         self.CancelGeneration = channel.unary_unary(
                 '/s2c.agent.v1.AgentService/CancelGeneration',
@@ -66,16 +66,6 @@ class AgentServiceStub:
                 request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesRequest.SerializeToString,
                 response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesResponse.FromString,
                 _registered_method=True)
-        self.GenerateCodeBatched = channel.unary_stream(
-                '/s2c.agent.v1.AgentService/GenerateCodeBatched',
-                request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeRequest.SerializeToString,
-                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.FromString,
-                _registered_method=True)
-        self.WatchGenerationBatched = channel.unary_stream(
-                '/s2c.agent.v1.AgentService/WatchGenerationBatched',
-                request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.SerializeToString,
-                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.FromString,
-                _registered_method=True)
         self.CaptureUrl = channel.unary_unary(
                 '/s2c.agent.v1.AgentService/CaptureUrl',
                 request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlRequest.SerializeToString,
@@ -89,17 +79,22 @@ class AgentServiceServicer:
     """
 
     def GenerateCode(self, request, context):
-        """Runs one whole generation (every variant) and streams its events in order.
-        The stream ends after the `generation_complete` event. Cancelling the call
-        cancels the generation.
+        """Runs one whole generation (every variant) and streams its events in order, as
+        many per message as were committed since the previous one. The stream ends after
+        the `generation_complete` event. Cancelling the call cancels the generation (once
+        no other stream, e.g. a WatchGeneration, holds it). Errors: INVALID_ARGUMENT with
+        a BadRequest listing every bad field, ALREADY_EXISTS for a `generation_id` in use,
+        UNAVAILABLE while the agent shuts down.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def WatchGeneration(self, request, context):
-        """Re-attaches to a running or recently finished generation and streams its
-        events with `sequence > after_sequence`, so a client can reconnect without loss.
+        """Re-attaches to a running or finished generation and streams its events with
+        `sequence > after_sequence`, batched like GenerateCode, so a client can reconnect
+        without loss. A generation no longer in memory replays its run record: per variant
+        the final code and outcome, then the ending. NOT_FOUND for an unknown id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -133,22 +128,6 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GenerateCodeBatched(self, request, context):
-        """GenerateCode with several events per message: each batch holds every event
-        committed since the previous one, in order. Same events, same semantics, far
-        fewer messages; for clients that relay many generations at once.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def WatchGenerationBatched(self, request, context):
-        """WatchGeneration with several events per message, like GenerateCodeBatched.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
     def CaptureUrl(self, request, context):
         """Captures a public web page as an image on a tool worker's browser (the gateway's
         `/api/screenshot`). The worker's status codes pass through unchanged:
@@ -167,12 +146,12 @@ def add_AgentServiceServicer_to_server(servicer, server):
             'GenerateCode': grpc.unary_stream_rpc_method_handler(
                     servicer.GenerateCode,
                     request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeRequest.FromString,
-                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEvent.SerializeToString,
+                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeResponse.SerializeToString,
             ),
             'WatchGeneration': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchGeneration,
                     request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.FromString,
-                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEvent.SerializeToString,
+                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationResponse.SerializeToString,
             ),
             'CancelGeneration': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelGeneration,
@@ -193,16 +172,6 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.GetCapabilities,
                     request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesRequest.FromString,
                     response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesResponse.SerializeToString,
-            ),
-            'GenerateCodeBatched': grpc.unary_stream_rpc_method_handler(
-                    servicer.GenerateCodeBatched,
-                    request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeRequest.FromString,
-                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.SerializeToString,
-            ),
-            'WatchGenerationBatched': grpc.unary_stream_rpc_method_handler(
-                    servicer.WatchGenerationBatched,
-                    request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.FromString,
-                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.SerializeToString,
             ),
             'CaptureUrl': grpc.unary_unary_rpc_method_handler(
                     servicer.CaptureUrl,
@@ -238,7 +207,7 @@ class AgentService:
             target,
             '/s2c.agent.v1.AgentService/GenerateCode',
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeRequest.SerializeToString,
-            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEvent.FromString,
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -265,7 +234,7 @@ class AgentService:
             target,
             '/s2c.agent.v1.AgentService/WatchGeneration',
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.SerializeToString,
-            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEvent.FromString,
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -374,60 +343,6 @@ class AgentService:
             '/s2c.agent.v1.AgentService/GetCapabilities',
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesRequest.SerializeToString,
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetCapabilitiesResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GenerateCodeBatched(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
-            target,
-            '/s2c.agent.v1.AgentService/GenerateCodeBatched',
-            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerateCodeRequest.SerializeToString,
-            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def WatchGenerationBatched(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
-            target,
-            '/s2c.agent.v1.AgentService/WatchGenerationBatched',
-            s2c_dot_agent_dot_v1_dot_agent__service__pb2.WatchGenerationRequest.SerializeToString,
-            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GenerationEventBatch.FromString,
             options,
             channel_credentials,
             insecure,

@@ -35,14 +35,19 @@ class AgentServiceStub:
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> AgentServiceAsyncStub: ...
-    GenerateCode: _grpc.UnaryStreamMultiCallable[_agent_service_pb2.GenerateCodeRequest, _agent_service_pb2.GenerationEvent]
-    """Runs one whole generation (every variant) and streams its events in order.
-    The stream ends after the `generation_complete` event. Cancelling the call
-    cancels the generation.
+    GenerateCode: _grpc.UnaryStreamMultiCallable[_agent_service_pb2.GenerateCodeRequest, _agent_service_pb2.GenerateCodeResponse]
+    """Runs one whole generation (every variant) and streams its events in order, as
+    many per message as were committed since the previous one. The stream ends after
+    the `generation_complete` event. Cancelling the call cancels the generation (once
+    no other stream, e.g. a WatchGeneration, holds it). Errors: INVALID_ARGUMENT with
+    a BadRequest listing every bad field, ALREADY_EXISTS for a `generation_id` in use,
+    UNAVAILABLE while the agent shuts down.
     """
-    WatchGeneration: _grpc.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.GenerationEvent]
-    """Re-attaches to a running or recently finished generation and streams its
-    events with `sequence > after_sequence`, so a client can reconnect without loss.
+    WatchGeneration: _grpc.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.WatchGenerationResponse]
+    """Re-attaches to a running or finished generation and streams its events with
+    `sequence > after_sequence`, batched like GenerateCode, so a client can reconnect
+    without loss. A generation no longer in memory replays its run record: per variant
+    the final code and outcome, then the ending. NOT_FOUND for an unknown id.
     """
     CancelGeneration: _grpc.UnaryUnaryMultiCallable[_agent_service_pb2.CancelGenerationRequest, _agent_service_pb2.CancelGenerationResponse]
     """Cancels a running generation: model streams and tool calls stop at once."""
@@ -52,13 +57,6 @@ class AgentServiceStub:
     """Lists the models this agent knows and whether each is usable right now."""
     GetCapabilities: _grpc.UnaryUnaryMultiCallable[_agent_service_pb2.GetCapabilitiesRequest, _agent_service_pb2.GetCapabilitiesResponse]
     """Reports which tools the tool workers can run for a request with these credentials."""
-    GenerateCodeBatched: _grpc.UnaryStreamMultiCallable[_agent_service_pb2.GenerateCodeRequest, _agent_service_pb2.GenerationEventBatch]
-    """GenerateCode with several events per message: each batch holds every event
-    committed since the previous one, in order. Same events, same semantics, far
-    fewer messages; for clients that relay many generations at once.
-    """
-    WatchGenerationBatched: _grpc.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.GenerationEventBatch]
-    """WatchGeneration with several events per message, like GenerateCodeBatched."""
     CaptureUrl: _grpc.UnaryUnaryMultiCallable[_agent_service_pb2.CaptureUrlRequest, _agent_service_pb2.CaptureUrlResponse]
     """Captures a public web page as an image on a tool worker's browser (the gateway's
     `/api/screenshot`). The worker's status codes pass through unchanged:
@@ -75,14 +73,19 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
-    GenerateCode: _aio.UnaryStreamMultiCallable[_agent_service_pb2.GenerateCodeRequest, _agent_service_pb2.GenerationEvent]  # type: ignore[assignment]
-    """Runs one whole generation (every variant) and streams its events in order.
-    The stream ends after the `generation_complete` event. Cancelling the call
-    cancels the generation.
+    GenerateCode: _aio.UnaryStreamMultiCallable[_agent_service_pb2.GenerateCodeRequest, _agent_service_pb2.GenerateCodeResponse]  # type: ignore[assignment]
+    """Runs one whole generation (every variant) and streams its events in order, as
+    many per message as were committed since the previous one. The stream ends after
+    the `generation_complete` event. Cancelling the call cancels the generation (once
+    no other stream, e.g. a WatchGeneration, holds it). Errors: INVALID_ARGUMENT with
+    a BadRequest listing every bad field, ALREADY_EXISTS for a `generation_id` in use,
+    UNAVAILABLE while the agent shuts down.
     """
-    WatchGeneration: _aio.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.GenerationEvent]  # type: ignore[assignment]
-    """Re-attaches to a running or recently finished generation and streams its
-    events with `sequence > after_sequence`, so a client can reconnect without loss.
+    WatchGeneration: _aio.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.WatchGenerationResponse]  # type: ignore[assignment]
+    """Re-attaches to a running or finished generation and streams its events with
+    `sequence > after_sequence`, batched like GenerateCode, so a client can reconnect
+    without loss. A generation no longer in memory replays its run record: per variant
+    the final code and outcome, then the ending. NOT_FOUND for an unknown id.
     """
     CancelGeneration: _aio.UnaryUnaryMultiCallable[_agent_service_pb2.CancelGenerationRequest, _agent_service_pb2.CancelGenerationResponse]  # type: ignore[assignment]
     """Cancels a running generation: model streams and tool calls stop at once."""
@@ -92,13 +95,6 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """Lists the models this agent knows and whether each is usable right now."""
     GetCapabilities: _aio.UnaryUnaryMultiCallable[_agent_service_pb2.GetCapabilitiesRequest, _agent_service_pb2.GetCapabilitiesResponse]  # type: ignore[assignment]
     """Reports which tools the tool workers can run for a request with these credentials."""
-    GenerateCodeBatched: _aio.UnaryStreamMultiCallable[_agent_service_pb2.GenerateCodeRequest, _agent_service_pb2.GenerationEventBatch]  # type: ignore[assignment]
-    """GenerateCode with several events per message: each batch holds every event
-    committed since the previous one, in order. Same events, same semantics, far
-    fewer messages; for clients that relay many generations at once.
-    """
-    WatchGenerationBatched: _aio.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.GenerationEventBatch]  # type: ignore[assignment]
-    """WatchGeneration with several events per message, like GenerateCodeBatched."""
     CaptureUrl: _aio.UnaryUnaryMultiCallable[_agent_service_pb2.CaptureUrlRequest, _agent_service_pb2.CaptureUrlResponse]  # type: ignore[assignment]
     """Captures a public web page as an image on a tool worker's browser (the gateway's
     `/api/screenshot`). The worker's status codes pass through unchanged:
@@ -118,10 +114,13 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _agent_service_pb2.GenerateCodeRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_agent_service_pb2.GenerationEvent], _abc.AsyncIterator[_agent_service_pb2.GenerationEvent]]:
-        """Runs one whole generation (every variant) and streams its events in order.
-        The stream ends after the `generation_complete` event. Cancelling the call
-        cancels the generation.
+    ) -> _typing.Union[_abc.Iterator[_agent_service_pb2.GenerateCodeResponse], _abc.AsyncIterator[_agent_service_pb2.GenerateCodeResponse]]:
+        """Runs one whole generation (every variant) and streams its events in order, as
+        many per message as were committed since the previous one. The stream ends after
+        the `generation_complete` event. Cancelling the call cancels the generation (once
+        no other stream, e.g. a WatchGeneration, holds it). Errors: INVALID_ARGUMENT with
+        a BadRequest listing every bad field, ALREADY_EXISTS for a `generation_id` in use,
+        UNAVAILABLE while the agent shuts down.
         """
 
     @_abc_1.abstractmethod
@@ -129,9 +128,11 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _agent_service_pb2.WatchGenerationRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_agent_service_pb2.GenerationEvent], _abc.AsyncIterator[_agent_service_pb2.GenerationEvent]]:
-        """Re-attaches to a running or recently finished generation and streams its
-        events with `sequence > after_sequence`, so a client can reconnect without loss.
+    ) -> _typing.Union[_abc.Iterator[_agent_service_pb2.WatchGenerationResponse], _abc.AsyncIterator[_agent_service_pb2.WatchGenerationResponse]]:
+        """Re-attaches to a running or finished generation and streams its events with
+        `sequence > after_sequence`, batched like GenerateCode, so a client can reconnect
+        without loss. A generation no longer in memory replays its run record: per variant
+        the final code and outcome, then the ending. NOT_FOUND for an unknown id.
         """
 
     @_abc_1.abstractmethod
@@ -165,25 +166,6 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_agent_service_pb2.GetCapabilitiesResponse, _abc.Awaitable[_agent_service_pb2.GetCapabilitiesResponse]]:
         """Reports which tools the tool workers can run for a request with these credentials."""
-
-    @_abc_1.abstractmethod
-    def GenerateCodeBatched(
-        self,
-        request: _agent_service_pb2.GenerateCodeRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_agent_service_pb2.GenerationEventBatch], _abc.AsyncIterator[_agent_service_pb2.GenerationEventBatch]]:
-        """GenerateCode with several events per message: each batch holds every event
-        committed since the previous one, in order. Same events, same semantics, far
-        fewer messages; for clients that relay many generations at once.
-        """
-
-    @_abc_1.abstractmethod
-    def WatchGenerationBatched(
-        self,
-        request: _agent_service_pb2.WatchGenerationRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_agent_service_pb2.GenerationEventBatch], _abc.AsyncIterator[_agent_service_pb2.GenerationEventBatch]]:
-        """WatchGeneration with several events per message, like GenerateCodeBatched."""
 
     @_abc_1.abstractmethod
     def CaptureUrl(
