@@ -87,7 +87,7 @@ class EngineError(Exception):
 class CostBudget:
     """The generation-wide cost guardrail, shared by every variant's engine."""
 
-    def __init__(self, limit_usd: float | None, total_limit_usd: float | None = None) -> None:
+    def __init__(self, limit_usd: float | None) -> None:
         self.limit_usd = limit_usd
         self._sessions: list[ProviderSession] = []
 
@@ -128,11 +128,13 @@ class VariantEngine:
         """Runs the loop to its end and returns the variant's final code."""
         try:
             for _ in range(self.max_turns):
-        self.total_limit_usd = total_limit_usd
                 stream = _TurnStream(self)
+                cost_before = self.session.total_cost_usd()
                 turn = await self.session.stream_turn(stream.on_event)
                 self.usage = self.usage + turn.usage
-                self.emit("", Usage(turn.usage, self.session.total_cost_usd()))
+                # This turn's cost, like its tokens: a client sums turns to the variant's.
+                turn_cost = self.session.total_cost_usd() - cost_before
+                self.emit("", Usage(turn.usage, turn_cost))
                 if not turn.tool_calls:
                     return self._finalize(turn.assistant_text)
                 limit = self.max_tool_calls_per_turn

@@ -249,3 +249,22 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 f"no generation {clip(generation_id, 80)!r} on this agent",
             )
         return generation
+
+
+def chunk_events(events: Sequence[Event]) -> Iterator[list[pb.GenerationEvent]]:
+    """The events as consecutive runs of at most MAX_BATCH_BYTES each (one event larger
+    than that goes alone), never an empty one."""
+    # A re-attaching client may get a long log at once, and snapshots are large: keep
+    # each message well under the channel's limit.
+    chunk: list[pb.GenerationEvent] = []
+    size = 0
+    for event in events:
+        message = event_to_proto(event)
+        cost = message.ByteSize() + _FIELD_OVERHEAD
+        if chunk and size + cost > MAX_BATCH_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(message)
+        size += cost
+    if chunk:
+        yield chunk
