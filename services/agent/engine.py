@@ -85,10 +85,14 @@ class EngineError(Exception):
 
 
 class CostBudget:
-    """The generation-wide cost guardrail, shared by every variant's engine."""
+    """The cost guardrails, checked before every tool call; shared by a generation's
+    engines. As in the seed, `limit_usd` bounds each variant's own session, so one
+    expensive variant stops only itself; `total_limit_usd` (off by default) bounds
+    the sum over the generation's variants and stops whichever variant checks next."""
 
-    def __init__(self, limit_usd: float | None) -> None:
+    def __init__(self, limit_usd: float | None, total_limit_usd: float | None = None) -> None:
         self.limit_usd = limit_usd
+        self.total_limit_usd = total_limit_usd
         self._sessions: list[ProviderSession] = []
 
     def track(self, session: ProviderSession) -> None:
@@ -97,15 +101,22 @@ class CostBudget:
     def spent_usd(self) -> float:
         return sum(s.total_cost_usd() for s in self._sessions)
 
-    def check(self) -> None:
-        if self.limit_usd is None:
-            return
-        spent = self.spent_usd()
-        if spent > self.limit_usd:
-            raise EngineError(
-                f"Stopped: this generation has cost ${spent:.4f}, over the budget of "
-                f"${self.limit_usd:.4f} (GENERATION_MAX_COST_USD)."
-            )
+    def check(self, session: ProviderSession) -> None:
+        if self.limit_usd is not None:
+            spent = session.total_cost_usd()
+            if spent > self.limit_usd:
+                raise EngineError(
+                    f"Stopped: this variant has cost ${spent:.4f}, over the budget of "
+                    f"${self.limit_usd:.4f} per variant (GENERATION_MAX_COST_USD)."
+                )
+        if self.total_limit_usd is not None:
+            total = self.spent_usd()
+            if total > self.total_limit_usd:
+                raise EngineError(
+                    f"Stopped: this generation's variants have cost ${total:.4f} together, "
+                    f"over the budget of ${self.total_limit_usd:.4f} "
+                    "(S2C_GENERATION_MAX_TOTAL_COST_USD)."
+                )
 
 
 @dataclass
@@ -147,7 +158,7 @@ class VariantEngine:
             await self.session.close()
 
     async def _run_tool(self, call: ToolCall, stream: _TurnStream) -> ExecutedTool:
-        self.budget.check()
+        self.budget.check(self.session)
         if call.id not in stream.started_calls:
             path = self.file.path if self.file else None
             summary = summarize_tool_input(call.name, call.arguments, path)

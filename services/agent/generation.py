@@ -338,7 +338,7 @@ class GenerationManager:
         except PromptError as exc:
             return self._fail(generation, f"Error assembling prompt: {exc}")
 
-        budget = CostBudget(settings.max_cost_usd)
+        budget = CostBudget(settings.max_cost_usd, settings.max_total_cost_usd)
         await asyncio.gather(
             *(
                 self._run_variant(generation, i, spec, messages, tools, context, budget)

@@ -49,7 +49,8 @@ class AgentSettings:
     credentials: Credentials = field(default_factory=Credentials)
     # Whether requests may name their own *_base_url (always with their own key).
     allow_request_base_urls: bool = True
-    max_cost_usd: float | None = None
+    max_cost_usd: float | None = None  # per variant, as the seed checks it
+    max_total_cost_usd: float | None = None  # over all of a generation's variants; off
     demo_pace_s: float = 0.06
     max_turns: int = 30
     max_tool_calls_per_turn: int = 16
@@ -94,6 +95,10 @@ class AgentSettings:
             "allow_request_base_urls": request_base_urls_allowed(env),
             "max_cost_usd": _float_or_none(
                 env.get("GENERATION_MAX_COST_USD", ""), "GENERATION_MAX_COST_USD"
+            ),
+            "max_total_cost_usd": _float_or_none(
+                env.get("S2C_GENERATION_MAX_TOTAL_COST_USD", ""),
+                "S2C_GENERATION_MAX_TOTAL_COST_USD",
             ),
             "demo_pace_s": int(env.get("S2C_DEMO_PACE_MS", "60")) / 1000,
             "pinned_models": _csv(env.get("S2C_MODELS", "")),
