@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from services.common.logs import setup_logging
@@ -39,7 +40,9 @@ def run_agent(
     from services.agent.server import AgentServer
     from services.agent.settings import AgentSettings
 
-    settings = AgentSettings.from_env(listen=args.listen, metrics_listen=args.metrics_listen)
+    settings = replace(
+        AgentSettings.from_env(), listen=args.listen, metrics_listen=args.metrics_listen
+    )
     bootstrap("agent", [*settings.credentials.secrets(), settings.grpc_security.token], args)
 
     async def serve() -> None:
@@ -53,7 +56,9 @@ def _run_tools(args: argparse.Namespace) -> None:
     from services.tools.server import ToolsServer
     from services.tools.settings import ToolsSettings
 
-    settings = ToolsSettings.from_env(listen=args.listen, metrics_listen=args.metrics_listen)
+    settings = replace(
+        ToolsSettings.from_env(), listen=args.listen, metrics_listen=args.metrics_listen
+    )
     bootstrap("tools", [*settings.credentials.secrets(), settings.grpc_security.token], args)
 
     async def serve() -> None:
@@ -66,7 +71,7 @@ def _run_gateway(args: argparse.Namespace) -> None:
     from services.gateway.app import serve
     from services.gateway.settings import GatewaySettings
 
-    settings = GatewaySettings.from_env(host=args.host, port=args.port)
+    settings = replace(GatewaySettings.from_env(), host=args.host, port=args.port)
     bootstrap("gateway", [settings.access.token, settings.grpc_security.token], args)
     asyncio.run(serve(settings))
 

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from services.agent.eventlog import DEFAULT_TICK_S
 from services.agent.retention import RetentionLimits
@@ -30,12 +31,15 @@ def _float_or_none(value: str, name: str) -> float | None:
         raise ValueError(f"{name} must be a number of US dollars, got {value!r}") from None
 
 
-def _bound(env: Mapping[str, str], name: str, default: str, kind: type[float]) -> float:
+_N = TypeVar("_N", int, float)
+
+
+def _bound(env: Mapping[str, str], name: str, default: str, kind: type[_N]) -> _N:
     raw = env.get(name, default)
     try:
         value = kind(raw)
     except ValueError:
-        value = -1
+        value = kind(-1)
     if value < 0:
         raise ValueError(f"{name} must be a non-negative number (0: no bound), got {raw!r}")
     return value
@@ -86,33 +90,31 @@ class AgentSettings:
         )
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> AgentSettings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
         env = os.environ if env is None else env
-        values: dict[str, object] = {
-            "tools_addr": env.get("S2C_TOOLS_ADDR", "127.0.0.1:50052"),
-            "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
-            "credentials": Credentials.from_env(env),
-            "allow_request_base_urls": request_base_urls_allowed(env),
-            "max_cost_usd": _float_or_none(
+        return cls(
+            tools_addr=env.get("S2C_TOOLS_ADDR", "127.0.0.1:50052"),
+            data_dir=Path(env.get("S2C_DATA_DIR", ".s2c-data")),
+            credentials=Credentials.from_env(env),
+            allow_request_base_urls=request_base_urls_allowed(env),
+            max_cost_usd=_float_or_none(
                 env.get("GENERATION_MAX_COST_USD", ""), "GENERATION_MAX_COST_USD"
             ),
-            "max_total_cost_usd": _float_or_none(
+            max_total_cost_usd=_float_or_none(
                 env.get("S2C_GENERATION_MAX_TOTAL_COST_USD", ""),
                 "S2C_GENERATION_MAX_TOTAL_COST_USD",
             ),
-            "demo_pace_s": int(env.get("S2C_DEMO_PACE_MS", "60")) / 1000,
-            "pinned_models": _csv(env.get("S2C_MODELS", "")),
-            "local_models": _csv(env.get("S2C_LOCAL_MODELS", "")),
-            "local_base_url": env.get("S2C_LOCAL_BASE_URL", ""),
-            "database_url": env.get("S2C_DATABASE_URL", ""),
-            "grpc_security": GrpcSecurity.from_env(env),
-            "shutdown_grace_s": float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
-            "max_generation_s": float(env.get("S2C_MAX_GENERATION_S", "900")),
-            "event_tick_s": int(env.get("S2C_EVENT_TICK_MS", "40")) / 1000,
-            "preview_replay_s": int(env.get("S2C_PREVIEW_REPLAY_MS", "1000")) / 1000,
-            "retained_generations": _bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
-            "retained_bytes": _bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
-            "retained_seconds": _bound(env, "S2C_RETAIN_SECONDS", "300", float),
-        }
-        values.update(overrides)
-        return cls(**values)  # type: ignore[arg-type]
+            demo_pace_s=int(env.get("S2C_DEMO_PACE_MS", "60")) / 1000,
+            pinned_models=_csv(env.get("S2C_MODELS", "")),
+            local_models=_csv(env.get("S2C_LOCAL_MODELS", "")),
+            local_base_url=env.get("S2C_LOCAL_BASE_URL", ""),
+            database_url=env.get("S2C_DATABASE_URL", ""),
+            grpc_security=GrpcSecurity.from_env(env),
+            shutdown_grace_s=float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
+            max_generation_s=float(env.get("S2C_MAX_GENERATION_S", "900")),
+            event_tick_s=int(env.get("S2C_EVENT_TICK_MS", "40")) / 1000,
+            preview_replay_s=int(env.get("S2C_PREVIEW_REPLAY_MS", "1000")) / 1000,
+            retained_generations=_bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
+            retained_bytes=_bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
+            retained_seconds=_bound(env, "S2C_RETAIN_SECONDS", "300", float),
+        )

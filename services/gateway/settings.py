@@ -54,19 +54,17 @@ class GatewaySettings:
     export: ExportPolicy = field(default_factory=ExportPolicy)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> GatewaySettings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
         env = os.environ if env is None else env
-        values: dict[str, object] = {
-            "agent_addr": env.get("S2C_AGENT_ADDR", "127.0.0.1:50051"),
-            "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
-            "grpc_security": GrpcSecurity.from_env(env),
-            "access": AccessSettings.from_env(env),
-            "design_systems": DesignSystemLimits.from_env(env),
-            "export": ExportPolicy.from_env(env),
-            "preview_min_interval_s": int(env.get("S2C_PREVIEW_INTERVAL_MS", "225")) / 1000,
-            "preview_max_bytes_per_s": int(env.get("S2C_PREVIEW_MAX_BPS", "1000000")),
-            "params_timeout_s": _seconds(env, "S2C_PARAMS_TIMEOUT_S", 10.0),
-            "http_idle_timeout_s": _seconds(env, "S2C_HTTP_IDLE_TIMEOUT_S", 15.0),
-        }
-        values.update(overrides)
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(
+            agent_addr=env.get("S2C_AGENT_ADDR", "127.0.0.1:50051"),
+            data_dir=Path(env.get("S2C_DATA_DIR", ".s2c-data")),
+            grpc_security=GrpcSecurity.from_env(env),
+            access=AccessSettings.from_env(env),
+            design_systems=DesignSystemLimits.from_env(env),
+            export=ExportPolicy.from_env(env),
+            preview_min_interval_s=int(env.get("S2C_PREVIEW_INTERVAL_MS", "225")) / 1000,
+            preview_max_bytes_per_s=int(env.get("S2C_PREVIEW_MAX_BPS", "1000000")),
+            params_timeout_s=_seconds(env, "S2C_PARAMS_TIMEOUT_S", 10.0),
+            http_idle_timeout_s=_seconds(env, "S2C_HTTP_IDLE_TIMEOUT_S", 15.0),
+        )

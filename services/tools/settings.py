@@ -67,20 +67,18 @@ class ToolsSettings:
         return CredentialPolicy(self.credentials, self.allow_request_base_urls)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> ToolsSettings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ToolsSettings:
         env = os.environ if env is None else env
-        values: dict[str, object] = {
-            "data_dir": Path(env.get("S2C_DATA_DIR", ".s2c-data")),
-            "chromium_path": env.get("S2C_CHROMIUM_PATH", "/usr/bin/chromium"),
-            "grpc_security": GrpcSecurity.from_env(env),
-            "screenshots_enabled": env.get("S2C_SCREENSHOTS", "1") not in ("0", "false", "no"),
-            "allow_request_base_urls": request_base_urls_allowed(env),
-            "credentials": Credentials.from_env(env, TOOL_IDS),
-            "capture": _capture_settings(env),
-            "test_egress_routes": parse_routes(env.get(TEST_EGRESS_ROUTES_ENV, "")),
-        }
-        values.update(overrides)
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(
+            data_dir=Path(env.get("S2C_DATA_DIR", ".s2c-data")),
+            chromium_path=env.get("S2C_CHROMIUM_PATH", "/usr/bin/chromium"),
+            grpc_security=GrpcSecurity.from_env(env),
+            screenshots_enabled=env.get("S2C_SCREENSHOTS", "1") not in ("0", "false", "no"),
+            allow_request_base_urls=request_base_urls_allowed(env),
+            credentials=Credentials.from_env(env, TOOL_IDS),
+            capture=_capture_settings(env),
+            test_egress_routes=parse_routes(env.get(TEST_EGRESS_ROUTES_ENV, "")),
+        )
 
 
 def _positive(env: Mapping[str, str], name: str, default: float) -> float:
