@@ -16,6 +16,7 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.common.v1 import common_pb2
 
 from services.gateway.preview_policy import PreviewPolicyConfig, SetCodePolicy
 
@@ -43,6 +44,18 @@ def _ints(value: Any) -> Any:
     if isinstance(value, list):
         return [_ints(v) for v in value]
     return value
+
+
+def _usage(usage: common_pb2.Usage) -> dict[str, Any]:
+    # One model turn's tokens and cost (the proto's per-turn span): the UI sums them.
+    return {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "cacheWriteTokens": usage.cache_write_tokens,
+        "totalTokens": usage.total_tokens,
+        "costUsd": usage.cost_usd,
+    }
 
 
 @dataclass
@@ -190,7 +203,9 @@ class FrameBuilder:
             self.error = event.generation_error.message
         elif kind == "generation_complete":
             out.extend(self.flush_all())
-        # `usage` is not a browser frame: upstream never shows cost to the browser.
+        elif kind == "usage":
+            # Our own frame (upstream sends none; its UI skips types it does not know).
+            out.append(self._f("usage", v, data=_usage(event.usage)))
         return out
 
     def _f(self, kind: str, variant_index: int | None, **fields: Any) -> Frame:

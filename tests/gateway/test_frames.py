@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.common.v1 import common_pb2
 
 from services.gateway.frames import FrameBuilder
 from services.gateway.preview_policy import PreviewPolicyConfig
@@ -136,6 +137,27 @@ def test_a_resync_sends_the_code_but_not_text_the_client_already_saw() -> None:
     assert b.on_timer() == [
         {"type": "thinking", "variantIndex": 0, "value": "c", "eventId": "t0", "seq": 4}
     ]
+
+
+def test_usage_is_a_frame_of_its_own_per_turn() -> None:
+    b = builder(Clock())
+    b.on_event(event(1, "assistant-1-1", assistant_delta=pb.TextDelta(text="hi")))
+    usage = common_pb2.Usage(input_tokens=50, output_tokens=40, total_tokens=90, cost_usd=0.5)
+    frames = b.on_event(event(1, usage=usage))
+    # Pending text leaves first: the turn's usage comes after the turn's words.
+    assert [f["type"] for f in frames] == ["assistant", "usage"]
+    assert frames[1] == {
+        "type": "usage",
+        "variantIndex": 1,
+        "data": {
+            "inputTokens": 50,
+            "outputTokens": 40,
+            "cacheReadTokens": 0,
+            "cacheWriteTokens": 0,
+            "totalTokens": 90,
+            "costUsd": 0.5,
+        },
+    }
 
 
 def test_an_update_whose_file_opens_empty_never_sends_an_empty_set_code() -> None:
