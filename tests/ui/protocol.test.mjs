@@ -90,6 +90,7 @@ test("a create from an image sends the images; keys are null unless entered", ()
     generatedCodeConfig: "bootstrap",
     isImageGenerationEnabled: true,
     isAssetExtractionEnabled: true,
+    designSystem: null, // always sent, as upstream's UI does
     openAiApiKey: "sk-1",
     anthropicApiKey: null,
     geminiApiKey: null,
@@ -111,6 +112,41 @@ test("a create from text sends no images and never extracts assets", () => {
   assert.equal(params.isAssetExtractionEnabled, false);
   assert.equal(params.isImageGenerationEnabled, false);
   assert.deepEqual(KEYS.map((k) => params[k]), [null, null, null, null, null]);
+});
+
+test("a video create sends its one video and the picked design system; never extracts assets", () => {
+  const video = "data:video/webm;base64,GkXf";
+  const params = createParams({
+    inputMode: "video",
+    text: "Like the recording",
+    images: [PNG],
+    videos: [video, "data:video/mp4;base64,AA"],
+    stack: "html_tailwind",
+    settings: { assetExtraction: true },
+    sources: SOURCES,
+    designSystem: "Use #ff0066.",
+  });
+  assert.equal(params.inputMode, "video");
+  assert.deepEqual(params.prompt, { text: "Like the recording", images: [], videos: [video] });
+  assert.equal(params.isAssetExtractionEnabled, false);
+  assert.equal(params.designSystem, "Use #ff0066.");
+});
+
+test("a video project's update keeps the video in its history and the design system", () => {
+  const video = "data:video/webm;base64,GkXf";
+  const parent = variant([{ role: "user", text: "", images: [], videos: [video] }], "<html>v</html>");
+  const { params } = updateParams({
+    project: { inputMode: "video", stack: "html_css" },
+    commit: { variants: [parent] },
+    parent,
+    text: "Bigger title",
+    settings: {},
+    designSystem: "Rounded corners.",
+  });
+  assert.equal(params.inputMode, "video");
+  assert.deepEqual(params.history[0], { role: "user", text: "", images: [], videos: [video] });
+  assert.deepEqual(params.prompt.videos, []);
+  assert.equal(params.designSystem, "Rounded corners.");
 });
 
 function variant(history, code) {

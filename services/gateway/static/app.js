@@ -5,6 +5,7 @@
 
 import { VariantCard } from "./js/card.js";
 import { formatDuration, h, icon, plural, truncate } from "./js/dom.js";
+import { InputPanel } from "./js/inputs.js";
 import {
   APP_ERROR_CODE,
   GenerationSocket,
@@ -25,8 +26,6 @@ import {
 } from "./js/settings.js";
 import { applyFrame, endCommit, newCommit } from "./js/state.js";
 
-const ACCEPTED_TYPES = new Set(["image/png", "image/jpeg", "image/webp"]);
-const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 const GENERIC_ERROR = "Generation failed. Please retry.";
 
 const $ = (id) => document.getElementById(id);
@@ -37,6 +36,10 @@ const els = {
   prompt: $("prompt-input"),
   promptHint: $("prompt-hint"),
   stack: $("stack-select"),
+  designSystem: $("design-system-select"),
+  designSystemHint: $("design-system-hint"),
+  url: $("url-input"),
+  capture: $("capture-button"),
   mode: $("input-mode"),
   keyHint: $("key-hint"),
   generate: $("generate-button"),
@@ -65,7 +68,6 @@ const token = gatewayToken();
 // The settings fields come from the server's credential sources (before `data-ready`).
 const sources = await loadCredentialSources(token);
 const app = {
-  screenshots: [], // [{dataUrl, name}]
   project: null, // {inputMode, stack, commits}
   viewed: null, // the commit on screen
   running: null, // {commit, socket, reconnecting: null | {attempt, of}}
@@ -134,100 +136,7 @@ els.stack.addEventListener("change", () => {
   saveSettings(settings);
 });
 
-function inputMode() {
-  return app.screenshots.length ? "image" : "text";
-}
-
-function renderInputs() {
-  els.screenshots.replaceChildren(
-    ...app.screenshots.map((shot, i) =>
-      h(
-        "li",
-        { class: "shot" },
-        h("img", { src: shot.dataUrl, alt: `Screenshot ${i + 1}: ${shot.name}` }),
-        h(
-          "button",
-          {
-            type: "button",
-            class: "shot-remove",
-            "aria-label": `Remove screenshot ${i + 1}`,
-            onclick: () => {
-              app.screenshots.splice(i, 1);
-              renderInputs();
-            },
-          },
-          "✕",
-        ),
-      ),
-    ),
-  );
-  const mode = inputMode();
-  els.dropzone.classList.toggle("has-files", app.screenshots.length > 0);
-  els.mode.dataset.mode = mode;
-  els.mode.textContent = mode === "image" ? `Screenshot mode · ${plural(app.screenshots.length, "image")}` : "Text mode";
-  els.promptHint.textContent = mode === "image" ? "optional extra instructions" : "describe the page to build";
-}
-
-function readAsDataUrl(file) {
-  return new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(String(reader.result));
-    reader.onerror = () => reject(reader.error);
-    reader.readAsDataURL(file);
-  });
-}
-
-async function addFiles(files) {
-  for (const file of files) {
-    if (!ACCEPTED_TYPES.has(file.type)) {
-      toast(`${file.name || "That file"} is not a PNG, JPEG or WebP image.`, "error");
-      continue;
-    }
-    if (file.size > MAX_IMAGE_BYTES) {
-      toast(`${file.name} is larger than 20 MB.`, "error");
-      continue;
-    }
-    try {
-      app.screenshots.push({ dataUrl: await readAsDataUrl(file), name: file.name || "pasted image" });
-    } catch {
-      toast(`Could not read ${file.name}.`, "error");
-    }
-  }
-  renderInputs();
-}
-
-els.fileInput.addEventListener("change", () => {
-  addFiles([...els.fileInput.files]);
-  els.fileInput.value = "";
-});
-for (const type of ["dragenter", "dragover"]) {
-  els.dropzone.addEventListener(type, (e) => {
-    e.preventDefault();
-    els.dropzone.classList.add("is-dragging");
-  });
-}
-els.dropzone.addEventListener("dragleave", () => els.dropzone.classList.remove("is-dragging"));
-els.dropzone.addEventListener("drop", (e) => {
-  e.preventDefault();
-  els.dropzone.classList.remove("is-dragging");
-  addFiles([...(e.dataTransfer?.files ?? [])]);
-});
-// A file dropped anywhere else must not navigate away from the app.
-window.addEventListener("dragover", (e) => e.preventDefault());
-window.addEventListener("drop", (e) => {
-  e.preventDefault();
-  if (!els.dropzone.contains(e.target)) addFiles([...(e.dataTransfer?.files ?? [])]);
-});
-document.addEventListener("paste", (e) => {
-  const files = [...(e.clipboardData?.items ?? [])]
-    .filter((item) => item.kind === "file" && item.type.startsWith("image/"))
-    .map((item) => item.getAsFile())
-    .filter(Boolean);
-  if (files.length) {
-    e.preventDefault();
-    addFiles(files);
-  }
-});
+const inputs = new InputPanel({ els, settings, store: saveSettings, token, toast });
 
 els.prompt.addEventListener("keydown", (e) => {
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) generate();
@@ -240,21 +149,27 @@ els.updateInput.addEventListener("keydown", (e) => {
 
 function generate() {
   if (app.running) return;
-  const mode = inputMode();
+  const mode = inputs.mode();
   const text = els.prompt.value.trim();
   if (mode === "text" && !text) {
-    toast("Add a screenshot or describe the page first.", "error");
+    toast("Add a screenshot or a video, or describe the page first.", "error");
     els.prompt.focus();
     return;
   }
-  const images = app.screenshots.map((s) => s.dataUrl);
+  const images = mode === "image" ? inputs.screenshots.map((s) => s.dataUrl) : [];
+  const videos = mode === "video" ? [inputs.video.dataUrl] : [];
   const stack = els.stack.value;
-  const params = createParams({ inputMode: mode, text, images, stack, settings, sources });
-  const label = mode === "image" ? (text ? `Screenshot · ${truncate(text, 40)}` : `From ${plural(images.length, "screenshot")}`) : truncate(text, 48);
+  const designSystem = inputs.designSystem();
+  const params = createParams({ inputMode: mode, text, images, videos, stack, settings, sources, designSystem });
+  const label = {
+    image: text ? `Screenshot · ${truncate(text, 40)}` : `From ${plural(images.length, "screenshot")}`,
+    video: text ? `Video · ${truncate(text, 40)}` : "From a video",
+    text: truncate(text, 48),
+  }[mode];
   const commit = newCommit({
     kind: "create",
     label,
-    seedHistory: [{ role: "user", text, images: mode === "image" ? images : [], videos: [] }],
+    seedHistory: [{ role: "user", text, images, videos }],
     count: 2,
   });
   app.project = { inputMode: mode, stack, commits: [commit] };
@@ -275,7 +190,8 @@ function update() {
     toast("The selected option has no code to update yet.", "error");
     return;
   }
-  const { params, variantHistory } = updateParams({ project: app.project, commit, parent, text, settings, sources });
+  const designSystem = inputs.designSystem();
+  const { params, variantHistory } = updateParams({ project: app.project, commit, parent, text, settings, sources, designSystem });
   const child = newCommit({
     kind: "update",
     label: truncate(text, 48),
@@ -527,6 +443,7 @@ setInterval(() => {
 }, 1000);
 
 applyTheme();
-renderInputs();
+inputs.render();
 renderKeyHint();
+await inputs.loadDesignSystems();
 document.documentElement.dataset.ready = "true";

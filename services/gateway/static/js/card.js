@@ -5,6 +5,7 @@
 import { ActivityView } from "./activity.js";
 import { formatDuration, h, icon } from "./dom.js";
 import { PreviewFrame } from "./preview.js";
+import { formatUsage } from "./usage.js";
 
 const STATUS_TEXT = { generating: "Generating", complete: "Complete", error: "Error", cancelled: "Cancelled" };
 
@@ -45,6 +46,7 @@ export class VariantCard {
       h("span", { text: `Option ${i + 1}` }),
     );
     this.model = h("span", { class: "badge badge-model", testid: `variant-${i}-model`, title: "Model" });
+    this.usage = h("span", { class: "badge badge-usage", testid: `variant-${i}-usage`, hidden: true });
     this.status = h("span", { class: "status-pill", testid: `variant-${i}-status`, role: "status" });
     this.selectedChip = h("span", { class: "badge badge-selected", text: "Selected for follow-up" });
     this.message = h("p", { class: "variant-message", testid: `variant-${i}-message` });
@@ -67,7 +69,7 @@ export class VariantCard {
     this.el = h(
       "article",
       { class: "variant", testid: `variant-${i}`, "aria-label": `Option ${i + 1}` },
-      h("header", { class: "variant-head" }, this.selectButton, this.model, h("span", { class: "spacer" }), this.selectedChip, this.status),
+      h("header", { class: "variant-head" }, this.selectButton, this.model, this.usage, h("span", { class: "spacer" }), this.selectedChip, this.status),
       this.message,
       toolbar,
       h("div", { class: "variant-stage" }, this.preview.el, this.codeView),
@@ -147,6 +149,13 @@ export class VariantCard {
     this.el.dataset.state = v.status;
     this.model.textContent = v.model || "model…";
     this.model.classList.toggle("is-demo", v.model === "demo");
+    const usage = formatUsage(v.usage);
+    this.usage.hidden = !usage;
+    if (usage) {
+      this.usage.textContent = usage.text;
+      this.usage.title = usage.title;
+      this.usage.dataset.priced = String(usage.priced);
+    }
     this.status.dataset.state = v.status;
     const elapsed = formatDuration((v.endedAt ?? now) - v.startedAt);
     this.status.replaceChildren(

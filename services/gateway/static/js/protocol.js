@@ -66,21 +66,30 @@ export function gatewayToken() {
   }
 }
 
-/** A create request (upstream `doCreate` / `doCreateFromText`). */
-export function createParams({ inputMode, text, images, stack, settings, sources = [] }) {
+/**
+ * A create request (upstream `doCreate` / `doCreateFromText`): a video create sends its
+ * one video in `prompt.videos` and never asks for asset extraction; `designSystem` is
+ * the chosen system's content, or null.
+ */
+export function createParams({ inputMode, text, images, videos = [], stack, settings, sources = [], designSystem = null }) {
   return {
     generationType: "create",
     inputMode,
-    prompt: { text, images: inputMode === "image" ? [...images] : [], videos: [] },
+    prompt: {
+      text,
+      images: inputMode === "image" ? [...images] : [],
+      videos: inputMode === "video" ? videos.slice(0, 1) : [],
+    },
     generatedCodeConfig: stack,
     isImageGenerationEnabled: Boolean(settings.imageGeneration),
     isAssetExtractionEnabled: inputMode === "image" && Boolean(settings.assetExtraction),
+    designSystem,
     ...credentialParams(settings, sources),
   };
 }
 
-function message(role, text, images = []) {
-  return { role, text, images: [...images], videos: [] };
+function message(role, text, images = [], videos = []) {
+  return { role, text, images: [...images], videos: [...videos] };
 }
 
 /**
@@ -89,7 +98,7 @@ function message(role, text, images = []) {
  * failed after writing code).
  */
 export function variantHistoryForUpdate(variant) {
-  const history = variant.history.map((m) => message(m.role, m.text, m.images));
+  const history = variant.history.map((m) => message(m.role, m.text, m.images, m.videos ?? []));
   const last = history[history.length - 1];
   if (history.length && variant.code.trim() && last.role !== "assistant") {
     history.push(message("assistant", variant.code));
@@ -103,7 +112,7 @@ export function variantHistoryForUpdate(variant) {
  * instruction (`[]` when the parent only has code), fileState = its code, optionCodes = the
  * code of every variant of the commit, and the project's original input mode.
  */
-export function updateParams({ project, commit, parent, text, images = [], settings, sources = [] }) {
+export function updateParams({ project, commit, parent, text, images = [], settings, sources = [], designSystem = null }) {
   const base = variantHistoryForUpdate(parent);
   const variantHistory = [...base, message("user", text, images)];
   const params = {
@@ -115,6 +124,7 @@ export function updateParams({ project, commit, parent, text, images = [], setti
     generatedCodeConfig: project.stack,
     isImageGenerationEnabled: Boolean(settings.imageGeneration),
     isAssetExtractionEnabled: project.inputMode === "image" && Boolean(settings.assetExtraction),
+    designSystem,
     ...credentialParams(settings, sources),
   };
   if (parent.code.trim()) params.fileState = { path: "index.html", content: parent.code };

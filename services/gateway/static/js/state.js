@@ -2,6 +2,8 @@
 // and each variant its code, history and agent events. `applyFrame` folds one server
 // frame into a commit and reports what changed so the views can update just that.
 
+import { addUsage } from "./usage.js";
+
 let localIds = 0;
 
 export function newVariant(index, history = []) {
@@ -15,6 +17,7 @@ export function newVariant(index, history = []) {
     history: history.map((m) => ({ ...m, images: [...m.images], videos: [...(m.videos ?? [])] })),
     events: [],
     byId: new Map(),
+    usage: null, // tokens and cost summed over the variant's model turns (usage.js)
     startedAt: performance.now(),
     endedAt: null,
   };
@@ -173,6 +176,10 @@ export function applyFrame(commit, frame, now = performance.now()) {
     case "setCode":
       variant.code = String(frame.value ?? "");
       change.code = true;
+      break;
+    case "usage": // ours: one model turn's tokens and cost
+      variant.usage = addUsage(variant.usage, frame.data);
+      change.header = true;
       break;
     case "chunk": // legacy upstream frame: appends to the code
       variant.code += String(frame.value ?? "");
