@@ -26,7 +26,7 @@ from typing import Literal
 
 from PIL import Image
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page, Response
+from playwright.async_api import FloatRect, Page, Response
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from services.common.netguard import network_target
@@ -259,7 +259,7 @@ class UrlCapturer:
         self, page: Page, viewport: Viewport, wanted: Format, truncated: bool
     ) -> tuple[bytes, str]:
         limit = self.settings.max_bytes
-        clip = None
+        clip: FloatRect | None = None
         if truncated:
             clip = {"x": 0, "y": 0, "width": viewport.width, "height": self.settings.max_height_px}
         formats: tuple[Literal["png", "jpeg"], ...] = (
@@ -272,7 +272,7 @@ class UrlCapturer:
                 full_page=True,
                 type=kind,
                 quality=quality,
-                clip=clip,  # type: ignore[arg-type]
+                clip=clip,
                 timeout=0,  # bounded by the capture's deadline
             )
             if len(image) <= limit:
