@@ -60,6 +60,12 @@ lint: $(STAMP) $(BUF)
 	$(VENV)/bin/mypy
 	$(BUF) lint
 	$(BUF) format --diff --exit-code
+	@# The API may not break what main has released: compare with main (with HEAD in a
+	@# clone that has no local main branch, e.g. one of another branch).
+	@against='.git#branch=main'; \
+	  git rev-parse -q --verify refs/heads/main >/dev/null || against='.git#ref=HEAD'; \
+	  echo "$(BUF) breaking --against '$$against'"; \
+	  $(BUF) breaking --against "$$against"
 
 # The slow tiers (markers set by directory in tests/conftest.py).
 FAST := not e2e and not browser and not fuzz and not scale
