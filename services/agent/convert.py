@@ -17,6 +17,7 @@ from services.agent.domain import (
     HistoryMessage,
     InputMode,
     Prompt,
+    Stack,
 )
 from services.agent.models import MAX_VARIANTS, ModelSelectionError, resolve
 from services.agent.runstore import RunRecord
@@ -41,7 +42,7 @@ _MODES: dict[int, InputMode] = {
     pb.INPUT_MODE_VIDEO: "video",
     pb.INPUT_MODE_TEXT: "text",
 }
-STACK_NAMES: dict[int, str] = {
+STACK_NAMES: dict[int, Stack] = {
     pb.STACK_UNSPECIFIED: "html_tailwind",
     pb.STACK_HTML_TAILWIND: "html_tailwind",
     pb.STACK_HTML_CSS: "html_css",

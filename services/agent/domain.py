@@ -11,6 +11,9 @@ from services.common.credentials import Credentials
 
 GenerationType = Literal["create", "update"]
 InputMode = Literal["image", "video", "text"]
+Stack = Literal[
+    "html_tailwind", "html_css", "react_tailwind", "bootstrap", "vue_tailwind", "ionic_tailwind"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +43,7 @@ class GenerationRequest:
     generation_id: str
     generation_type: GenerationType = "create"
     input_mode: InputMode = "image"
-    stack: str = "html_tailwind"
+    stack: Stack = "html_tailwind"
     prompt: Prompt = field(default_factory=Prompt)
     history: tuple[HistoryMessage, ...] = ()
     file_state: FileState | None = None  # only when its content is not blank
