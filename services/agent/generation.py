@@ -127,7 +127,9 @@ class Generation:
         return self.log.batches(after_sequence)
 
     def cancel(self) -> bool:
-        if self.task is None or self.task.done():
+        # Once finished only the final save is left, and that is shielded: cancelling
+        # would gain nothing and leave the task holding a CancelledError (see _retire).
+        if self.task is None or self.task.done() or self.finished:
             return False
         return self.task.cancel()
 
@@ -206,7 +208,12 @@ class GenerationManager:
 
     def _retire(self, generation_id: str) -> None:
         # Its record stays in the store, and WatchGeneration replays that.
-        self._generations.pop(generation_id, None)
+        generation = self._generations.pop(generation_id, None)
+        if generation is not None:
+            # A cancelled task keeps its CancelledError, whose traceback holds the frame
+            # holding this generation: a cycle that only a full collection would free
+            # (one per ~150 generations), so every retired log waited for it.
+            generation.task = None
         self._gauge_retention()
 
     def _gauge_retention(self) -> None:
