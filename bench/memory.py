@@ -17,7 +17,9 @@ Policies. The baseline is what the agent did before: keep the last 256 finished
 generations whatever their size or age (`S2C_RETAIN_BYTES=0 S2C_RETAIN_SECONDS=0`; the old
 FIFO could not even retire past a running one). "defaults" is the bounded retention
 (64 generations, 32 MB, 300 s). The last column is RSS at the last mark over RSS at the
-one before it: the target is at most 1.10 (memory stops growing). Nothing is asserted.
+one before it: the target is 0.90 to 1.10, flat (a drop means garbage had been held
+until a late collection, as before the fix in docs/architecture.md "Retention"). Nothing
+is asserted.
 """
 
 from __future__ import annotations
@@ -217,7 +219,7 @@ async def main() -> None:
     defaults = results["defaults"]
     if len(defaults) > 1:
         ratio = defaults[-1][0] / defaults[-2][0]
-        verdict = "met" if ratio <= 1.10 else "NOT MET"
+        verdict = "met" if abs(ratio - 1) <= 0.10 else "NOT MET"
         print(f"\ntarget: defaults' last two marks within 10% ({ratio:.2f}): {verdict}")
     if "count only (before)" in results:
         before = results["count only (before)"][-1][0]
