@@ -278,6 +278,13 @@ class RecordingToolService(tpb_grpc.ToolServiceServicer):
         response: tpb.ExecuteToolResponse = await self.target.ExecuteTool(request)
         return response
 
+    async def CaptureUrl(
+        self, request: tpb.CaptureUrlRequest, context: object
+    ) -> tpb.CaptureUrlResponse:
+        # Carries no credentials; forwarded so the recorder is a complete worker.
+        response: tpb.CaptureUrlResponse = await self.target.CaptureUrl(request)
+        return response
+
 
 async def test_tool_workers_never_receive_model_keys(tmp_path: Path) -> None:
     tools = ToolsServer(
@@ -302,10 +309,14 @@ async def test_tool_workers_never_receive_model_keys(tmp_path: Path) -> None:
     await agent.start()
     credentials = common_pb2.Credentials(
         providers={
-            "openai": {"api_key": REQUEST_OPENAI_KEY, "base_url": "http://127.0.0.1:9/v1"},
-            "anthropic": {"api_key": "sk-ant-REQUEST-model-key", "base_url": "http://127.0.0.1:9"},
-            "gemini": {"api_key": "AIza-REQUEST-tool-key"},
-            "replicate": {"api_key": REQUEST_REPLICATE_TOKEN},
+            "openai": common_pb2.ProviderCredentials(
+                api_key=REQUEST_OPENAI_KEY, base_url="http://127.0.0.1:9/v1"
+            ),
+            "anthropic": common_pb2.ProviderCredentials(
+                api_key="sk-ant-REQUEST-model-key", base_url="http://127.0.0.1:9"
+            ),
+            "gemini": common_pb2.ProviderCredentials(api_key="AIza-REQUEST-tool-key"),
+            "replicate": common_pb2.ProviderCredentials(api_key=REQUEST_REPLICATE_TOKEN),
         }
     )
     try:

@@ -71,11 +71,13 @@ async def test_save_assets_and_generate_images_reach_the_page_and_the_model(
                     asset_base_url=suite.http_url,
                     credentials=common_pb2.Credentials(
                         providers={
-                            "openai": {"api_key": "sk-test", "base_url": openai.base_url},
-                            "replicate": {
-                                "api_key": "r8_test_token",
-                                "base_url": replicate.base_url,
-                            },
+                            "openai": common_pb2.ProviderCredentials(
+                                api_key="sk-test", base_url=openai.base_url
+                            ),
+                            "replicate": common_pb2.ProviderCredentials(
+                                api_key="r8_test_token",
+                                base_url=replicate.base_url,
+                            ),
                         }
                     ),
                 )

@@ -51,10 +51,18 @@ BROWSER_KEYS = {
 }
 GRPC_CREDENTIALS = common_pb2.Credentials(
     providers={
-        "openai": {"api_key": "sk-RECOGNISABLE-grpc-openai-4e8c2a6f0d1b9357"},
-        "anthropic": {"api_key": "sk-ant-RECOGNISABLE-grpc-anthropic-0a6e2c8f4b1d7935"},
-        "gemini": {"api_key": "AIza-RECOGNISABLE-grpc-gemini-9d3b7f1e5c2a8064"},
-        "replicate": {"api_key": "r8_RECOGNISABLE-grpc-replicate-2f6b0d4a8e1c9573"},
+        "openai": common_pb2.ProviderCredentials(
+            api_key="sk-RECOGNISABLE-grpc-openai-4e8c2a6f0d1b9357"
+        ),
+        "anthropic": common_pb2.ProviderCredentials(
+            api_key="sk-ant-RECOGNISABLE-grpc-anthropic-0a6e2c8f4b1d7935"
+        ),
+        "gemini": common_pb2.ProviderCredentials(
+            api_key="AIza-RECOGNISABLE-grpc-gemini-9d3b7f1e5c2a8064"
+        ),
+        "replicate": common_pb2.ProviderCredentials(
+            api_key="r8_RECOGNISABLE-grpc-replicate-2f6b0d4a8e1c9573"
+        ),
     }
 )
 KEYS = [

@@ -27,7 +27,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.generation import RECORD_NOT_SAVED
 from services.agent.runstore_health import HEALTH_SERVICE
-from tests.e2e.test_fuzz import listening_ports
+from tests.e2e.fuzzing import listening_ports
 from tests.processes import Service, running_processes
 from tests.suite import create_params, run_ws
 
