@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from services.agent.demo import demo_script
+from services.agent.demo import demo_turns
 from services.agent.domain import GenerationRequest
 from services.agent.models import ModelSpec
 from services.agent.providers import errors, registry
@@ -36,12 +36,7 @@ class ProviderSessions:
         request: GenerationRequest,
     ) -> ProviderSession:
         if spec.provider == "demo":
-            script = demo_script(
-                request.prompt.text,
-                request.stack,
-                variant_index,
-                tools_offered=[t.name for t in tools],
-            )
+            script = demo_turns(request, variant_index, tools_offered=[t.name for t in tools])
             return ScriptedSession(script, pace_s=self._settings.demo_pace_s)
         provider = registry.get(spec.provider)
         try:
