@@ -186,6 +186,7 @@ class FrameBuilder:
             data = {"name": result.name, "output": _json(result.output), "ok": result.ok}
             out.append(self._f("toolResult", v, data=data, eventId=event.event_id or None))
         elif kind == "variant_count":
+            # The event names no variant; upstream's frame says variantIndex 0.
             count = event.variant_count
             out.append(self._f("variantCount", 0, value=str(count.count)))
             self._models = self._f("variantModels", 0, data={"models": list(count.models)})
@@ -199,7 +200,6 @@ class FrameBuilder:
             out.append(self._f("variantError", v, value=event.variant_error.message))
         elif kind == "generation_error":
             out.extend(self.flush_all())
-            # The event names no variant; upstream's frame says variantIndex 0.
             self.error = event.generation_error.message
         elif kind == "generation_complete":
             out.extend(self.flush_all())
