@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from services.common.logs import setup_logging
 from services.common.tracing import setup_tracing
+from services.eval.command import add_parser as add_eval_parser
 
 if TYPE_CHECKING:  # the services import lazily: `s2c generate` needs none of them
     from services.agent.generation import SessionFactory
@@ -202,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--model", action="append", default=[])
     gen.add_argument("--json", action="store_true", help="print events as JSON lines")
     gen.set_defaults(func=_generate)
+    add_eval_parser(sub, agent=os.environ.get("S2C_AGENT_ADDR", "127.0.0.1:50051"))
     return parser
 
 

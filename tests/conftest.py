@@ -41,6 +41,8 @@ TIERS: dict[str, tuple[str, ...]] = {
     "e2e/test_scale.py": ("scale",),
     "tools/test_screenshot.py": ("browser",),
     "tools/test_capture.py": ("browser",),
+    "eval/test_scores.py": ("browser",),
+    "eval/test_demo_run.py": ("e2e", "browser"),
     "tools/test_validation.py::test_verdicts_match_a_reference_validator": ("fuzz",),
 }
 

@@ -1,0 +1,23 @@
+"""The `eval` subcommand's arguments; what runs it (services.eval.cli) loads on use only,
+so `s2c up` and friends never import numpy, scipy or scikit-image."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], agent: str) -> None:
+    p = sub.add_parser("eval", help="score models' pages against a reference set")
+    p.add_argument("set", help="a set directory, or a built-in set name (basic)")
+    p.add_argument("--model", action="append", default=[], required=True, help="repeatable")
+    p.add_argument("--out", required=True, help="the report directory (resumed if it exists)")
+    p.add_argument("--agent", default=agent)
+    p.add_argument("--stack", default="html_css", help="default html_css: pages render offline")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per generation")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from services.eval.cli import main
+
+    return main(args)

@@ -1,0 +1,215 @@
+"""Runs a reference set through the suite's agent, renders each result and scores it.
+
+Each item × model is one `GenerateCode` call, the call a user's generation makes: the
+reference's screenshot as the image, one variant pinned to the model, the agent's tools as
+configured. Items run one after the other (a model server is usually the bottleneck, and
+one at a time keeps each item's time its own). After every item `results.json` and
+`report.html` are rewritten, so an interrupted run leaves a valid partial report and the
+next run picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import grpc
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
+
+from services.cli_generate import GenerationView
+from services.common.errors import bad_request_violations
+from services.common.grpc_server import CHANNEL_OPTIONS
+from services.common.security import GrpcSecurity, create_channel
+from services.eval.metrics import PageBlocks, score
+from services.eval.render import Renderer, RenderError, renderer
+from services.eval.report import write_report
+from services.eval.results import ItemResult, Results, slug, write_atomic
+from services.eval.sets import Reference, ReferenceSet
+from services.gateway.params import STACKS
+
+
+class EvalAborted(Exception):
+    """The eval cannot go on (agent unreachable, a model id it refuses…); says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvalOptions:
+    reference_set: ReferenceSet
+    models: tuple[str, ...]
+    out: Path
+    agent: str
+    security: GrpcSecurity
+    stack: str = "html_css"
+    timeout_s: float = 600.0
+
+
+class Progress(Protocol):
+    def start(self, total: int, done: int) -> None: ...
+
+    def working(self, item: str, model: str) -> None: ...
+
+    def finished(self, item: str, model: str, result: ItemResult) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceRender:
+    png: bytes
+    page: PageBlocks | None  # None: a PNG reference, which has no DOM
+
+
+def prepare(options: EvalOptions) -> Results:
+    """The results file, resumed when it exists, listing this run's set and models."""
+    results = Results.open(options.out / "results.json")
+    results.set_name = options.reference_set.name
+    results.stack = options.stack
+    # Models of earlier runs stay in the report; this run's are added after them.
+    results.models = [*results.models, *(m for m in options.models if m not in results.models)]
+    results.items = [
+        {
+            "id": ref.id,
+            "kind": ref.kind,
+            "html": ref.is_html,
+            "viewport": {"width": ref.viewport.width, "height": ref.viewport.height},
+            "reference": f"refs/{ref.id}.png",
+        }
+        for ref in options.reference_set.items
+    ]
+    return results
+
+
+async def run_eval(options: EvalOptions, results: Results, progress: Progress) -> None:
+    """Every pending item × model, in order; raises EvalAborted when it cannot go on.
+    Cancelling it (Ctrl-C) leaves results.json and report.html as of the last item."""
+    out = options.out
+    refs = options.reference_set.items
+    digests = {ref.id: ref.digest() for ref in refs}
+    pending = [
+        (ref, model)
+        for ref in refs
+        for model in options.models
+        if not results.done(ref.id, model, digests[ref.id])
+    ]
+    progress.start(len(refs) * len(options.models), len(refs) * len(options.models) - len(pending))
+    results.save()
+    write_report(results, out)
+    if not pending:
+        return
+    channel = create_channel(options.agent, options.security, CHANNEL_OPTIONS)
+    async with channel, renderer() as chromium:
+        stub = pb_grpc.AgentServiceStub(channel)
+        rendered: dict[str, ReferenceRender] = {}
+        for ref, model in pending:
+            progress.working(ref.id, model)
+            if ref.id not in rendered:
+                rendered[ref.id] = await render_reference(chromium, ref, out)
+            result = await _one(stub, chromium, ref, rendered[ref.id], model, options)
+            result.digest = digests[ref.id]
+            results.put(ref.id, model, result)
+            results.save()
+            write_report(results, out)
+            progress.finished(ref.id, model, result)
+
+
+async def render_reference(chromium: Renderer, ref: Reference, out: Path) -> ReferenceRender:
+    if ref.is_html:
+        try:
+            rendering = await chromium.render(ref.path.read_text(encoding="utf-8"), ref.viewport)
+        except RenderError as exc:
+            raise EvalAborted(f"the reference {ref.path} does not render: {exc}") from None
+        result = ReferenceRender(rendering.png, rendering.page)
+    else:
+        result = ReferenceRender(ref.path.read_bytes(), None)
+    write_atomic(out / "refs" / f"{ref.id}.png", result.png)
+    return result
+
+
+def build_request(png: bytes, model: str, stack: str) -> pb.GenerateCodeRequest:
+    request = pb.GenerateCodeRequest(
+        generation_id=f"eval-{uuid.uuid4().hex}",
+        generation_type=pb.GENERATION_TYPE_CREATE,
+        input_mode=pb.INPUT_MODE_IMAGE,
+        stack=STACKS[stack],
+        variant_count=1,
+        models=[model],
+    )
+    request.prompt.images.append("data:image/png;base64," + base64.b64encode(png).decode("ascii"))
+    return request
+
+
+async def generate(
+    stub: pb_grpc.AgentServiceAsyncStub,
+    request: pb.GenerateCodeRequest,
+    timeout_s: float,
+    agent: str,
+) -> GenerationView:
+    """The generation's events applied to a view; EvalAborted when the agent cannot be
+    used at all (unreachable, the request refused), since every further item would fail
+    the same way."""
+    view = GenerationView(generation_id=request.generation_id)
+    call = stub.GenerateCode(request, timeout=timeout_s)
+    try:
+        async for response in call:
+            for event in response.events:
+                view.apply(event)
+    except grpc.aio.AioRpcError as exc:
+        code = exc.code()
+        if code == grpc.StatusCode.UNAVAILABLE:
+            raise EvalAborted(
+                f"cannot reach the agent at {agent} ({exc.details()}); start the suite with "
+                "`s2c up` or point --agent at it"
+            ) from None
+        if code == grpc.StatusCode.INVALID_ARGUMENT:
+            detail = "; ".join(f"{v.field}: {v.description}" for v in bad_request_violations(exc))
+            raise EvalAborted(f"the agent refused the request: {detail or exc.details()}") from None
+        if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+            raise EvalAborted(f"the agent refused the call: {exc.details()}") from None
+        view.error = f"{code.name}: {exc.details()}"
+        view.stop_running("failed")
+    finally:
+        call.cancel()  # a no-op once the stream ended; stops the generation when we did
+    view.stop_running("interrupted")
+    return view
+
+
+async def _one(
+    stub: pb_grpc.AgentServiceAsyncStub,
+    chromium: Renderer,
+    ref: Reference,
+    reference: ReferenceRender,
+    model: str,
+    options: EvalOptions,
+) -> ItemResult:
+    started = time.monotonic()
+    request = build_request(reference.png, model, options.stack)
+    view = await generate(stub, request, options.timeout_s, options.agent)
+    result = ItemResult(status="failed", generation_id=view.generation_id)
+    variant = view.variants[0] if view.variants else None
+    if variant is not None:
+        result.input_tokens = variant.usage.input_tokens
+        result.output_tokens = variant.usage.output_tokens
+        result.cost_usd = variant.usage.cost_usd
+    if variant is None or variant.state != "completed" or not variant.code.strip():
+        reason = variant.note if variant is not None and variant.state == "failed" else ""
+        result.error = reason or view.error or f"the generation ended {view.outcome}, no code"
+        result.seconds = time.monotonic() - started
+        return result
+    name = slug(model)
+    result.code = f"renders/{ref.id}/{name}.html"
+    write_atomic(options.out / result.code, variant.code)
+    try:
+        rendering = await chromium.render(variant.code, ref.viewport)
+    except RenderError as exc:
+        result.error = f"the generated page does not render: {exc}"
+        result.seconds = time.monotonic() - started
+        return result
+    result.render = f"renders/{ref.id}/{name}.png"
+    write_atomic(options.out / result.render, rendering.png)
+    result.scores = score(reference.page, reference.png, rendering.page, rendering.png).as_dict()
+    result.status = "ok"
+    result.seconds = time.monotonic() - started
+    return result

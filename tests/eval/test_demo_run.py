@@ -1,0 +1,145 @@
+"""`s2c eval` as a process against the real suite (demo model) over the shipped set.
+
+The run is interrupted with SIGINT after its first item, then resumed to the end; the
+report it leaves is opened in Chromium.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from playwright.async_api import async_playwright
+
+from services.eval.render import chromium_path
+from services.eval.sets import load_set
+from tests.processes import Processes, base_env
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(600)]
+ROOT = Path(__file__).resolve().parents[2]
+ITEMS = len(load_set("basic").items)
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class DemoEval:
+    out: Path
+    interrupted: Run
+    partial: dict[str, Any]  # results.json right after the interruption
+    resumed: Run
+    final: dict[str, Any]
+
+
+async def start_eval(out: Path, agent: int, data_dir: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        *("-m", "services.cli", "eval", "basic", "--model", "demo"),
+        *("--out", str(out), "--agent", f"127.0.0.1:{agent}"),
+        cwd=ROOT,
+        env=base_env(data_dir),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def finish(process: asyncio.subprocess.Process, first: bytes = b"") -> Run:
+    stdout, stderr = await process.communicate()
+    return Run(process.returncode or 0, stdout.decode(), (first + stderr).decode())
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def demo_eval(
+    processes: Processes, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[DemoEval]:
+    out = tmp_path_factory.mktemp("eval") / "out"
+    data = tmp_path_factory.mktemp("eval-data")
+    process = await start_eval(out, processes.agent.port, data)
+    assert process.stderr is not None
+    # Not a terminal: one line per finished item on stderr. Interrupt after the first.
+    first = await process.stderr.readline()
+    assert b": ok" in first, first
+    process.send_signal(signal.SIGINT)
+    interrupted = await finish(process, first)
+    partial = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    resumed = await finish(await start_eval(out, processes.agent.port, data))
+    final = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    yield DemoEval(out, interrupted, partial, resumed, final)
+
+
+async def test_ctrl_c_leaves_a_valid_partial_report(demo_eval: DemoEval) -> None:
+    assert demo_eval.interrupted.code == 128 + signal.SIGINT, demo_eval.interrupted.stderr
+    assert "partial report" in demo_eval.interrupted.stderr
+    done = [i for i, by_model in demo_eval.partial["results"].items() if "demo" in by_model]
+    assert 1 <= len(done) < ITEMS
+    assert (demo_eval.out / "report.html").is_file()
+
+
+async def test_the_resumed_run_completes_without_redoing_finished_items(
+    demo_eval: DemoEval,
+) -> None:
+    assert demo_eval.resumed.code == 0, demo_eval.resumed.stderr
+    final = demo_eval.final["results"]
+    assert len(final) == ITEMS
+    assert all(by_model["demo"]["status"] == "ok" for by_model in final.values())
+    for item, by_model in demo_eval.partial["results"].items():
+        before = by_model["demo"]["generation_id"]
+        assert final[item]["demo"]["generation_id"] == before, f"{item} was redone"
+    resumed_lines = [ln for ln in demo_eval.resumed.stderr.splitlines() if ": ok" in ln]
+    assert len(resumed_lines) == ITEMS - len(demo_eval.partial["results"])
+    # The summary table goes to stdout.
+    assert "demo" in demo_eval.resumed.stdout
+    assert f"{ITEMS}/{ITEMS}" in demo_eval.resumed.stdout
+    poster = final["poster"]["demo"]["scores"]
+    assert poster["block_match"] is None
+    assert 0 <= poster["visual"] <= 1
+    for by_model in final.values():
+        for value in by_model["demo"]["scores"].values():
+            assert value is None or 0 <= value <= 1
+
+
+async def test_the_report_opens_in_chromium(demo_eval: DemoEval) -> None:
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=chromium_path())
+        try:
+            page = await browser.new_page()
+            await page.goto((demo_eval.out / "report.html").as_uri())
+            header = await page.locator("#summary thead th").all_inner_texts()
+            assert header[:7] == [
+                "model",
+                "items",
+                "block-match",
+                "text",
+                "position",
+                "color",
+                "visual",
+            ]
+            row = await page.locator("#summary tbody tr").first.locator("td").all_inner_texts()
+            assert row[0] == "demo"
+            assert row[1] == f"{ITEMS}/{ITEMS}"
+            assert all(0 <= float(v) <= 1 for v in row[2:7])
+            item = page.locator('[data-item="landing"]')
+            images = item.locator("img")
+            assert await images.count() == 2  # the reference and the demo model's render
+            for i in range(2):
+                image = images.nth(i)
+                await image.scroll_into_view_if_needed()
+                loaded = await image.evaluate("img => img.decode().then(() => img.naturalWidth)")
+                assert loaded > 0
+            poster = page.locator('[data-item="poster"]')
+            assert "only the visual score applies" in await poster.inner_text()
+        finally:
+            await browser.close()
