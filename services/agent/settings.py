@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from services.agent.eventlog import DEFAULT_TICK_S
 from services.agent.retention import RetentionLimits
+from services.common import settings_env
 from services.common.credentials import (
     CredentialPolicy,
     Credentials,
@@ -29,20 +28,6 @@ def _float_or_none(value: str, name: str) -> float | None:
         return float(value)
     except ValueError:
         raise ValueError(f"{name} must be a number of US dollars, got {value!r}") from None
-
-
-_N = TypeVar("_N", int, float)
-
-
-def _bound(env: Mapping[str, str], name: str, default: str, kind: type[_N]) -> _N:
-    raw = env.get(name, default)
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = kind(-1)
-    if value < 0:
-        raise ValueError(f"{name} must be a non-negative number (0: no bound), got {raw!r}")
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +76,10 @@ class AgentSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
-        env = os.environ if env is None else env
+        env = settings_env.environ(env)
         return cls(
             tools_addr=env.get("S2C_TOOLS_ADDR", "127.0.0.1:50052"),
-            data_dir=Path(env.get("S2C_DATA_DIR", ".s2c-data")),
+            data_dir=settings_env.data_dir(env),
             credentials=Credentials.from_env(env),
             allow_request_base_urls=request_base_urls_allowed(env),
             max_cost_usd=_float_or_none(
@@ -114,7 +99,7 @@ class AgentSettings:
             max_generation_s=float(env.get("S2C_MAX_GENERATION_S", "900")),
             event_tick_s=int(env.get("S2C_EVENT_TICK_MS", "40")) / 1000,
             preview_replay_s=int(env.get("S2C_PREVIEW_REPLAY_MS", "1000")) / 1000,
-            retained_generations=_bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
-            retained_bytes=_bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
-            retained_seconds=_bound(env, "S2C_RETAIN_SECONDS", "300", float),
+            retained_generations=settings_env.bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
+            retained_bytes=settings_env.bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
+            retained_seconds=settings_env.bound(env, "S2C_RETAIN_SECONDS", "300", float),
         )

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.common import settings_env
 from services.common.security import GrpcSecurity
 from services.gateway.access import AccessSettings
 from services.gateway.design_systems import DesignSystemLimits
 from services.gateway.export import ExportPolicy
 
-
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0, got {raw!r}")
-    return value
+_SECONDS = "number of seconds"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,16 +44,20 @@ class GatewaySettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
-        env = os.environ if env is None else env
+        env = settings_env.environ(env)
         return cls(
             agent_addr=env.get("S2C_AGENT_ADDR", "127.0.0.1:50051"),
-            data_dir=Path(env.get("S2C_DATA_DIR", ".s2c-data")),
+            data_dir=settings_env.data_dir(env),
             grpc_security=GrpcSecurity.from_env(env),
             access=AccessSettings.from_env(env),
             design_systems=DesignSystemLimits.from_env(env),
             export=ExportPolicy.from_env(env),
             preview_min_interval_s=int(env.get("S2C_PREVIEW_INTERVAL_MS", "225")) / 1000,
             preview_max_bytes_per_s=int(env.get("S2C_PREVIEW_MAX_BPS", "1000000")),
-            params_timeout_s=_seconds(env, "S2C_PARAMS_TIMEOUT_S", 10.0),
-            http_idle_timeout_s=_seconds(env, "S2C_HTTP_IDLE_TIMEOUT_S", 15.0),
+            params_timeout_s=settings_env.positive(
+                env, "S2C_PARAMS_TIMEOUT_S", 10.0, unit=_SECONDS
+            ),
+            http_idle_timeout_s=settings_env.positive(
+                env, "S2C_HTTP_IDLE_TIMEOUT_S", 15.0, unit=_SECONDS
+            ),
         )

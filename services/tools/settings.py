@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from services.common import settings_env
 from services.common.credentials import (
     TOOL_IDS,
     CredentialPolicy,
@@ -68,9 +68,9 @@ class ToolsSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ToolsSettings:
-        env = os.environ if env is None else env
+        env = settings_env.environ(env)
         return cls(
-            data_dir=Path(env.get("S2C_DATA_DIR", ".s2c-data")),
+            data_dir=settings_env.data_dir(env),
             chromium_path=env.get("S2C_CHROMIUM_PATH", "/usr/bin/chromium"),
             grpc_security=GrpcSecurity.from_env(env),
             screenshots_enabled=env.get("S2C_SCREENSHOTS", "1") not in ("0", "false", "no"),
@@ -81,23 +81,12 @@ class ToolsSettings:
         )
 
 
-def _positive(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from None
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0, got {raw!r}")
-    return value
-
-
 def _capture_settings(env: Mapping[str, str]) -> CaptureSettings:
     default = CaptureSettings()
     return CaptureSettings(
-        timeout_s=_positive(env, "S2C_CAPTURE_TIMEOUT_S", default.timeout_s),
-        max_height_px=int(_positive(env, "S2C_CAPTURE_MAX_HEIGHT_PX", default.max_height_px)),
-        max_bytes=int(_positive(env, "S2C_CAPTURE_MAX_BYTES", default.max_bytes)),
+        timeout_s=settings_env.positive(env, "S2C_CAPTURE_TIMEOUT_S", default.timeout_s),
+        max_height_px=int(
+            settings_env.positive(env, "S2C_CAPTURE_MAX_HEIGHT_PX", default.max_height_px)
+        ),
+        max_bytes=int(settings_env.positive(env, "S2C_CAPTURE_MAX_BYTES", default.max_bytes)),
     )
