@@ -1,0 +1,135 @@
+"""Issue 13's items 3, 9 and 10 replayed against real processes, as an attacker would.
+
+The in-process tests pin each rule; these show that the running gateway, agent and tool
+worker apply it through their public ports.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aiohttp
+import grpc
+from s2c.common.v1 import common_pb2
+from s2c.tools.v1 import tool_service_pb2 as tpb
+from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
+
+from tests.processes import base_env, running_processes, start_service
+from tests.suite import create_params, run_ws
+
+REQUEST_KEYS = {
+    "openAiApiKey": "sk-REQUEST-openai-least-privilege-3e9d1a7c5b",
+    "anthropicApiKey": "sk-ant-REQUEST-anthropic-least-privilege-8c2f",
+    "geminiApiKey": "AIza-REQUEST-gemini-least-privilege-6b1d",
+    "replicateApiKey": "r8_REQUEST-replicate-least-privilege-0f7a",
+}
+
+
+async def test_design_systems_are_bounded_and_refuse_lone_surrogates(tmp_path: Path) -> None:
+    env = {"S2C_DESIGN_SYSTEMS_MAX_COUNT": "2", "S2C_DESIGN_SYSTEM_MAX_BYTES": "1000"}
+    async with running_processes(tmp_path, env) as suite:
+        url = f"http://127.0.0.1:{suite.gateway.port}/api/design-systems"
+        async with aiohttp.ClientSession() as session:
+            for name in ("One", "Two"):
+                async with session.post(url, json={"name": name, "content": "x"}) as response:
+                    assert response.status in (200, 201)
+            async with session.post(url, json={"name": "Three", "content": "x"}) as response:
+                assert response.status == 413
+                assert "2" in (await response.json())["detail"]
+            async with session.post(url, json={"name": "Big", "content": "x" * 5000}) as response:
+                assert response.status == 413
+            raw = '{"name": "Bad \\ud800 name", "content": "x"}'
+            headers = {"Content-Type": "application/json"}
+            async with session.post(url, data=raw, headers=headers) as response:
+                assert response.status == 400
+                assert "lone surrogate" in (await response.json())["detail"]
+            async with session.get(url) as response:
+                listed = await response.json()
+    assert sorted(system["name"] for system in listed) == ["One", "Two"]
+
+
+async def test_a_cancel_close_is_echoed_as_4333(tmp_path: Path) -> None:
+    # A paced demo model, so the generation is surely running when the browser leaves.
+    async with running_processes(tmp_path, {"S2C_DEMO_PACE_MS": "50"}) as suite:
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(suite.ws_url) as ws:
+                await ws.send_str(json.dumps(create_params()))
+                async for message in ws:
+                    if json.loads(message.data)["type"] == "setCode":
+                        break
+                await ws.close(code=4333)
+                # The upstream UI shows its "cancelled" toast only for an echoed 4333.
+                assert ws.close_code == 4333
+        cancelled = await suite.agent.wait_for_log(
+            lambda record: (
+                record.get("msg") == "generation finished" and record.get("status") == "cancelled"
+            )
+        )
+    assert cancelled["status"] == "cancelled"
+
+
+class RecordingWorker(tpb_grpc.ToolServiceServicer):
+    """Stands in front of a real tool worker process and records every credential sent."""
+
+    def __init__(self, target: tpb_grpc.ToolServiceAsyncStub) -> None:
+        self.target = target
+        self.seen: list[common_pb2.Credentials] = []
+
+    async def ListTools(
+        self, request: tpb.ListToolsRequest, context: object
+    ) -> tpb.ListToolsResponse:
+        self.seen.append(request.credentials)
+        response: tpb.ListToolsResponse = await self.target.ListTools(request)
+        return response
+
+    async def ExecuteTool(
+        self, request: tpb.ExecuteToolRequest, context: object
+    ) -> tpb.ExecuteToolResponse:
+        self.seen.append(request.context.credentials)
+        response: tpb.ExecuteToolResponse = await self.target.ExecuteTool(request)
+        return response
+
+    async def CaptureUrl(
+        self, request: tpb.CaptureUrlRequest, context: object
+    ) -> tpb.CaptureUrlResponse:
+        response: tpb.CaptureUrlResponse = await self.target.CaptureUrl(request)
+        return response
+
+
+async def test_browser_model_keys_never_reach_a_tool_worker_process(tmp_path: Path) -> None:
+    env = {**base_env(tmp_path), "S2C_MODELS": "demo"}
+    tools = await start_service("tools", ["--listen", "127.0.0.1:0"], env)
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{tools.port}")
+    recorder = RecordingWorker(tpb_grpc.ToolServiceStub(channel))
+    server = grpc.aio.server()
+    tpb_grpc.add_ToolServiceServicer_to_server(recorder, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    agent = await start_service(
+        "agent", ["--listen", "127.0.0.1:0"], {**env, "S2C_TOOLS_ADDR": f"127.0.0.1:{port}"}
+    )
+    gateway = await start_service(
+        "gateway", ["--port", "0"], {**env, "S2C_AGENT_ADDR": f"127.0.0.1:{agent.port}"}
+    )
+    try:
+        url = f"ws://127.0.0.1:{gateway.port}/generate-code"
+        result = await run_ws(url, create_params(**REQUEST_KEYS))
+    finally:
+        for service in (gateway, agent, tools):
+            service.process.kill()
+            await service.process.wait()
+        await server.stop(None)
+        await channel.close()
+    assert result.close_code == 1000, result.frames
+    assert result.of("variantComplete")
+    assert recorder.seen, "the agent never called the tool worker"
+    sent = [dict(c.providers) for c in recorder.seen]
+    assert all(set(providers) <= {"gemini", "replicate"} for providers in sent), sent
+    # The tool keys the browser sent still reach the worker: only model keys are withheld.
+    assert any(
+        p["replicate"].api_key == REQUEST_KEYS["replicateApiKey"] for p in sent if "replicate" in p
+    )
+    wire = b"".join(c.SerializeToString() for c in recorder.seen)
+    for name in ("openAiApiKey", "anthropicApiKey"):
+        assert REQUEST_KEYS[name].encode() not in wire
