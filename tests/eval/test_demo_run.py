@@ -143,3 +143,36 @@ async def test_the_report_opens_in_chromium(demo_eval: DemoEval) -> None:
             assert "only the visual score applies" in await poster.inner_text()
         finally:
             await browser.close()
+
+
+async def run_cli(*args: str, data_dir: Path) -> Run:
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "services.cli", "eval", *args),
+        cwd=ROOT,
+        env=base_env(data_dir),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    return await finish(process)
+
+
+async def test_bad_usage_and_an_unreachable_agent_exit_2_saying_why(tmp_path: Path) -> None:
+    no_set = await run_cli(
+        "no-such-set", "--model", "demo", "--out", str(tmp_path / "a"), data_dir=tmp_path
+    )
+    assert no_set.code == 2
+    assert "no-such-set: no such set directory (built-in sets: basic)" in no_set.stderr
+    # Port 1 on loopback: nothing listens there.
+    unreachable = await run_cli(
+        "basic",
+        "--model",
+        "demo",
+        "--out",
+        str(tmp_path / "b"),
+        "--agent",
+        "127.0.0.1:1",
+        data_dir=tmp_path,
+    )
+    assert unreachable.code == 2
+    assert "cannot reach the agent at 127.0.0.1:1" in unreachable.stderr
+    assert (tmp_path / "b" / "report.html").is_file()  # an empty but valid report
