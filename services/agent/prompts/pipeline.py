@@ -3,7 +3,10 @@
 Three strategies, chosen by `select_strategy`:
 - create_from_input: a fresh app from screenshots, a text description or a video;
 - update_from_history: replays the variant's conversation, whose last user
-  message already carries the new instruction;
+  message already carries the new instruction. Earlier versions of the file in
+  it become one-line placeholders and the current file follows the last
+  instruction, once, so an update costs the same whatever its number of versions
+  and everything before that tail is the prefix the previous update sent;
 - update_from_file_snapshot: imported code (or any update without history),
   sent as the current file plus the change request.
 """
@@ -11,12 +14,15 @@ Three strategies, chosen by `select_strategy`:
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Literal
 
-from services.agent.domain import GenerationRequest, HistoryMessage
+from services.agent.domain import FileState, GenerationRequest, HistoryMessage
 from services.agent.prompts import templates
+from services.agent.prompts.file_seed import current_file
 from services.agent.prompts.system import ALL_TOOLS, build_system_prompt
 from services.agent.providers.base import PromptMessage
+from services.common.html import extract_html_content
 
 Strategy = Literal["create_from_input", "update_from_history", "update_from_file_snapshot"]
 
@@ -40,6 +46,7 @@ def build_prompt_messages(
     *,
     tools: Collection[str] = ALL_TOOLS,
     uploaded_asset_ids: Mapping[str, str] | None = None,
+    collapse_versions: bool = True,
 ) -> list[PromptMessage]:
     """The system message followed by the user (and replayed assistant) messages.
 
@@ -47,7 +54,8 @@ def build_prompt_messages(
     `uploaded_asset_ids` maps an uploaded image's data URL to the temporary asset
     id it was staged under; each message with such images gets the id block
     appended to its text so the model can promote them with `save_assets` (ignored
-    when `save_assets` is not offered).
+    when `save_assets` is not offered). `collapse_versions=False` replays every
+    earlier version of the file in full, as upstream does (the cost bench's baseline).
     """
     offered = frozenset(tools)
     if not request.image_generation_enabled:
@@ -59,7 +67,8 @@ def build_prompt_messages(
     if strategy == "create_from_input":
         return [system, _create_from_input(request, offered, asset_ids)]
     if strategy == "update_from_history":
-        return [system, *_update_from_history(request, offered, asset_ids)]
+        current = current_file(request) if collapse_versions else None
+        return [system, *_update_from_history(request, offered, asset_ids, current)]
     return [system, _update_from_file_snapshot(request, offered, asset_ids)]
 
 
@@ -119,17 +128,31 @@ def _update_prefix(request: GenerationRequest, offered: frozenset[str]) -> str:
 
 
 def _update_from_history(
-    request: GenerationRequest, offered: frozenset[str], asset_ids: Mapping[str, str]
+    request: GenerationRequest,
+    offered: frozenset[str],
+    asset_ids: Mapping[str, str],
+    current: FileState | None,
 ) -> list[PromptMessage]:
+    """`current` is the file the variants edit (None: replay the history as it is).
+
+    It is recovered from the raw history before any version in it is replaced, so a
+    request without `file_state` still edits its last version.
+    """
     # The prompt object is deliberately unused: the client already appended the new
     # instruction as the last user message of the history.
     if not any(message.role == "user" for message in request.history):
         raise PromptError("Update history must include at least one user message")
     messages: list[PromptMessage] = []
     prefixed = False
+    versions = 0
     for message in request.history:
         if message.role == "assistant":
-            messages.append(PromptMessage("assistant", templates.wrap_file(message.text)))
+            if current is not None and _is_version(message.text, current):
+                versions += 1
+                text = templates.version_placeholder(versions, current.path, message.text)
+            else:
+                text = templates.wrap_file(message.text)
+            messages.append(PromptMessage("assistant", text))
             continue
         # Ids are content-addressed, so re-announcing them on every turn is stable.
         text = _with_asset_ids(message.text, message.images, asset_ids)
@@ -137,7 +160,35 @@ def _update_from_history(
             text = templates.join_sections(_update_prefix(request, offered), text)
             prefixed = True
         messages.append(_user_message(message, text))
+    if current is not None:
+        _append_current_file(messages, current, offered)
     return messages
+
+
+def _is_version(text: str, current: FileState) -> bool:
+    """Whether an assistant message holds a version of the file rather than a reply.
+
+    The upstream UI stores each variant's final code as its assistant message; a
+    message recovered as the current file counts even when it is not a document.
+    """
+    code = extract_html_content(text).strip()
+    if not code:
+        return False
+    head = code[:32].lower()
+    return head.startswith(("<!doctype html", "<html")) or code == current.content.strip()
+
+
+def _append_current_file(
+    messages: list[PromptMessage], current: FileState, offered: frozenset[str]
+) -> None:
+    """Puts the current file after the last instruction: the new part of the request
+    goes last, and the instruction before it stays where the next update replays it."""
+    block = templates.current_file_block(current.path, current.content, offered)
+    last = messages[-1] if messages else None
+    if last is not None and last.role == "user":
+        messages[-1] = replace(last, text=templates.join_sections(last.text, block))
+    else:
+        messages.append(PromptMessage("user", block))
 
 
 def _user_message(message: HistoryMessage, text: str) -> PromptMessage:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from services.common.html import extract_html_content
+
 DEFAULT_FILE_PATH = "index.html"
 
 IMAGE_GENERATION_ON = (
@@ -106,6 +108,30 @@ def wrap_file(code: str, path: str = DEFAULT_FILE_PATH) -> str:
     if body.startswith("<file") and body.endswith("</file>"):
         return body
     return f'<file path="{path}">\n{body}\n</file>'
+
+
+def version_placeholder(number: int, path: str, text: str) -> str:
+    """What stands in for an earlier version of the file in a replayed history.
+
+    The text is the same whether or not the version is also the current one, so a
+    request's history is a prefix of the next update's (provider prompt caches).
+    """
+    size = len(extract_html_content(text).strip())
+    return (
+        f"[version {number} of {path or DEFAULT_FILE_PATH}, {size:,} characters — "
+        "not repeated here; the current file is below]"
+    )
+
+
+def current_file_block(path: str, content: str, tools: Collection[str]) -> str:
+    """The current file, once, at the end of an update from history."""
+    with_tool = " with `edit_file`" if "edit_file" in tools else ""
+    path = path or DEFAULT_FILE_PATH
+    return (
+        f"The current source of {path} is below; apply the change request above to it"
+        f"{with_tool}.\n\n"
+        f'<current_file path="{path}">\n{content}\n</current_file>'
+    )
 
 
 def image_create_text(
