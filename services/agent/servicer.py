@@ -219,15 +219,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             if exc.code == grpc.StatusCode.INVALID_ARGUMENT and exc.violations:
                 await abort_invalid(context, InvalidRequest(exc.violations))
             await abort(context, exc.code, clip(exc.message, 600))
-        return pb.CaptureUrlResponse(
-            image=image.image,
-            mime_type=image.mime_type,
-            width=image.width,
-            height=image.height,
-            final_url=image.final_url,
-            truncated=image.truncated,
-            http_status=image.http_status,
-        )
+        return pb.CaptureUrlResponse(**image.fields())
 
     def _credential_violations(self, proto: common_pb2.Credentials) -> list[FieldViolation]:
         policy = self._settings.credential_policy

@@ -24,6 +24,7 @@ from services.common.errors import FieldViolation, bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 from services.common.structs import from_struct, to_struct
+from services.common.tool_types import CapturedImage
 from services.common.tracing import outgoing_metadata
 
 _SERVICE_CONFIG = json.dumps(
@@ -72,17 +73,6 @@ class UrlCapture:
     url: str
     device: CaptureDevice = ""
     format: CaptureFormat = ""
-
-
-@dataclass(frozen=True, slots=True)
-class CapturedImage:
-    image: bytes
-    mime_type: str
-    width: int
-    height: int
-    final_url: str
-    truncated: bool
-    http_status: int
 
 
 _DEVICES = {
@@ -195,15 +185,7 @@ class GrpcToolExecutor:
             elif code == grpc.StatusCode.DEADLINE_EXCEEDED and not message.startswith("Capturing"):
                 message = f"Capturing {capture.url} timed out after {timeout:g} s"
             raise ToolCallFailed(code, message, bad_request_violations(exc)) from None
-        return CapturedImage(
-            image=response.image,
-            mime_type=response.mime_type,
-            width=response.width,
-            height=response.height,
-            final_url=response.final_url,
-            truncated=response.truncated,
-            http_status=response.http_status,
-        )
+        return CapturedImage.from_message(response)
 
     def _error(self, exc: grpc.aio.AioRpcError) -> ToolServiceError:
         return ToolServiceError(

@@ -30,6 +30,7 @@ from playwright.async_api import FloatRect, Page, Response
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from services.common.netguard import network_target
+from services.common.tool_types import CapturedImage
 from services.tools.egress_proxy import EGRESS_HEADER
 from services.tools.screenshot import DESKTOP, Screenshotter, Viewport
 
@@ -73,17 +74,6 @@ class CaptureRequest:
     url: str
     device: Device = "desktop"
     format: Format = "auto"
-
-
-@dataclass(frozen=True, slots=True)
-class CaptureResult:
-    image: bytes
-    mime_type: str
-    width: int
-    height: int
-    final_url: str
-    truncated: bool
-    http_status: int
 
 
 class CaptureErrorKind(Enum):
@@ -144,7 +134,7 @@ class UrlCapturer:
 
     async def capture(
         self, request: CaptureRequest, *, timeout_s: float | None = None
-    ) -> CaptureResult:
+    ) -> CapturedImage:
         """`timeout_s` can only shorten the configured deadline (the caller's gRPC deadline)."""
         url = validate_capture_url(request.url)
         shooter = await self._ready_shooter()
@@ -180,7 +170,7 @@ class UrlCapturer:
 
     async def _capture(
         self, shooter: Screenshotter, url: str, request: CaptureRequest
-    ) -> CaptureResult:
+    ) -> CapturedImage:
         mobile = request.device == "mobile"
         viewport = MOBILE_CAPTURE if mobile else DESKTOP
         user_agent = MOBILE_USER_AGENT if mobile else None
@@ -200,7 +190,7 @@ class UrlCapturer:
             truncated = height > self.settings.max_height_px
             image, mime = await self._encode(page, viewport, request.format, truncated)
         width, image_height = Image.open(io.BytesIO(image)).size
-        return CaptureResult(image, mime, width, image_height, final_url, truncated, status)
+        return CapturedImage(image, mime, width, image_height, final_url, truncated, status)
 
     async def _load(self, page: Page, url: str) -> int:
         """Navigates and waits for the page to settle; the main document's HTTP status."""

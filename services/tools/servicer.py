@@ -121,15 +121,7 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                         context, InvalidRequest([FieldViolation("url", exc.message)])
                     )
                 await abort(context, _CAPTURE_CODES[exc.kind], exc.message)
-        return pb.CaptureUrlResponse(
-            image=result.image,
-            mime_type=result.mime_type,
-            width=result.width,
-            height=result.height,
-            final_url=result.final_url,
-            truncated=result.truncated,
-            http_status=result.http_status,
-        )
+        return pb.CaptureUrlResponse(**result.fields())
 
     async def _execute(
         self, call: ToolCall, file: FileState | None, ctx: pb.ToolContext

@@ -10,12 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.common.credentials import Credentials
-
-
-@dataclass(frozen=True, slots=True)
-class FileState:
-    path: str
-    content: str
+from services.common.tool_types import FileState as FileState
+from services.common.tool_types import MediaPart as MediaPart
+from services.common.tool_types import ToolCall as ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,24 +29,6 @@ class ToolContext:
     flags: ToolFlags = field(default_factory=ToolFlags)
     credentials: Credentials = field(default_factory=Credentials)
     asset_base_url: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    invalid_json: str | None = None  # raw argument text when it was not valid JSON
-
-
-@dataclass(frozen=True, slots=True)
-class MediaPart:
-    """An image for the model's next turn. Exactly one of `data` and `url` is set."""
-
-    display_name: str
-    mime_type: str
-    data: bytes | None = None
-    url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,9 @@ import logging
 import time
 
 from services.common.credentials import Credentials
+from services.common.tool_types import CapturedImage
 from services.tools.asset_store import AssetStore
-from services.tools.capture import CaptureRequest, CaptureResult, UrlCapturer
+from services.tools.capture import CaptureRequest, UrlCapturer
 from services.tools.definitions import ToolDefinition
 from services.tools.egress_routes import ENV_NAME, EgressTestRoutes
 from services.tools.extract_assets import extract_assets_handler
@@ -71,7 +72,7 @@ class ToolWorker:
 
     async def capture_url(
         self, request: CaptureRequest, *, timeout_s: float | None = None
-    ) -> CaptureResult:
+    ) -> CapturedImage:
         """A full-page image of a public URL; CaptureError says why not."""
         return await self.capturer.capture(request, timeout_s=timeout_s)
 

@@ -15,6 +15,8 @@ from typing import Any, Literal, Protocol
 from services.agent.events import AssistantDelta as AssistantDelta
 from services.agent.events import ThinkingDelta as ThinkingDelta
 from services.agent.pricing import Usage
+from services.common.tool_types import MediaPart as MediaPart
+from services.common.tool_types import ToolCall as ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,26 +36,6 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class MediaPart:
-    """An image a tool produced, for the next model turn. Exactly one source is set."""
-
-    display_name: str
-    mime_type: str
-    data: bytes | None = None
-    url: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A complete tool call from a model turn."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    invalid_json: str | None = None  # raw text when the arguments did not parse
 
 
 @dataclass(frozen=True, slots=True)
