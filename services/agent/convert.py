@@ -182,6 +182,7 @@ def usage_to_proto(usage: ev.Usage) -> common_pb2.Usage:
         cache_write_tokens=tokens.cache_write_tokens,
         total_tokens=tokens.total_tokens,
         cost_usd=usage.cost_usd,
+        priced=usage.priced,
     )
 
 
@@ -257,7 +258,7 @@ def run_to_proto(run: RunRecord) -> pb.Generation:
                 status=_STATUS[variant.status],
                 error=variant.error,
                 code=variant.code,
-                usage=usage_to_proto(ev.Usage(variant.usage, variant.cost_usd)),
+                usage=usage_to_proto(ev.Usage(variant.usage, variant.cost_usd, variant.priced)),
                 tool_calls=[
                     pb.ToolCallRecord(id=t.id, name=t.name, ok=t.ok, duration_ms=t.duration_ms)
                     for t in variant.tool_calls

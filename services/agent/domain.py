@@ -79,4 +79,5 @@ class VariantRecord:
     code: str = ""
     usage: pricing.Usage = field(default_factory=pricing.Usage)
     cost_usd: float = 0.0
+    priced: bool = False  # whether the price table has the model (a 0 cost is unpriced)
     tool_calls: tuple[ToolCallRecord, ...] = ()

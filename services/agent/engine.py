@@ -132,6 +132,7 @@ class VariantEngine:
     max_tool_calls_per_turn: int = 16
     deadline: float = float("inf")  # time.monotonic(); tool calls get what is left
     preview_replay: PreviewReplay = field(default_factory=PreviewReplay)
+    priced: bool = False  # said on every `usage` event, so a client can tell unpriced from $0
     usage: pricing.Usage = field(default_factory=pricing.Usage)
     tool_records: list[ToolCallRecord] = field(default_factory=list)
 
@@ -145,7 +146,7 @@ class VariantEngine:
                 self.usage = self.usage + turn.usage
                 # This turn's cost, like its tokens: a client sums turns to the variant's.
                 turn_cost = self.session.total_cost_usd() - cost_before
-                self.emit("", Usage(turn.usage, turn_cost))
+                self.emit("", Usage(turn.usage, turn_cost, self.priced))
                 if not turn.tool_calls:
                     return self._finalize(turn.assistant_text)
                 limit = self.max_tool_calls_per_turn

@@ -70,6 +70,7 @@ class Usage:
 
     tokens: pricing.Usage
     cost_usd: float
+    priced: bool  # False: the model has no known price, and cost_usd is 0 for that reason
 
 
 @dataclass(frozen=True, slots=True)

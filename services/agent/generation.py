@@ -20,6 +20,7 @@ from typing import Protocol
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from services.agent import pricing
 from services.agent.domain import GenerationRequest, VariantRecord
 from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
 from services.agent.eventlog import DEFAULT_TICK_S, EventLog
@@ -315,7 +316,10 @@ class GenerationManager:
             )
         except ModelSelectionError as exc:
             return self._fail(generation, str(exc))
-        generation.variants = [VariantRecord(i, spec.id) for i, spec in enumerate(specs)]
+        generation.variants = [
+            VariantRecord(i, spec.id, priced=pricing.is_priced(spec.provider, spec.api_name))
+            for i, spec in enumerate(specs)
+        ]
         generation.publish(0, "", VariantCount(count, tuple(s.id for s in specs)))
         # The full record so far: if this one lands, the start save's outcome is moot.
         saved = await self._save(generation)
@@ -397,12 +401,13 @@ class GenerationManager:
                 max_tool_calls_per_turn=self._settings.max_tool_calls_per_turn,
                 deadline=generation.deadline,
                 preview_replay=PreviewReplay(self._settings.preview_replay_s),
+                priced=state.priced,
             )
             state.code = await engine.run()
             state.status = "completed"
             state.usage = engine.usage
             state.cost_usd = session.total_cost_usd()
-            emit("", VariantComplete(Usage(engine.usage, state.cost_usd)))
+            emit("", VariantComplete(Usage(engine.usage, state.cost_usd, state.priced)))
         except (EngineError, ProviderError) as exc:
             state.status, state.error = "failed", str(exc)
             emit("", VariantError(state.error))

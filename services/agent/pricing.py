@@ -55,6 +55,12 @@ PRICES: dict[str, Price] = {
 }
 
 
+def is_priced(provider: str, api_name: str) -> bool:
+    """Whether a cost from `cost_usd` is the model's cost. The demo model never has
+    one, whatever it is called; anything else has one when the table names it."""
+    return provider != "demo" and api_name in PRICES
+
+
 def cost_usd(api_name: str, usage: Usage) -> float:
     """Cost of `usage` on the model `api_name`; 0.0 for models we have no price for
     (local OpenAI-compatible servers, the demo model)."""

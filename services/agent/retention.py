@@ -147,9 +147,8 @@ def replay(record: RunRecord, after_sequence: int) -> list[Event]:
         if variant.code:
             payloads.append((variant.index, CodeSnapshot("", variant.code)))
         if variant.status == "completed":
-            payloads.append(
-                (variant.index, VariantComplete(Usage(variant.usage, variant.cost_usd)))
-            )
+            usage = Usage(variant.usage, variant.cost_usd, variant.priced)
+            payloads.append((variant.index, VariantComplete(usage)))
         elif variant.status == "failed":
             payloads.append((variant.index, VariantError(variant.error)))
     if record.status == "failed":

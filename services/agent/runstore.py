@@ -198,6 +198,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 REFERENCES variants (generation_id, variant_index) ON DELETE CASCADE
         )""",
     ),
+    (
+        # Whether the price table had the model, so an unpriced variant reads as such,
+        # not as $0. Runs saved before this knew no flag: a non-zero cost was priced.
+        "ALTER TABLE variants ADD COLUMN priced BOOLEAN NOT NULL DEFAULT FALSE",
+        "UPDATE variants SET priced = (cost_usd > 0)",
+    ),
 )
 APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
 RECORD_VERSION = "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)"
@@ -216,8 +222,8 @@ DELETE_TOOL_CALLS = "DELETE FROM tool_calls WHERE generation_id = ?"
 DELETE_VARIANTS = "DELETE FROM variants WHERE generation_id = ?"
 INSERT_VARIANT = """
 INSERT INTO variants (generation_id, variant_index, model, status, error, code, input_tokens,
-    output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 INSERT_TOOL_CALL = """
 INSERT INTO tool_calls (generation_id, variant_index, position, call_id, name, ok, duration_ms)
 VALUES (?, ?, ?, ?, ?, ?, ?)"""
@@ -235,7 +241,7 @@ WHERE status = 'running' AND owner = ?"""
 _RUN_COLUMNS = "generation_id, status, started_at, finished_at, error, request"
 _VARIANT_COLUMNS = (
     "generation_id, variant_index, model, status, error, code, input_tokens, output_tokens, "
-    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd"
+    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced"
 )
 _TOOL_COLUMNS = "generation_id, variant_index, call_id, name, ok, duration_ms"
 _RECENT_IDS = "SELECT generation_id FROM runs ORDER BY started_at DESC, generation_id DESC LIMIT ?"
@@ -288,6 +294,7 @@ def variant_params(run: RunRecord) -> list[tuple[Any, ...]]:
             v.usage.cache_write_tokens,
             v.usage.total_tokens,
             v.cost_usd,
+            v.priced,
         )
         for v in run.variants
     ]
@@ -309,7 +316,7 @@ def assemble(
     for gid, index, call_id, name, ok, duration_ms in tool_calls:
         calls[(gid, index)].append(ToolCallRecord(call_id, name, bool(ok), int(duration_ms)))
     by_run: defaultdict[str, list[VariantRecord]] = defaultdict(list)
-    for gid, index, model, status, error, code, *tokens, cost in variants:
+    for gid, index, model, status, error, code, *tokens, cost, priced in variants:
         by_run[gid].append(
             VariantRecord(
                 index=index,
@@ -319,6 +326,7 @@ def assemble(
                 code=code,
                 usage=Usage(*(int(t) for t in tokens)),
                 cost_usd=float(cost),
+                priced=bool(priced),
                 tool_calls=tuple(calls[(gid, index)]),
             )
         )

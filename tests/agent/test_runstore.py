@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -15,6 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from services.agent import runstore as rs
 from services.agent.domain import (
     GenerationRequest,
     Prompt,
@@ -123,6 +125,7 @@ def a_run(generation_id: str = "gen-1", started_at: float = T0) -> RunRecord:
                 code="<html><body>bakery</body></html>",
                 usage=Usage(1200, 3400, 500, 60, 5160),
                 cost_usd=0.0123,
+                priced=True,
                 tool_calls=(
                     ToolCallRecord("call_1", "create_file", True, 120),
                     ToolCallRecord("call_2", "screenshot_preview", False, 3400),
@@ -143,6 +146,62 @@ async def test_round_trip_keeps_variants_and_tool_calls(backend: Backend) -> Non
     async with opened(backend) as store:  # durable across a restart
         assert await store.get("gen-1") == run
     assert run.cost_usd == pytest.approx(0.0123)
+
+
+async def test_usage_totals_and_the_priced_flag_round_trip(backend: Backend) -> None:
+    usage = Usage(400, 500, 600, 0, 1500)
+    run = replace(
+        a_run("gen-usage"),
+        variants=(
+            VariantRecord(0, "gpt-5.5", "completed", usage=usage, cost_usd=0.0091, priced=True),
+            # A local model: tokens counted, no price; the record must not read as $0.
+            VariantRecord(1, "local:tiny", "completed", usage=usage, cost_usd=0.0, priced=False),
+        ),
+    )
+    async with opened(backend) as store:
+        await store.save(run)
+    async with opened(backend) as store:
+        stored = await store.get("gen-usage")
+    assert stored is not None
+    assert [(v.usage, v.cost_usd, v.priced) for v in stored.variants] == [
+        (usage, 0.0091, True),
+        (usage, 0.0, False),
+    ]
+
+
+def test_a_store_saved_before_the_priced_flag_migrates(tmp_path: Path) -> None:
+    # A file written by the first schema: a non-zero cost was priced, a zero one unknown.
+    path = tmp_path / "runs.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute(rs.CREATE_MIGRATIONS)
+        for statement in rs.MIGRATIONS[0]:
+            db.execute(statement)
+        db.execute(rs.RECORD_VERSION, (1, T0))
+        db.execute(
+            "INSERT INTO runs VALUES ('old', 'completed', ?, ?, ?, '', '{}', 'gone')", (T0, T0, T0)
+        )
+        for index, cost in ((0, 0.25), (1, 0.0)):
+            db.execute(
+                "INSERT INTO variants VALUES "
+                "('old', ?, 'm', 'completed', '', '', 1, 2, 3, 4, 10, ?)",
+                (index, cost),
+            )
+    db.close()
+
+    async def reopen() -> RunRecord | None:
+        store = SqliteRunStore(path)
+        await store.open()
+        try:
+            return await store.get("old")
+        finally:
+            await store.close()
+
+    run = asyncio.run(reopen())
+    assert run is not None
+    assert [(v.usage, v.cost_usd, v.priced) for v in run.variants] == [
+        (Usage(1, 2, 3, 4, 10), 0.25, True),
+        (Usage(1, 2, 3, 4, 10), 0.0, False),
+    ]
 
 
 async def test_upsert_from_start_to_finish(backend: Backend) -> None:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1as2c/common/v1/common.proto\x12\rs2c.common.v1\"\xe7\x01\n\x05Usage\x12!\n\x0cinput_tokens\x18\x01 \x01(\x03R\x0binputTokens\x12#\n\routput_tokens\x18\x02 \x01(\x03R\x0coutputTokens\x12*\n\x11\x63\x61\x63he_read_tokens\x18\x03 \x01(\x03R\x0f\x63\x61\x63heReadTokens\x12,\n\x12\x63\x61\x63he_write_tokens\x18\x04 \x01(\x03R\x10\x63\x61\x63heWriteTokens\x12!\n\x0ctotal_tokens\x18\x05 \x01(\x03R\x0btotalTokens\x12\x19\n\x08\x63ost_usd\x18\x06 \x01(\x01R\x07\x63ostUsd\"9\n\tFileState\x12\x12\n\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n\x07\x63ontent\x18\x02 \x01(\tR\x07\x63ontent\"\x7f\n\tMediaPart\x12!\n\x0c\x64isplay_name\x18\x01 \x01(\tR\x0b\x64isplayName\x12\x1b\n\tmime_type\x18\x02 \x01(\tR\x08mimeType\x12\x14\n\x04\x64\x61ta\x18\x03 \x01(\x0cH\x00R\x04\x64\x61ta\x12\x12\n\x03url\x18\x04 \x01(\tH\x00R\x03urlB\x08\n\x06source\"\xb8\x01\n\x0b\x43redentials\x12G\n\tproviders\x18\x01 \x03(\x0b\x32).s2c.common.v1.Credentials.ProvidersEntryR\tproviders\x1a`\n\x0eProvidersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x38\n\x05value\x18\x02 \x01(\x0b\x32\".s2c.common.v1.ProviderCredentialsR\x05value:\x02\x38\x01\"I\n\x13ProviderCredentials\x12\x17\n\x07\x61pi_key\x18\x01 \x01(\tR\x06\x61piKey\x12\x19\n\x08\x62\x61se_url\x18\x02 \x01(\tR\x07\x62\x61seUrlb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1as2c/common/v1/common.proto\x12\rs2c.common.v1\"\xff\x01\n\x05Usage\x12!\n\x0cinput_tokens\x18\x01 \x01(\x03R\x0binputTokens\x12#\n\routput_tokens\x18\x02 \x01(\x03R\x0coutputTokens\x12*\n\x11\x63\x61\x63he_read_tokens\x18\x03 \x01(\x03R\x0f\x63\x61\x63heReadTokens\x12,\n\x12\x63\x61\x63he_write_tokens\x18\x04 \x01(\x03R\x10\x63\x61\x63heWriteTokens\x12!\n\x0ctotal_tokens\x18\x05 \x01(\x03R\x0btotalTokens\x12\x19\n\x08\x63ost_usd\x18\x06 \x01(\x01R\x07\x63ostUsd\x12\x16\n\x06priced\x18\x07 \x01(\x08R\x06priced\"9\n\tFileState\x12\x12\n\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n\x07\x63ontent\x18\x02 \x01(\tR\x07\x63ontent\"\x7f\n\tMediaPart\x12!\n\x0c\x64isplay_name\x18\x01 \x01(\tR\x0b\x64isplayName\x12\x1b\n\tmime_type\x18\x02 \x01(\tR\x08mimeType\x12\x14\n\x04\x64\x61ta\x18\x03 \x01(\x0cH\x00R\x04\x64\x61ta\x12\x12\n\x03url\x18\x04 \x01(\tH\x00R\x03urlB\x08\n\x06source\"\xb8\x01\n\x0b\x43redentials\x12G\n\tproviders\x18\x01 \x03(\x0b\x32).s2c.common.v1.Credentials.ProvidersEntryR\tproviders\x1a`\n\x0eProvidersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x38\n\x05value\x18\x02 \x01(\x0b\x32\".s2c.common.v1.ProviderCredentialsR\x05value:\x02\x38\x01\"I\n\x13ProviderCredentials\x12\x17\n\x07\x61pi_key\x18\x01 \x01(\tR\x06\x61piKey\x12\x19\n\x08\x62\x61se_url\x18\x02 \x01(\tR\x07\x62\x61seUrlb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,15 +34,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREDENTIALS_PROVIDERSENTRY']._loaded_options = None
   _globals['_CREDENTIALS_PROVIDERSENTRY']._serialized_options = b'8\001'
   _globals['_USAGE']._serialized_start=46
-  _globals['_USAGE']._serialized_end=277
-  _globals['_FILESTATE']._serialized_start=279
-  _globals['_FILESTATE']._serialized_end=336
-  _globals['_MEDIAPART']._serialized_start=338
-  _globals['_MEDIAPART']._serialized_end=465
-  _globals['_CREDENTIALS']._serialized_start=468
-  _globals['_CREDENTIALS']._serialized_end=652
-  _globals['_CREDENTIALS_PROVIDERSENTRY']._serialized_start=556
-  _globals['_CREDENTIALS_PROVIDERSENTRY']._serialized_end=652
-  _globals['_PROVIDERCREDENTIALS']._serialized_start=654
-  _globals['_PROVIDERCREDENTIALS']._serialized_end=727
+  _globals['_USAGE']._serialized_end=301
+  _globals['_FILESTATE']._serialized_start=303
+  _globals['_FILESTATE']._serialized_end=360
+  _globals['_MEDIAPART']._serialized_start=362
+  _globals['_MEDIAPART']._serialized_end=489
+  _globals['_CREDENTIALS']._serialized_start=492
+  _globals['_CREDENTIALS']._serialized_end=676
+  _globals['_CREDENTIALS_PROVIDERSENTRY']._serialized_start=580
+  _globals['_CREDENTIALS_PROVIDERSENTRY']._serialized_end=676
+  _globals['_PROVIDERCREDENTIALS']._serialized_start=678
+  _globals['_PROVIDERCREDENTIALS']._serialized_end=751
 # @@protoc_insertion_point(module_scope)
