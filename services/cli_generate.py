@@ -7,8 +7,13 @@
 The input is a screenshot when it names a png, jpeg, webp or gif file, a text prompt
 otherwise. Progress is live on a terminal (one row per variant: model, state, the tool
 running now, bytes of code so far) and a line per step otherwise, both on stderr; a
-summary table follows on stdout. `--json` prints every event as one JSON line on stdout
-(proto field names, default values included) and nothing else there.
+summary table follows on stdout; both show each variant's input, cached and output tokens
+and its cost ("unpriced" for a model the agent has no price for). `--json` prints every
+event as one JSON line on stdout (proto field names, default values included), then one
+last line `{"summary": {...}}`: the outcome and, per variant, its state and a usage object
+(`input_tokens`, `cached_tokens`, `cache_write_tokens`, `output_tokens`, `cost_usd` —
+null when unpriced — and `priced`; the object is null when no model turn ended), and
+nothing else there (see `services.cli_usage`; the display is `services.cli_view`).
 
 The agent is dialled as the other services dial it: `--agent` (default `S2C_AGENT_ADDR`),
 with TLS and the bearer token from `S2C_GRPC_TLS_CA`, `S2C_GRPC_TOKEN`, … when they are set
@@ -35,34 +40,39 @@ import json
 import os
 import signal
 import sys
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import grpc
-from google.protobuf import json_format
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
+from rich.console import Console
 from rich.markup import escape
-from rich.spinner import Spinner
-from rich.table import Table
 from rich.text import Text
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
-from s2c.common.v1 import common_pb2
 
+from services.cli_view import (
+    GenerationView,
+    JsonLines,
+    LiveProgress,
+    Reporter,
+    StepLog,
+    VariantView,
+    summary_json,
+    summary_table,
+)
 from services.common.errors import bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 from services.gateway.params import STACKS
 
+# GenerationView moved to cli_view; other tools (s2c eval) still import it from here.
+__all__ = ["GenerationView", "UsageError", "build_request", "generate", "sniff_image"]
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif"})
 CANCEL_TIMEOUT_S = 5.0
-REFRESH_S = 0.125
 
 
 class UsageError(Exception):
@@ -121,306 +131,6 @@ def build_request(args: argparse.Namespace) -> pb.GenerateCodeRequest:
         request.input_mode = pb.INPUT_MODE_TEXT
         request.prompt.text = text
     return request
-
-
-# ---------------------------------------------------------------------------- state
-
-
-@dataclass
-class VariantView:
-    """What the stream has said about one variant so far."""
-
-    index: int
-    model: str = "?"
-    state: str = "running"  # running | completed | failed | cancelled | interrupted
-    tool: str = ""  # the tool running now
-    tool_calls: int = 0
-    note: str = ""  # the latest status line or assistant message, or the error
-    note_id: str = ""  # the event_id of the message in `note`
-    code: str = ""
-    usage: common_pb2.Usage = field(default_factory=common_pb2.Usage)
-
-    @property
-    def number(self) -> int:
-        return self.index + 1
-
-    @property
-    def code_bytes(self) -> int:
-        return len(self.code.encode())
-
-
-@dataclass
-class GenerationView:
-    """Applies the events of one generation, in order, to a per-variant picture."""
-
-    generation_id: str = ""
-    variants: list[VariantView] = field(default_factory=list)
-    error: str = ""
-    status: int | None = None  # RunStatus, once generation_complete arrived
-    stopped: str = ""  # how the stream ended early, when it did
-    started: float = field(default_factory=time.monotonic)
-
-    def variant(self, index: int) -> VariantView:
-        while len(self.variants) <= index:
-            self.variants.append(VariantView(len(self.variants)))
-        return self.variants[index]
-
-    def apply(self, event: pb.GenerationEvent) -> None:
-        self.generation_id = event.generation_id or self.generation_id
-        kind = event.WhichOneof("payload")
-        if kind == "variant_count":
-            for i, model in enumerate(event.variant_count.models):
-                self.variant(i).model = model
-            if event.variant_count.count:
-                self.variant(event.variant_count.count - 1)
-            return
-        if kind == "generation_error":
-            self.error = event.generation_error.message
-            return
-        if kind == "generation_complete":
-            self.status = event.generation_complete.status
-            return
-        if not event.HasField("variant_index"):
-            return  # a generation-wide event of a newer agent
-        variant = self.variant(event.variant_index)
-        if kind == "status":
-            variant.note, variant.note_id = event.status.text, ""
-        elif kind == "thinking_delta":
-            variant.note, variant.note_id = "thinking…", event.event_id
-        elif kind == "assistant_delta":
-            if variant.note_id != event.event_id:
-                variant.note, variant.note_id = "", event.event_id
-            variant.note += event.assistant_delta.text
-        elif kind == "tool_start":
-            variant.tool = event.tool_start.name
-            variant.tool_calls += 1
-        elif kind == "tool_result":
-            variant.tool = ""
-        elif kind == "code_delta":
-            # Offsets count code points, as Python's str indexes do.
-            delta = event.code_delta
-            variant.code = variant.code[: delta.offset] + delta.text
-        elif kind == "code_snapshot":
-            variant.code = event.code_snapshot.content
-        elif kind == "usage":
-            _add_usage(variant.usage, event.usage)
-        elif kind == "variant_complete":
-            variant.state, variant.tool = "completed", ""
-            if event.variant_complete.HasField("usage"):
-                variant.usage.CopyFrom(event.variant_complete.usage)
-        elif kind == "variant_error":
-            variant.state, variant.tool = "failed", ""
-            variant.note = event.variant_error.message
-
-    def stop_running(self, state: str) -> None:
-        """The stream is over early: whatever still ran ends as `state`."""
-        if self.status is None:
-            self.stopped = self.stopped or state
-        for variant in self.variants:
-            if variant.state == "running":
-                variant.state, variant.tool = state, ""
-
-    @property
-    def outcome(self) -> str:
-        if self.status is None:
-            return self.stopped or "running"
-        name = pb.RunStatus.Name(self.status)
-        return name.removeprefix("RUN_STATUS_").lower()
-
-
-def _add_usage(total: common_pb2.Usage, turn: common_pb2.Usage) -> None:
-    # Every field of a `usage` event is that turn's alone, cost included.
-    total.input_tokens += turn.input_tokens
-    total.output_tokens += turn.output_tokens
-    total.cache_read_tokens += turn.cache_read_tokens
-    total.cache_write_tokens += turn.cache_write_tokens
-    total.total_tokens += turn.total_tokens
-    total.cost_usd += turn.cost_usd
-
-
-# --------------------------------------------------------------------------- output
-
-STATE_STYLES = {
-    "running": "cyan",
-    "completed": "green",
-    "failed": "red",
-    "cancelled": "yellow",
-    "interrupted": "yellow",
-}
-
-
-def _size(n: int) -> str:
-    return f"{n:,} B" if n < 10_000 else f"{n / 1024:,.1f} KiB"
-
-
-def _tokens(usage: common_pb2.Usage) -> str:
-    if not (usage.input_tokens or usage.output_tokens):
-        return "–"
-    return f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
-
-
-def _cost(usage: common_pb2.Usage) -> str:
-    return f"${usage.cost_usd:.4f}" if usage.cost_usd else "–"
-
-
-def progress_table(view: GenerationView, spinners: dict[int, Spinner]) -> RenderableType:
-    """The live picture: one row per variant (`spinners` keep their frames across redraws)."""
-    elapsed = time.monotonic() - view.started
-    header = Text(f"s2c generation {view.generation_id} · {elapsed:.0f}s", style="bold")
-    table = Table()
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("model", no_wrap=True)
-    table.add_column("state", no_wrap=True, min_width=11)
-    table.add_column("tool", no_wrap=True, min_width=11)
-    table.add_column("code", justify="right", no_wrap=True, min_width=9)
-    # The only column that gives way on a narrow terminal; its text is cut to one line.
-    table.add_column("status", max_width=72)
-    for v in view.variants:
-        state: RenderableType
-        if v.state == "running":
-            state = spinners.setdefault(v.index, Spinner("dots", Text("running", style="cyan")))
-        else:
-            state = Text(v.state, style=STATE_STYLES[v.state])
-        table.add_row(
-            str(v.number),
-            escape(v.model),
-            state,
-            escape(v.tool) if v.tool else "",
-            _size(v.code_bytes),
-            Text(" ".join(v.note.split()), no_wrap=True, overflow="ellipsis"),
-        )
-    if not view.variants:
-        return Group(header, spinners.setdefault(-1, Spinner("dots", "waiting for the agent…")))
-    return Group(header, table)
-
-
-def summary_table(view: GenerationView) -> RenderableType:
-    """The final picture, printed once at the end."""
-    elapsed = time.monotonic() - view.started
-    style = "green" if view.outcome == "completed" else "red"
-    header = Text.assemble(
-        f"generation {view.generation_id}: ", (view.outcome, f"bold {style}"), f" in {elapsed:.1f}s"
-    )
-    table = Table()
-    table.add_column("#", justify="right")
-    table.add_column("model")
-    table.add_column("result")
-    table.add_column("tool calls", justify="right")
-    table.add_column("code", justify="right")
-    table.add_column("tokens", justify="right")
-    table.add_column("cost", justify="right")
-    for v in view.variants:
-        result = Text(v.state, style=STATE_STYLES[v.state])
-        if v.state == "failed" and v.note:
-            result.append(f": {v.note}")
-        table.add_row(
-            str(v.number),
-            escape(v.model),
-            result,
-            str(v.tool_calls),
-            _size(v.code_bytes),
-            _tokens(v.usage),
-            _cost(v.usage),
-        )
-    return Group(header, table)
-
-
-class Reporter(Protocol):
-    """Shows the events as they arrive."""
-
-    def event(self, event: pb.GenerationEvent) -> None: ...
-
-    def running(self) -> contextlib.AbstractAsyncContextManager[None]: ...
-
-
-class JsonLines:
-    """`--json`: each event as one JSON line on stdout, nothing else there."""
-
-    def event(self, event: pb.GenerationEvent) -> None:
-        line = json_format.MessageToDict(
-            event, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-        )
-        sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        yield
-
-
-class LiveProgress:
-    """A terminal: the per-variant table, redrawn in place on stderr."""
-
-    def __init__(self, view: GenerationView, console: Console) -> None:
-        spinners: dict[int, Spinner] = {}
-        self._live = Live(
-            get_renderable=lambda: progress_table(view, spinners),
-            console=console,
-            auto_refresh=False,
-            transient=True,
-            redirect_stdout=False,
-            redirect_stderr=False,
-        )
-
-    def event(self, event: pb.GenerationEvent) -> None:
-        pass  # the ticker redraws at a steady rate, however fast the events come
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        async def tick() -> None:
-            while True:
-                self._live.refresh()
-                await asyncio.sleep(REFRESH_S)
-
-        with self._live:
-            ticker = asyncio.create_task(tick())
-            try:
-                yield
-            finally:
-                ticker.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await ticker
-
-
-class StepLog:
-    """Not a terminal (CI logs, pipes): one line per step on stderr."""
-
-    def __init__(self, view: GenerationView, console: Console) -> None:
-        self._view = view
-        self._console = console
-
-    def _say(self, line: str, style: str = "") -> None:
-        self._console.print(Text(line, style=style), soft_wrap=True)
-
-    def event(self, event: pb.GenerationEvent) -> None:
-        kind = event.WhichOneof("payload")
-        v = self._view.variant(event.variant_index)
-        prefix = f"[variant {v.number}]"
-        if kind == "variant_count":
-            models = ", ".join(event.variant_count.models)
-            count = event.variant_count.count
-            self._say(f"generation {event.generation_id}: {count} variant(s) on {models}")
-        elif kind == "status":
-            self._say(f"{prefix} {event.status.text}")
-        elif kind == "tool_start":
-            self._say(f"{prefix} {event.tool_start.name} …")
-        elif kind == "tool_result":
-            ok = event.tool_result.ok
-            self._say(
-                f"{prefix} {event.tool_result.name} {'ok' if ok else 'failed'}"
-                f" ({_size(v.code_bytes)} of code)",
-                "" if ok else "yellow",
-            )
-        elif kind == "variant_complete":
-            self._say(f"{prefix} completed ({_size(v.code_bytes)})", "green")
-        elif kind == "variant_error":
-            self._say(f"{prefix} failed: {event.variant_error.message}", "red")
-        elif kind == "generation_error":
-            self._say(f"generation failed: {event.generation_error.message}", "red")
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        yield
 
 
 # ---------------------------------------------------------------------------- run
@@ -554,6 +264,12 @@ def _write(variant: VariantView, out: Path, outcome: Outcome) -> None:
 def _report(outcome: Outcome, args: argparse.Namespace, err: Console) -> int:
     """Prints the summary (unless --json) and the reason for a non-zero exit code."""
     view = outcome.view
+    if args.json and view.variants and not outcome.broken_pipe:
+        try:
+            sys.stdout.write(json.dumps(summary_json(view), ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            outcome.broken_pipe = True
     if not (args.json or outcome.broken_pipe):
         out = Console()
         try:

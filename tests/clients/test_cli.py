@@ -15,7 +15,9 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from s2c.common.v1 import common_pb2
 
-from services.cli_generate import GenerationView
+from services.agent.models import CATALOGUE
+from services.agent.pricing import PRICES
+from services.cli_view import GenerationView
 from tests.clients import (
     GRPC_TOKEN,
     REPO,
@@ -27,6 +29,8 @@ from tests.clients import (
     s2c,
     write_png,
 )
+from tests.fakes.openai_server import FakeOpenAI, TokenUsage, chat_turn, responses_turn
+from tests.fakes.openai_server import Text as OText
 from tests.processes import Processes, running_processes
 
 on_suite = pytest.mark.asyncio(loop_scope="module")
@@ -37,10 +41,19 @@ def agent(suite: Processes) -> str:
 
 
 def json_lines(stdout: str) -> list[dict[str, Any]]:
-    """Every stdout line is one JSON object (an event); nothing else is there."""
-    events = [json.loads(line) for line in stdout.splitlines()]
-    assert all(isinstance(e, dict) for e in events)
-    return events
+    """The events: every stdout line is one JSON object, an event or (last, once the
+    variants are known) the summary; nothing else is there."""
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    assert all(isinstance(e, dict) for e in lines)
+    assert all("summary" not in e for e in lines[:-1])
+    return [e for e in lines if "summary" not in e]
+
+
+def json_summary(stdout: str) -> dict[str, Any]:
+    last = json.loads(stdout.splitlines()[-1])
+    assert isinstance(last, dict)
+    summary: dict[str, Any] = last["summary"]
+    return summary
 
 
 def payload(event: dict[str, Any]) -> str:
@@ -250,6 +263,106 @@ async def test_ctrl_c_cancels_the_generation_on_the_agent(tmp_path: Path) -> Non
     assert record.generation.status == pb.RUN_STATUS_CANCELLED
 
 
+PAGE = "<!DOCTYPE html><html><body><h1>Hello from a model</h1></body></html>"
+
+
+async def test_each_variants_tokens_and_cost_and_unpriced_models(tmp_path: Path) -> None:
+    # Two pinned variants on one fake server: a priced OpenAI model and a local model
+    # the agent has no price for. Both report cached input, as the APIs do (the prompt
+    # count includes the cached part). Each variant is one turn answering with the page.
+    model = next(s for s in CATALOGUE.values() if s.provider == "openai" and s.api_name in PRICES)
+    price = PRICES[model.api_name]
+    cost = (400 * price.input + 600 * price.cache_read + 500 * price.output) / 1e6
+    async with FakeOpenAI() as fake:
+        for _ in range(2):  # --json, then the human-readable run
+            fake.add_response(responses_turn([OText([PAGE])], usage=TokenUsage(1000, 500, 600)))
+            fake.add_chat(chat_turn([OText([PAGE])], usage=TokenUsage(800, 200, 300)))
+        env = {
+            "OPENAI_API_KEY": "sk-cli-usage-test",
+            "OPENAI_BASE_URL": fake.base_url,
+            "S2C_LOCAL_MODELS": "tiny",
+            "S2C_LOCAL_BASE_URL": fake.base_url,
+        }
+        async with running_processes(tmp_path / "suite", env) as suite:
+            args = ["generate", "A greeting page", "--agent", agent(suite), "--variants", "2"]
+            args += ["--model", model.id, "--model", "local:tiny"]
+            result = await s2c(*args, "--json", "--out", str(tmp_path / "json"))
+            assert result.returncode == 0, result.stderr
+            summary = json_summary(result.stdout)
+            async with grpc.aio.insecure_channel(agent(suite)) as channel:
+                stub = pb_grpc.AgentServiceStub(channel)
+                request = pb.GetGenerationRequest(generation_id=summary["generation_id"])
+                record = (await stub.GetGeneration(request, timeout=30)).generation
+            shown = await s2c(*args, "--out", str(tmp_path / "text"), env={"COLUMNS": "200"})
+
+    assert summary["status"] == "completed"
+    variants = summary["variants"]
+    assert [(v["model"], v["state"]) for v in variants] == [
+        (model.id, "completed"),
+        ("local:tiny", "completed"),
+    ]
+    priced = {
+        "input_tokens": 400,
+        "cached_tokens": 600,
+        "cache_write_tokens": 0,
+        "output_tokens": 500,
+        "cost_usd": pytest.approx(cost),
+        "priced": True,
+    }
+    assert variants[0]["usage"] == priced
+    unpriced = {
+        "input_tokens": 500,
+        "cached_tokens": 300,
+        "cache_write_tokens": 0,
+        "output_tokens": 200,
+        "cost_usd": None,  # not 0: nobody knows what it cost
+        "priced": False,
+    }
+    assert variants[1]["usage"] == unpriced
+    # The summary holds the agent's totals, the same the variant_complete events carry.
+    events = json_lines(result.stdout)
+    complete = {
+        e["variant_index"]: e["variant_complete"]["usage"]
+        for e in events
+        if "variant_complete" in e
+    }
+    assert complete[0]["priced"] is True
+    assert complete[1] == {
+        "input_tokens": "500",  # int64 in proto JSON is a string
+        "output_tokens": "200",
+        "cache_read_tokens": "300",
+        "cache_write_tokens": "0",
+        "total_tokens": "1000",
+        "cost_usd": 0.0,
+        "priced": False,
+    }
+
+    # The run record keeps each variant's totals and whether it was priced.
+    stored = {v.variant_index: v.usage for v in record.variants}
+    assert stored[0] == common_pb2.Usage(
+        input_tokens=400,
+        cache_read_tokens=600,
+        output_tokens=500,
+        total_tokens=1500,
+        cost_usd=stored[0].cost_usd,
+        priced=True,
+    )
+    assert stored[0].cost_usd == pytest.approx(cost)
+    assert stored[1] == common_pb2.Usage(
+        input_tokens=500, cache_read_tokens=300, output_tokens=200, total_tokens=1000
+    )  # priced false, cost 0: the record says unpriced
+
+    # Without --json: the step line per variant and the summary table say the same.
+    assert shown.returncode == 0, shown.stderr
+    assert "[variant 1] completed" in shown.stderr
+    assert f"400 in + 600 cached / 500 out tokens · ${cost:.4f}" in shown.stderr
+    assert "500 in + 300 cached / 200 out tokens · unpriced" in shown.stderr
+    rows = [line for line in shown.lines if "local:tiny" in line or model.id in line]
+    assert any("400 in + 600 cached / 500 out" in r and f"${cost:.4f}" in r for r in rows)
+    assert any("500 in + 300 cached / 200 out" in r and "unpriced" in r for r in rows)
+    assert "$0.0000" not in shown.stdout
+
+
 async def test_a_locked_down_suite_is_called_with_tls_and_the_token(tmp_path: Path) -> None:
     lock = locked_down(tmp_path / "pki")
     async with running_processes(tmp_path / "data", lock.server_env) as suite:
@@ -300,11 +413,13 @@ def test_the_view_follows_code_deltas_in_code_points_and_snapshots() -> None:
     view.apply(event(1, code_snapshot=pb.CodeSnapshot(path="index.html", content="<html/>")))
     view.apply(event(1, tool_result=pb.ToolResult(name="create_file", ok=True)))
     assert (view.variants[1].code, view.variants[1].tool) == ("<html/>", "")
+    assert view.variants[1].spent is None  # no turn ended yet: no usage, not zero usage
     for cost in (0.5, 0.25):
-        usage = common_pb2.Usage(input_tokens=10, output_tokens=5, cost_usd=cost)
+        usage = common_pb2.Usage(input_tokens=10, output_tokens=5, cost_usd=cost, priced=True)
         view.apply(event(1, usage=usage))
     assert view.variants[1].usage.input_tokens == 20
     assert view.variants[1].usage.cost_usd == 0.75
+    assert view.variants[1].usage.priced
     view.apply(event(0, variant_error=pb.VariantError(message="no key")))
     view.apply(event(1, variant_complete=pb.VariantComplete()))
     assert [(v.state, v.note) for v in view.variants] == [("failed", "no key"), ("completed", "")]

@@ -1,0 +1,349 @@
+"""What `s2c generate` shows: the per-variant picture of a generation, and its reporters.
+
+`GenerationView` applies the events in order; the reporters draw it live on a terminal
+(`LiveProgress`), as one line per step (`StepLog`) or as JSON lines (`JsonLines`); the
+summary table and the `--json` summary line are drawn from it once the stream ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from google.protobuf import json_format
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markup import escape
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.common.v1 import common_pb2
+
+from services.cli_usage import add_turn, cost_text, tokens_text, usage_json
+
+REFRESH_S = 0.125
+
+# ---------------------------------------------------------------------------- state
+
+
+@dataclass
+class VariantView:
+    """What the stream has said about one variant so far."""
+
+    index: int
+    model: str = "?"
+    state: str = "running"  # running | completed | failed | cancelled | interrupted
+    tool: str = ""  # the tool running now
+    tool_calls: int = 0
+    note: str = ""  # the latest status line or assistant message, or the error
+    note_id: str = ""  # the event_id of the message in `note`
+    code: str = ""
+    usage: common_pb2.Usage = field(default_factory=common_pb2.Usage)
+    reported: bool = False  # whether any usage came: before that, zeros mean nothing
+
+    @property
+    def number(self) -> int:
+        return self.index + 1
+
+    @property
+    def spent(self) -> common_pb2.Usage | None:
+        """The usage so far; None until a model turn ended."""
+        return self.usage if self.reported else None
+
+    @property
+    def code_bytes(self) -> int:
+        return len(self.code.encode())
+
+
+@dataclass
+class GenerationView:
+    """Applies the events of one generation, in order, to a per-variant picture."""
+
+    generation_id: str = ""
+    variants: list[VariantView] = field(default_factory=list)
+    error: str = ""
+    status: int | None = None  # RunStatus, once generation_complete arrived
+    stopped: str = ""  # how the stream ended early, when it did
+    started: float = field(default_factory=time.monotonic)
+
+    def variant(self, index: int) -> VariantView:
+        while len(self.variants) <= index:
+            self.variants.append(VariantView(len(self.variants)))
+        return self.variants[index]
+
+    def apply(self, event: pb.GenerationEvent) -> None:
+        self.generation_id = event.generation_id or self.generation_id
+        kind = event.WhichOneof("payload")
+        if kind == "variant_count":
+            for i, model in enumerate(event.variant_count.models):
+                self.variant(i).model = model
+            if event.variant_count.count:
+                self.variant(event.variant_count.count - 1)
+            return
+        if kind == "generation_error":
+            self.error = event.generation_error.message
+            return
+        if kind == "generation_complete":
+            self.status = event.generation_complete.status
+            return
+        if not event.HasField("variant_index"):
+            return  # a generation-wide event of a newer agent
+        variant = self.variant(event.variant_index)
+        if kind == "status":
+            variant.note, variant.note_id = event.status.text, ""
+        elif kind == "thinking_delta":
+            variant.note, variant.note_id = "thinking…", event.event_id
+        elif kind == "assistant_delta":
+            if variant.note_id != event.event_id:
+                variant.note, variant.note_id = "", event.event_id
+            variant.note += event.assistant_delta.text
+        elif kind == "tool_start":
+            variant.tool = event.tool_start.name
+            variant.tool_calls += 1
+        elif kind == "tool_result":
+            variant.tool = ""
+        elif kind == "code_delta":
+            # Offsets count code points, as Python's str indexes do.
+            delta = event.code_delta
+            variant.code = variant.code[: delta.offset] + delta.text
+        elif kind == "code_snapshot":
+            variant.code = event.code_snapshot.content
+        elif kind == "usage":
+            add_turn(variant.usage, event.usage)
+            variant.reported = True
+        elif kind == "variant_complete":
+            variant.state, variant.tool = "completed", ""
+            if event.variant_complete.HasField("usage"):
+                # The agent's own totals: the same sum, and right even if a turn was missed.
+                variant.usage.CopyFrom(event.variant_complete.usage)
+                variant.reported = True
+        elif kind == "variant_error":
+            variant.state, variant.tool = "failed", ""
+            variant.note = event.variant_error.message
+
+    def stop_running(self, state: str) -> None:
+        """The stream is over early: whatever still ran ends as `state`."""
+        if self.status is None:
+            self.stopped = self.stopped or state
+        for variant in self.variants:
+            if variant.state == "running":
+                variant.state, variant.tool = state, ""
+
+    @property
+    def outcome(self) -> str:
+        if self.status is None:
+            return self.stopped or "running"
+        name = pb.RunStatus.Name(self.status)
+        return name.removeprefix("RUN_STATUS_").lower()
+
+
+def summary_json(view: GenerationView) -> dict[str, Any]:
+    """`--json`'s last line: the outcome and what each variant cost."""
+    return {
+        "summary": {
+            "generation_id": view.generation_id,
+            "status": view.outcome,
+            "variants": [
+                {
+                    "variant_index": v.index,
+                    "model": v.model,
+                    "state": v.state,
+                    "code_bytes": v.code_bytes,
+                    "usage": usage_json(v.spent),
+                }
+                for v in view.variants
+            ],
+        }
+    }
+
+
+# --------------------------------------------------------------------------- output
+
+STATE_STYLES = {
+    "running": "cyan",
+    "completed": "green",
+    "failed": "red",
+    "cancelled": "yellow",
+    "interrupted": "yellow",
+}
+
+
+def _size(n: int) -> str:
+    return f"{n:,} B" if n < 10_000 else f"{n / 1024:,.1f} KiB"
+
+
+def progress_table(view: GenerationView, spinners: dict[int, Spinner]) -> RenderableType:
+    """The live picture: one row per variant (`spinners` keep their frames across redraws)."""
+    elapsed = time.monotonic() - view.started
+    header = Text(f"s2c generation {view.generation_id} · {elapsed:.0f}s", style="bold")
+    table = Table()
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("model", no_wrap=True)
+    table.add_column("state", no_wrap=True, min_width=11)
+    table.add_column("tool", no_wrap=True, min_width=11)
+    table.add_column("code", justify="right", no_wrap=True, min_width=9)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("cost", justify="right", no_wrap=True)
+    # The only column that gives way on a narrow terminal; its text is cut to one line.
+    table.add_column("status", max_width=72)
+    for v in view.variants:
+        state: RenderableType
+        if v.state == "running":
+            state = spinners.setdefault(v.index, Spinner("dots", Text("running", style="cyan")))
+        else:
+            state = Text(v.state, style=STATE_STYLES[v.state])
+        table.add_row(
+            str(v.number),
+            escape(v.model),
+            state,
+            escape(v.tool) if v.tool else "",
+            _size(v.code_bytes),
+            tokens_text(v.spent),
+            cost_text(v.spent),
+            Text(" ".join(v.note.split()), no_wrap=True, overflow="ellipsis"),
+        )
+    if not view.variants:
+        return Group(header, spinners.setdefault(-1, Spinner("dots", "waiting for the agent…")))
+    return Group(header, table)
+
+
+def summary_table(view: GenerationView) -> RenderableType:
+    """The final picture, printed once at the end."""
+    elapsed = time.monotonic() - view.started
+    style = "green" if view.outcome == "completed" else "red"
+    header = Text.assemble(
+        f"generation {view.generation_id}: ", (view.outcome, f"bold {style}"), f" in {elapsed:.1f}s"
+    )
+    table = Table()
+    table.add_column("#", justify="right")
+    table.add_column("model")
+    table.add_column("result")
+    table.add_column("tool calls", justify="right")
+    table.add_column("code", justify="right")
+    table.add_column("tokens", justify="right")
+    table.add_column("cost", justify="right")
+    for v in view.variants:
+        result = Text(v.state, style=STATE_STYLES[v.state])
+        if v.state == "failed" and v.note:
+            result.append(f": {v.note}")
+        table.add_row(
+            str(v.number),
+            escape(v.model),
+            result,
+            str(v.tool_calls),
+            _size(v.code_bytes),
+            tokens_text(v.spent),
+            cost_text(v.spent),
+        )
+    return Group(header, table)
+
+
+class Reporter(Protocol):
+    """Shows the events as they arrive."""
+
+    def event(self, event: pb.GenerationEvent) -> None: ...
+
+    def running(self) -> contextlib.AbstractAsyncContextManager[None]: ...
+
+
+class JsonLines:
+    """`--json`: each event as one JSON line on stdout, nothing else there."""
+
+    def event(self, event: pb.GenerationEvent) -> None:
+        line = json_format.MessageToDict(
+            event, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
+        sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        yield
+
+
+class LiveProgress:
+    """A terminal: the per-variant table, redrawn in place on stderr."""
+
+    def __init__(self, view: GenerationView, console: Console) -> None:
+        spinners: dict[int, Spinner] = {}
+        self._live = Live(
+            get_renderable=lambda: progress_table(view, spinners),
+            console=console,
+            auto_refresh=False,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+
+    def event(self, event: pb.GenerationEvent) -> None:
+        pass  # the ticker redraws at a steady rate, however fast the events come
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async def tick() -> None:
+            while True:
+                self._live.refresh()
+                await asyncio.sleep(REFRESH_S)
+
+        with self._live:
+            ticker = asyncio.create_task(tick())
+            try:
+                yield
+            finally:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
+
+
+class StepLog:
+    """Not a terminal (CI logs, pipes): one line per step on stderr."""
+
+    def __init__(self, view: GenerationView, console: Console) -> None:
+        self._view = view
+        self._console = console
+
+    def _say(self, line: str, style: str = "") -> None:
+        self._console.print(Text(line, style=style), soft_wrap=True)
+
+    def event(self, event: pb.GenerationEvent) -> None:
+        kind = event.WhichOneof("payload")
+        v = self._view.variant(event.variant_index)
+        prefix = f"[variant {v.number}]"
+        if kind == "variant_count":
+            models = ", ".join(event.variant_count.models)
+            count = event.variant_count.count
+            self._say(f"generation {event.generation_id}: {count} variant(s) on {models}")
+        elif kind == "status":
+            self._say(f"{prefix} {event.status.text}")
+        elif kind == "tool_start":
+            self._say(f"{prefix} {event.tool_start.name} …")
+        elif kind == "tool_result":
+            ok = event.tool_result.ok
+            self._say(
+                f"{prefix} {event.tool_result.name} {'ok' if ok else 'failed'}"
+                f" ({_size(v.code_bytes)} of code)",
+                "" if ok else "yellow",
+            )
+        elif kind == "variant_complete":
+            self._say(f"{prefix} completed ({_size(v.code_bytes)}){_spent(v)}", "green")
+        elif kind == "variant_error":
+            self._say(f"{prefix} failed: {event.variant_error.message}{_spent(v)}", "red")
+        elif kind == "generation_error":
+            self._say(f"generation failed: {event.generation_error.message}", "red")
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        yield
+
+
+def _spent(variant: VariantView) -> str:
+    if variant.spent is None:
+        return ""
+    return f" · {tokens_text(variant.spent)} tokens · {cost_text(variant.spent)}"
