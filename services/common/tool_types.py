@@ -5,7 +5,7 @@ the two sides cannot drift apart field by field."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,17 +37,6 @@ class MediaPart:
     url: str | None = None
 
 
-class _CaptureFields(Protocol):
-    # The fields the agent's and the tools' `CaptureUrlResponse` messages both have.
-    image: bytes
-    mime_type: str
-    width: int
-    height: int
-    final_url: str
-    truncated: bool
-    http_status: int
-
-
 @dataclass(frozen=True, slots=True)
 class CapturedImage:
     """A page the worker's browser captured (`CaptureUrl`)."""
@@ -61,16 +50,9 @@ class CapturedImage:
     http_status: int
 
     @classmethod
-    def from_message(cls, message: _CaptureFields) -> CapturedImage:
-        return cls(
-            message.image,
-            message.mime_type,
-            message.width,
-            message.height,
-            message.final_url,
-            message.truncated,
-            message.http_status,
-        )
+    def from_message(cls, message: object) -> CapturedImage:
+        """From either service's `CaptureUrlResponse`: both carry these fields by name."""
+        return cls(**{name: getattr(message, name) for name in cls.__slots__})
 
     def fields(self) -> dict[str, Any]:
         """Keyword arguments for either service's `CaptureUrlResponse`."""

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from services.common.tool_summaries import summarize_text
+from services.common.tool_types import FileState, MediaPart
 from services.tools.gemini_extraction import (
     DEFAULT_MODEL,
     ExtractedAsset,
@@ -21,14 +22,7 @@ from services.tools.gemini_extraction import (
     default_tls_context,
     extract_assets,
 )
-from services.tools.types import (
-    FileState,
-    MediaPart,
-    ToolContext,
-    ToolHandler,
-    ToolOutcome,
-    failure,
-)
+from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,9 @@ from typing import Any
 
 from services.common.html import extract_html_content
 from services.common.tool_summaries import summarize_text
+from services.common.tool_types import FileState
 from services.tools.settings import DEFAULT_MAX_FILE_BYTES
-from services.tools.types import FileState, ToolContext, ToolHandler, ToolOutcome, failure
+from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
 DEFAULT_PATH = "index.html"
 MAX_PATH_CHARS = 255

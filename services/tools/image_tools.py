@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from services.common.netguard import is_public_address
 from services.common.tool_summaries import summarize_text
+from services.common.tool_types import FileState, MediaPart
 from services.tools.asset_store import AssetStore, is_loopback_host
 from services.tools.definitions import EDIT_IMAGE_ASPECT_RATIOS
 from services.tools.replicate_client import (
@@ -45,14 +46,7 @@ from services.tools.replicate_client import (
     generation_input,
     guess_image_mime,
 )
-from services.tools.types import (
-    FileState,
-    MediaPart,
-    ToolContext,
-    ToolHandler,
-    ToolOutcome,
-    failure,
-)
+from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
 logger = logging.getLogger(__name__)
 

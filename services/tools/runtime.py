@@ -23,17 +23,10 @@ from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from services.common.tool_types import FileState, ToolCall
 from services.tools.definitions import TOOL_DEFINITIONS, ToolDefinition
 from services.tools.settings import DEFAULT_TOOL_TIMEOUT_S, DEFAULT_TOOL_TIMEOUTS_S
-from services.tools.types import (
-    FileState,
-    ToolCall,
-    ToolContext,
-    ToolFlags,
-    ToolHandler,
-    ToolOutcome,
-    failure,
-)
+from services.tools.types import ToolContext, ToolFlags, ToolHandler, ToolOutcome, failure
 from services.tools.validation import check_arguments, unsupported_keywords
 
 logger = logging.getLogger(__name__)

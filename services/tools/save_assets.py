@@ -13,16 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.common.tool_summaries import summarize_text
+from services.common.tool_types import FileState, MediaPart
 from services.tools.asset_store import AssetStore, PromotedAsset
 from services.tools.image_tools import clean_strings
-from services.tools.types import (
-    FileState,
-    MediaPart,
-    ToolContext,
-    ToolHandler,
-    ToolOutcome,
-    failure,
-)
+from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
 SUMMARY_ID_CHARS = 100
 

@@ -29,20 +29,14 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from services.common.babel_cdn import normalize_babel_cdn
 from services.common.netguard import AddressGuard, Resolver, is_page_internal_url
+from services.common.tool_types import FileState, MediaPart
 from services.tools.egress_proxy import (
     AUTH_PROBE_URL,
     EgressProxy,
     ProxyObserver,
     UpstreamOpener,
 )
-from services.tools.types import (
-    FileState,
-    MediaPart,
-    ToolContext,
-    ToolHandler,
-    ToolOutcome,
-    failure,
-)
+from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
 log = logging.getLogger(__name__)
 

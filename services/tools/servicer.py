@@ -10,16 +10,10 @@ from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid
 from services.common.structs import from_struct, to_struct
+from services.common.tool_types import FileState, MediaPart, ToolCall
 from services.common.tracing import incoming_context, tracer
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
-from services.tools.types import (
-    FileState,
-    MediaPart,
-    ToolCall,
-    ToolContext,
-    ToolFlags,
-    ToolOutcome,
-)
+from services.tools.types import ToolContext, ToolFlags, ToolOutcome
 from services.tools.worker import ToolWorker
 
 Context = grpc.aio.ServicerContext[object, object]

@@ -6,7 +6,7 @@ import logging
 import time
 
 from services.common.credentials import Credentials
-from services.common.tool_types import CapturedImage
+from services.common.tool_types import CapturedImage, FileState, ToolCall
 from services.tools.asset_store import AssetStore
 from services.tools.capture import CaptureRequest, UrlCapturer
 from services.tools.definitions import ToolDefinition
@@ -19,14 +19,7 @@ from services.tools.runtime import ToolRuntime
 from services.tools.save_assets import asset_tool_handlers, stage_uploads
 from services.tools.screenshot import ScreenshotSettings, Screenshotter, screenshot_preview_handler
 from services.tools.settings import ToolsSettings
-from services.tools.types import (
-    FileState,
-    ToolCall,
-    ToolContext,
-    ToolFlags,
-    ToolHandler,
-    ToolOutcome,
-)
+from services.tools.types import ToolContext, ToolFlags, ToolHandler, ToolOutcome
 
 log = logging.getLogger(__name__)
 
