@@ -55,6 +55,7 @@ def _usage(usage: common_pb2.Usage) -> dict[str, Any]:
         "cacheWriteTokens": usage.cache_write_tokens,
         "totalTokens": usage.total_tokens,
         "costUsd": usage.cost_usd,
+        "priced": usage.priced,
     }
 
 

@@ -229,8 +229,9 @@ async def test_tokens_and_cost_per_variant_and_unpriced_models(
     model, api_name = priced_openai_model()
     async with FakeOpenAI() as fake:
         for _ in range(2):
-            fake.add_response(responses_turn([OText([PAGE])], usage=TokenUsage(1000, 500)))
-            fake.add_chat(chat_turn([OText([PAGE])], usage=TokenUsage(800, 200)))
+            # Both report cached input, counted within the prompt tokens as the APIs do.
+            fake.add_response(responses_turn([OText([PAGE])], usage=TokenUsage(1000, 500, 600)))
+            fake.add_chat(chat_turn([OText([PAGE])], usage=TokenUsage(800, 200, 300)))
         agent = AgentSettings(
             demo_pace_s=0.0,
             provider_max_retries=0,
@@ -248,14 +249,14 @@ async def test_tokens_and_cost_per_variant_and_unpriced_models(
             await wait_done(page, variants=4)
 
             price = PRICES[api_name]
-            cost = (1000 * price.input + 500 * price.output) / 1e6
+            cost = (400 * price.input + 600 * price.cache_read + 500 * price.output) / 1e6
             for i in (0, 2):
                 priced = page.get_by_test_id(f"variant-{i}-usage")
                 await expect(priced).to_have_text(f"1,500 tokens · ${cost:.4f}")
                 await expect(priced).to_have_attribute("data-priced", "true")
                 await expect(priced).to_have_attribute(
                     "title",
-                    "1 model turn: input 1,000, output 500, cache read 0, cache write 0 tokens;"
+                    "1 model turn: input 400, cached 600, cache write 0, output 500 tokens;"
                     f" cost ${cost:.4f}",
                 )
             for i in (1, 3):
@@ -263,21 +264,28 @@ async def test_tokens_and_cost_per_variant_and_unpriced_models(
                 await expect(unpriced).to_have_text("1,000 tokens · unpriced")
                 await expect(unpriced).to_have_attribute("data-priced", "false")
                 await expect(unpriced).to_have_attribute(
-                    "title", re.compile("no price is known for this model$")
+                    "title",
+                    "1 model turn: input 500, cached 300, cache write 0, output 200 tokens;"
+                    " no price is known for this model",
                 )
 
             # What the gateway sent: one `usage` frame per model turn, per variant.
             usage = {f["variantIndex"]: f["data"] for f in seen.received[0] if f["type"] == "usage"}
             assert sorted(usage) == [0, 1, 2, 3]
             assert usage[0] == {
-                "inputTokens": 1000,
+                "inputTokens": 400,
                 "outputTokens": 500,
-                "cacheReadTokens": 0,
+                "cacheReadTokens": 600,
                 "cacheWriteTokens": 0,
                 "totalTokens": 1500,
                 "costUsd": pytest.approx(cost),
+                "priced": True,
             }
-            assert (usage[1]["totalTokens"], usage[1]["costUsd"]) == (1000, 0)
+            assert (usage[1]["totalTokens"], usage[1]["costUsd"], usage[1]["priced"]) == (
+                1000,
+                0,
+                False,
+            )
             seen.check_clean()
 
 

@@ -142,7 +142,9 @@ def test_a_resync_sends_the_code_but_not_text_the_client_already_saw() -> None:
 def test_usage_is_a_frame_of_its_own_per_turn() -> None:
     b = builder(Clock())
     b.on_event(event(1, "assistant-1-1", assistant_delta=pb.TextDelta(text="hi")))
-    usage = common_pb2.Usage(input_tokens=50, output_tokens=40, total_tokens=90, cost_usd=0.5)
+    usage = common_pb2.Usage(
+        input_tokens=50, output_tokens=40, total_tokens=90, cost_usd=0.5, priced=True
+    )
     frames = b.on_event(event(1, usage=usage))
     # Pending text leaves first: the turn's usage comes after the turn's words.
     assert [f["type"] for f in frames] == ["assistant", "usage"]
@@ -156,6 +158,7 @@ def test_usage_is_a_frame_of_its_own_per_turn() -> None:
             "cacheWriteTokens": 0,
             "totalTokens": 90,
             "costUsd": 0.5,
+            "priced": True,
         },
     }
 

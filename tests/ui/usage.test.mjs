@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { applyFrame, newCommit } from "../../services/gateway/static/js/state.js";
 import { addUsage, formatCost, formatUsage } from "../../services/gateway/static/js/usage.js";
 
-const TURN = { inputTokens: 1200, outputTokens: 300, cacheReadTokens: 100, cacheWriteTokens: 0, totalTokens: 1600, costUsd: 0.0075 };
+const TURN = { inputTokens: 1200, outputTokens: 300, cacheReadTokens: 100, cacheWriteTokens: 0, totalTokens: 1600, costUsd: 0.0075, priced: true };
 
 test("turns add up field by field", () => {
   const total = addUsage(addUsage(null, TURN), { ...TURN, costUsd: 0.0025 });
@@ -19,6 +19,7 @@ test("turns add up field by field", () => {
     cacheWriteTokens: 0,
     totalTokens: 3200,
     costUsd: 0.01,
+    priced: true,
   });
 });
 
@@ -34,19 +35,31 @@ test("a priced variant shows its tokens and dollars", () => {
   const shown = formatUsage(addUsage(null, TURN));
   assert.equal(shown.text, "1,600 tokens · $0.0075");
   assert.equal(shown.priced, true);
-  assert.match(shown.title, /^1 model turn: input 1,200, output 300, cache read 100, cache write 0 tokens; cost \$0\.0075$/);
+  assert.match(shown.title, /^1 model turn: input 1,200, cached 100, cache write 0, output 300 tokens; cost \$0\.0075$/);
 });
 
 test("a model without a price is unpriced, never $0", () => {
-  const shown = formatUsage(addUsage(null, { ...TURN, costUsd: 0 }));
+  const shown = formatUsage(addUsage(null, { ...TURN, costUsd: 0, priced: false }));
   assert.equal(shown.text, "1,600 tokens · unpriced");
   assert.equal(shown.priced, false);
   assert.match(shown.title, /no price is known for this model/);
+  assert.match(shown.title, /cached 100/);
   assert.doesNotMatch(shown.text, /\$0/);
+});
+
+test("the flag decides, not the amount: a priced turn that cost nothing is $0", () => {
+  const free = formatUsage(addUsage(null, { ...TURN, costUsd: 0, priced: true }));
+  assert.equal(free.text, "1,600 tokens · $0.0000");
+  assert.equal(free.priced, true);
+  // A frame of an older gateway has no flag: a cost says it was priced, 0 that it was not.
+  assert.equal(addUsage(null, { ...TURN, priced: undefined }).priced, true);
+  assert.equal(addUsage(null, { ...TURN, costUsd: 0, priced: undefined }).priced, false);
 });
 
 test("costs read as dollars at every size", () => {
   assert.equal(formatCost(0), "unpriced");
+  assert.equal(formatCost(0, false), "unpriced");
+  assert.equal(formatCost(0.5, false), "unpriced");
   assert.equal(formatCost(0.00001), "<$0.0001");
   assert.equal(formatCost(0.01234), "$0.0123");
   assert.equal(formatCost(3.456), "$3.46");
