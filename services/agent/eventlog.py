@@ -5,8 +5,12 @@ log entry, one gRPC message and a wake-up on every side per token — the agent'
 cost under load. So the log commits a stream's first delta at once (the UI shows thinking,
 text and the preview without delay) and merges the deltas that continue it — same
 variant, same message or tool call, contiguous code — into one pending event that is
-committed on the next *tick*, at most `tick_s` later. Anything else (a tool start, a
-snapshot, a completion) commits every pending delta first and wakes watchers at once.
+committed on the next *tick*, at most `tick_s` later. Code is paced by a shorter
+`code_tick_s` and on its leading edge: a code delta arriving a code tick after the last
+commit is committed at once, later ones within that tick join it. The gateway's `setCode`
+shows the whole file, so every millisecond code waits here is one the preview lags by.
+Anything else (a tool start, a snapshot, a completion) commits every pending delta first
+and wakes watchers at once.
 
 One timer per generation and tick replaces a timer per stream, and watchers wake once
 per tick, reading everything committed since, so a batched stream carries many events per
@@ -34,9 +38,12 @@ RECORD_OVERHEAD = 160  # a record's tuple and string headers (CPython 3.11, 64-b
 
 # Long enough that a 50-token/s stream merges two deltas per event, short enough to stay
 # under what a reader notices (25 updates a second). The gateway sends what a batch
-# carries, so this is also the pace of the browser's text frames; and its setCode timer
-# waits a little longer than this for the next batch (preview_policy.arrival_grace_s).
+# carries, so this is also the pace of the browser's text frames.
 DEFAULT_TICK_S = 0.04
+# Code commits at most this often: at 50 deltas/s each delta goes out at once, a burst is
+# merged into one event per 10 ms (100 messages/s per stream at most). The gateway's
+# setCode timer waits this long for the next batch (preview_policy.arrival_grace_s).
+DEFAULT_CODE_TICK_S = 0.01
 
 Streamed = AssistantDelta | ThinkingDelta | CodeDelta
 
@@ -60,9 +67,16 @@ class _Stream:
 
 
 class EventLog:
-    def __init__(self, generation_id: str, tick_s: float = DEFAULT_TICK_S) -> None:
+    def __init__(
+        self,
+        generation_id: str,
+        tick_s: float = DEFAULT_TICK_S,
+        code_tick_s: float | None = None,
+    ) -> None:
         self._generation_id = generation_id
         self._tick_s = tick_s
+        self._code_tick_s = min(tick_s, DEFAULT_CODE_TICK_S) if code_tick_s is None else code_tick_s
+        self._ticked_at = -float("inf")  # loop time of the last tick
         self._records: list[tuple[Any, ...]] = []
         self._open: dict[int, _Stream] = {}
         self._pending = 0  # streams with uncommitted parts
@@ -91,17 +105,28 @@ class EventLog:
                 # empty first delta must not hold back the first visible text).
                 and (not isinstance(payload, CodeDelta) or payload.offset == stream.end > 0)
             ):
-                if not stream.parts:
+                first_part = not stream.parts
+                if first_part:
                     self._pending += 1
                     stream.start = stream.end
-                    self._arm(self._tick_s)
                 stream.parts.append(payload.text)
-                if code:
-                    stream.end += len(payload.text)
+                if not code:
+                    if first_part:
+                        self._arm(self._tick_s)
+                    return
+                stream.end += len(payload.text)
+                if first_part:
+                    wait = self._ticked_at + self._code_tick_s - self._running_loop().time()
+                    if wait <= 0:
+                        self.tick()
+                    else:
+                        self._arm(wait)
                 return
             # A new stream: its first delta goes out at once.
             self._commit_variant(variant_index)
             end = payload.offset + len(payload.text) if isinstance(payload, CodeDelta) else 0
+            if code:
+                self._running_loop()  # so the tick below records when code was committed
             self._open[variant_index] = _Stream(type(payload), event_id, end)
         else:
             self._commit_all()
@@ -131,6 +156,8 @@ class EventLog:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._loop is not None:
+            self._ticked_at = self._loop.time()
         self._commit_all()
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:

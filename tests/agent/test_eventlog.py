@@ -148,3 +148,39 @@ async def test_committed_deltas_are_not_tracked_by_the_cycle_collector() -> None
     gc.collect()
     # The retained logs must add nothing to full collections (see eventlog.py).
     assert not any(gc.is_tracked(record) for record in log._records)
+
+
+async def test_code_arriving_a_code_tick_after_the_last_commit_goes_out_at_once() -> None:
+    # Leading edge: the preview's setCode shows code as soon as the agent commits it.
+    log = EventLog("g", tick_s=3600, code_tick_s=0)
+    log.publish(0, "call-1", CodeDelta(0, "<ht"))
+    log.publish(0, "call-1", CodeDelta(3, "ml>"))
+    log.publish(0, "call-1", CodeDelta(6, "<b>"))
+    log.publish(0, "thinking-0-a", ThinkingDelta("t"))  # text keeps the long tick
+    log.publish(0, "thinking-0-a", ThinkingDelta("u"))
+    assert [e.payload for e in await read_now(log)] == [
+        CodeDelta(0, "<ht"),
+        CodeDelta(3, "ml>"),
+        CodeDelta(6, "<b>"),
+        ThinkingDelta("t"),
+    ]
+
+
+async def test_code_within_a_code_tick_is_merged_and_committed_by_the_timer() -> None:
+    log = EventLog("g", tick_s=3600, code_tick_s=0.001)
+    log.publish(0, "call-1", CodeDelta(0, "<ht"))
+    log.publish(0, "call-1", CodeDelta(3, "ml>"))  # within the code tick of the first
+    log.publish(0, "call-1", CodeDelta(6, "<b>"))
+    seen: list[Event] = []
+    async for batch in log.batches(0):
+        seen += batch
+        if len(seen) == 2:
+            break
+    assert [e.payload for e in seen] == [CodeDelta(0, "<ht"), CodeDelta(3, "ml><b>")]
+
+
+async def test_the_code_tick_is_never_longer_than_the_tick() -> None:
+    log = EventLog("g", tick_s=0)
+    log.publish(0, "call-1", CodeDelta(0, "a"))
+    log.publish(0, "call-1", CodeDelta(1, "b"))
+    assert [e.payload for e in await read_now(log)] == [CodeDelta(0, "a"), CodeDelta(1, "b")]
