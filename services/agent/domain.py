@@ -8,6 +8,7 @@ from typing import Literal
 from services.agent import pricing
 from services.agent.events import RunStatus
 from services.common.credentials import Credentials
+from services.common.tool_types import FileState as FileState
 
 GenerationType = Literal["create", "update"]
 InputMode = Literal["image", "video", "text"]
@@ -30,12 +31,6 @@ class HistoryMessage:
     text: str
     images: tuple[str, ...] = ()
     videos: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class FileState:
-    path: str
-    content: str
 
 
 @dataclass(frozen=True, slots=True)
