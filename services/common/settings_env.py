@@ -38,6 +38,17 @@ def positive(env: Mapping[str, str], name: str, default: float, *, unit: str = "
     return value
 
 
+def integer(env: Mapping[str, str], name: str, default: int) -> int:
+    """Any integer; unset or blank gives `default`."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+
+
 def bound(env: Mapping[str, str], name: str, default: str, kind: type[_N]) -> _N:
     """A limit ≥ 0 where 0 means no limit."""
     raw = env.get(name, default)

@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -49,6 +48,7 @@ from aiohttp import WSCloseCode, WSMsgType, hdrs, web
 from aiohttp.http_websocket import WSMessageDecodeText
 from aiohttp.typedefs import Handler, Middleware
 
+from services.common import settings_env
 from services.common.security import bearer_matches, check_token, token_digest
 from services.gateway.frames import frame
 from services.gateway.relay import APP_ERROR
@@ -89,16 +89,6 @@ def normalize_origin(origin: str) -> str:
     return f"{scheme}://{host}:{port}"
 
 
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
-
-
 @dataclass(frozen=True, repr=False)
 class AccessSettings:
     token: str = ""
@@ -131,15 +121,15 @@ class AccessSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AccessSettings:
-        env = os.environ if env is None else env
+        env = settings_env.environ(env)
         origins = env.get("S2C_ALLOWED_ORIGINS", "")
         return cls(
             token=env.get("S2C_GATEWAY_TOKEN", "").strip(),
             allowed_origins=tuple(o for o in origins.split(",") if o.strip()),
-            max_concurrent_per_client=_int(env, "S2C_MAX_CONCURRENT_PER_CLIENT", 4),
-            starts_per_minute=_int(env, "S2C_STARTS_PER_MINUTE", 30),
-            max_waiting_per_client=_int(env, "S2C_MAX_WAITING_PER_CLIENT", 4),
-            max_frame_bytes=_int(env, "S2C_MAX_FRAME_BYTES", 50 * 1024 * 1024),
+            max_concurrent_per_client=settings_env.integer(env, "S2C_MAX_CONCURRENT_PER_CLIENT", 4),
+            starts_per_minute=settings_env.integer(env, "S2C_STARTS_PER_MINUTE", 30),
+            max_waiting_per_client=settings_env.integer(env, "S2C_MAX_WAITING_PER_CLIENT", 4),
+            max_frame_bytes=settings_env.integer(env, "S2C_MAX_FRAME_BYTES", 50 * 1024 * 1024),
             trust_proxy=env.get("S2C_TRUST_PROXY", "").strip().lower() in _TRUE,
         )
 
@@ -343,6 +333,15 @@ class Refusal:
     retry_after_s: int | None = None
 
 
+def _release(counts: dict[str, int], client: str) -> None:
+    # A client whose count reaches zero is dropped, so the maps hold only live clients.
+    count = counts.get(client, 0)
+    if count <= 1:
+        counts.pop(client, None)
+    else:
+        counts[client] = count - 1
+
+
 class ClientLimiter:
     """Concurrent generations and generation starts per client, on an injected clock.
 
@@ -375,11 +374,7 @@ class ClientLimiter:
         return None
 
     def done_waiting(self, client: str) -> None:
-        waiting = self._waiting.get(client, 0)
-        if waiting <= 1:
-            self._waiting.pop(client, None)
-        else:
-            self._waiting[client] = waiting - 1
+        _release(self._waiting, client)
 
     def waiting(self, client: str) -> int:
         return self._waiting.get(client, 0)
@@ -410,11 +405,7 @@ class ClientLimiter:
         return None
 
     def finish(self, client: str) -> None:
-        active = self._active.get(client, 0)
-        if active <= 1:
-            self._active.pop(client, None)
-        else:
-            self._active[client] = active - 1
+        _release(self._active, client)
 
     def active(self, client: str) -> int:
         return self._active.get(client, 0)
