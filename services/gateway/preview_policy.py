@@ -1,15 +1,26 @@
 """When the gateway sends a variant's `setCode` frame during a streamed preview.
 
 The upstream browser protocol only knows `setCode` with the whole file, so every frame
-costs the full file size. Upstream sends one for every 40 new characters: bytes on the wire
-grow with the square of the file. `SetCodePolicy` keeps the preview live with far fewer
-frames: the first one at once, then a new one only when the code grew by `min_chars`
-**and** `min_interval_s` passed since the last **and** the variant's setCode traffic stays
-within `max_bytes_per_s` over any one-second window (a frame counts for one second after
-it is sent). A change that cannot go out yet is pending, never dropped: `next_due` says when
-it may, so the gateway arms a timer. A pending change smaller than `min_chars` goes out once
-the stream has been quiet for `idle_s` (and the interval allows), so a paused stream never
-leaves the preview behind; the first frame of a new file goes out as promptly as the first.
+costs the full file size, and freshness costs bytes. Upstream sends one for every 40 new
+characters: bytes on the wire grow with the square of the file. `SetCodePolicy` paces by
+characters **and** by time: the first frame goes out at once, then a new one only when the
+code grew by `min_chars` **and** the frame's own pacing interval passed since the last one
+**and** the variant's setCode traffic stays within `max_bytes_per_s` over any one-second
+window (a frame counts for one second after it is sent).
+
+The pacing interval follows the frame's size: a frame of `n` bytes waits `n / (cap / 2)`
+since the last, and never less than `min_interval_s`. A small page updates every 50 ms (on
+40 new characters: as fresh as upstream, with no more bytes), a big one less often, and
+paced frames use about half the cap. The cap check keeps the other half free: a paced frame
+goes out only if the window still has room for one more frame of its size afterwards
+(plus what the code grew by since the last frame), so the final flush, which must precede
+`variantComplete` and is never held back, fits within the cap too. A file over half the cap
+cannot have two frames in one second: its final flush is the one frame allowed past it.
+
+A change that cannot go out yet is pending, never dropped: `next_due` says when it may, so
+the gateway arms a timer. A pending change smaller than `min_chars` goes out once the stream
+has been quiet for `idle_s` (and the interval allows), so a paused stream never leaves the
+preview behind; the first frame of a new file goes out as promptly as the first.
 
 The policy is pure (no I/O, no asyncio); time comes in as `now`, seconds on a monotonic
 clock, non-decreasing across calls.
@@ -31,21 +42,22 @@ _MIN_LEN_FOR_RATIO: Final = 256
 class PreviewPolicyConfig:
     """Tuning of `SetCodePolicy`."""
 
-    min_chars: int = 40  # growth that justifies a new frame (upstream's rule)
-    # Least time between two frames of a variant. 225 ms (not 200) because at a typical
-    # 600 characters/s it is what brings setCode bytes 3x under upstream's rule while the
-    # preview stays within 250 ms (bench/preview.py measures both).
-    min_interval_s: float = 0.225
+    # Growth that justifies a new frame: upstream's rule, so a slow stream never costs
+    # more bytes than upstream's client does.
+    min_chars: int = 40
+    # The floor of the pacing interval (which grows with the frame: see the module doc).
+    # 50 ms is about what a reader notices; below it frames only cost bytes.
+    min_interval_s: float = 0.05
     max_bytes_per_s: int = 1_000_000  # setCode bytes per variant in any 1 s window
     # A change smaller than min_chars still goes out once the stream has been quiet this
     # long, so a paused stream never leaves the preview behind.
     idle_s: float = 0.1
     # The timer for a pending change fires this long after it is due: while a stream runs,
-    # the agent delivers code at least every 50 ms (its event tick), and a frame sent as a
+    # the agent delivers code at least every 10 ms (its code tick), and a frame sent as a
     # batch arrives carries everything up to that moment, where one sent by a timer just
     # before a batch leaves that batch waiting a whole interval. The timer only serves a
     # stream that has stopped.
-    arrival_grace_s: float = 0.05
+    arrival_grace_s: float = 0.01
 
     def __post_init__(self) -> None:
         if min(self.min_chars, self.min_interval_s, self.idle_s, self.arrival_grace_s) < 0:
@@ -73,6 +85,7 @@ class SetCodePolicy:
         self._idle_ready = -math.inf
         self._len = 0
         self._frame_bytes: int | None = None
+        self._sent_bytes = 0  # the last frame's size
         self._dirty = False
         self._bytes_per_char = 1.0
         self._window: deque[tuple[float, int]] = deque()  # (leaves the window at, bytes)
@@ -110,16 +123,23 @@ class SetCodePolicy:
             self._bytes_per_char = max(self._bytes_per_char, nbytes / self._len)
         self._first = False
         self._sent_len = self._len
-        self._interval_ready = now + self.config.min_interval_s
+        self._sent_bytes = nbytes
+        self._interval_ready = now + self.interval(nbytes)
         self._dirty = False
+
+    def interval(self, nbytes: int) -> float:
+        """The least time after a frame of `nbytes` before the next paced one."""
+        return max(self.config.min_interval_s, 2 * nbytes / self.config.max_bytes_per_s)
 
     def next_due(self, now: float) -> float | None:
         """When the pending change may go out (at least `now`); None when nothing waits."""
         if not self._dirty:
             return None
-        cap_ready = self._cap_ready(now)
         if self._first:
-            return cap_ready
+            return self._cap_ready(now)
+        # Room for the final flush: a frame as big as this one, grown by as much again.
+        size = self._estimate()
+        cap_ready = self._cap_ready(now, size + max(0, size - self._sent_bytes))
         if abs(self._len - self._sent_len) >= self.config.min_chars:
             allowed = self._interval_ready
         else:
@@ -162,10 +182,11 @@ class SetCodePolicy:
         while window and window[0][0] <= now:
             self._window_bytes -= window.popleft()[1]
 
-    def _cap_ready(self, now: float) -> float:
-        """The earliest time, from `now`, at which the pending frame fits within the cap."""
+    def _cap_ready(self, now: float, reserve: int = 0) -> float:
+        """The earliest time, from `now`, at which the pending frame fits within the cap
+        with `reserve` bytes to spare."""
         self._prune(now)
-        cap, size = self.config.max_bytes_per_s, self._estimate()
+        cap, size = self.config.max_bytes_per_s, self._estimate() + reserve
         remaining = self._window_bytes
         if remaining + size <= cap or not self._window:
             return now  # a frame larger than the cap itself goes out alone

@@ -23,7 +23,7 @@ class GatewaySettings:
     data_dir: Path = Path(".s2c-data")
     # setCode policy (see preview_policy.py)
     preview_min_chars: int = 40
-    preview_min_interval_s: float = 0.225
+    preview_min_interval_s: float = 0.05  # the floor; the interval grows with the frame
     preview_max_bytes_per_s: int = 1_000_000
     grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
     # Token, origins, per-client limits and the frame size (params carry videos).
@@ -52,7 +52,7 @@ class GatewaySettings:
             access=AccessSettings.from_env(env),
             design_systems=DesignSystemLimits.from_env(env),
             export=ExportPolicy.from_env(env),
-            preview_min_interval_s=int(env.get("S2C_PREVIEW_INTERVAL_MS", "225")) / 1000,
+            preview_min_interval_s=int(env.get("S2C_PREVIEW_INTERVAL_MS", "50")) / 1000,
             preview_max_bytes_per_s=int(env.get("S2C_PREVIEW_MAX_BPS", "1000000")),
             params_timeout_s=settings_env.positive(
                 env, "S2C_PARAMS_TIMEOUT_S", 10.0, unit=_SECONDS

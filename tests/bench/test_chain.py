@@ -18,13 +18,13 @@ def pieces_of(content: str, size: int = 8) -> list[str]:
 
 def test_a_paced_stream_reaches_the_browser_paced_and_complete() -> None:
     pieces = pieces_of(CONTENT)
-    times = [i * 0.01 for i in range(1, len(pieces) + 1)]  # 800 characters a second
+    times = [i * 0.0025 for i in range(1, len(pieces) + 1)]  # 3200 characters a second
     config = PreviewPolicyConfig()
     replay = replay_stream(pieces, times, config)
 
     assert replay.code == CONTENT
     assert replay.arrivals[-1] == (times[-1], len(CONTENT))
-    # The event log merged the model's deltas (about four per 40 ms tick).
+    # The event log merged the model's deltas (about four per 10 ms code tick).
     assert 1 < len(replay.code_deltas) < len(pieces) / 3
     frame_times = [t for t, _, _ in replay.set_code]
     assert frame_times == sorted(frame_times)

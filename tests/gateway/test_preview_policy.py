@@ -14,7 +14,8 @@ from services.gateway.preview_policy import PreviewPolicyConfig, SetCodePolicy
 
 FRAME = 1000  # bytes of a frame in the hand-written cases
 
-# The rules of the issue, with round numbers (the product default interval is 225 ms).
+# The rules with a round interval floor (the product's is 50 ms; frames of FRAME bytes
+# under the default 1 MB/s cap are paced by the floor, not by their size).
 INTERVAL_200 = PreviewPolicyConfig(min_interval_s=0.2)
 
 
@@ -100,17 +101,48 @@ def test_a_restart_goes_out_promptly() -> None:
     assert policy.next_due(0.07) == pytest.approx(0.26)
 
 
-def test_bandwidth_cap_defers_frames_until_the_window_has_room() -> None:
-    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=1000, min_interval_s=0.2))
-    assert sent(policy, 0.0, 100, 400)
-    assert sent(policy, 0.2, 200, 400)
-    assert not sent(policy, 0.4, 300, 400)  # 1200 bytes in one second
-    assert policy.next_due(0.4) == pytest.approx(1.0)  # when the first frame leaves
-    assert policy.flush_at(0.4) == pytest.approx(1.0)
-    assert policy.window_bytes(0.4) == 800
-    assert policy.ready(1.0)
-    policy.mark_sent(1.0, 400)
-    assert policy.window_bytes(1.0) == 800
+def test_the_interval_grows_with_the_frame() -> None:
+    policy = SetCodePolicy(PreviewPolicyConfig())  # 50 ms floor, 1 MB/s cap
+    assert sent(policy, 0.0, 100, 1_000)
+    assert not sent(policy, 0.01, 200, 1_000)
+    assert policy.next_due(0.01) == pytest.approx(0.05)  # a small page: the floor binds
+    policy.mark_sent(0.05, 100_000)  # a 100 kB page: 100 kB at half the cap
+    assert not sent(policy, 0.2, 300, 100_000)
+    assert policy.next_due(0.2) == pytest.approx(0.25)
+
+
+def test_paced_frames_leave_room_for_the_final_flush() -> None:
+    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=1000, min_interval_s=0.0))
+    assert sent(policy, 0.0, 100, 100)  # next one 0.2 s later (100 bytes at 500 B/s)
+    # 300 bytes, and room for a final one of 300 + the 200 it grew by: 900 of 1000.
+    assert sent(policy, 0.2, 300, 300)
+    # 350 bytes and a final of 400 would make 1150 beside the 400 sent: it waits for
+    # both to leave the window.
+    assert not sent(policy, 0.8, 350, 350)
+    assert policy.next_due(0.8) == pytest.approx(1.2)
+    assert policy.window_bytes(0.8) == 400
+    # The final flush itself needs no room after it: it fits at once.
+    assert policy.flush_at(0.8) == pytest.approx(0.8)
+    assert policy.ready(1.2)
+    policy.mark_sent(1.2, 350)
+    assert policy.window_bytes(1.2) == 350
+
+
+def test_the_final_flush_of_a_fast_stream_stays_within_the_cap() -> None:
+    # What the gateway does: paced frames as the policy allows, then the final code sent
+    # at once (never held before variantComplete).
+    config = PreviewPolicyConfig(max_bytes_per_s=100_000, min_interval_s=0.0)
+    browser = Browser(SetCodePolicy(config))
+    length = 0
+    for i in range(1, 2001):  # 20 000 characters per second, 10 at a time, to 20 kB
+        now = i / 2000
+        browser.run_timer_until(now)
+        browser.change(now, length, "x" * 10)
+        length += 10
+    browser.send(browser.now, "flush")
+    for t, _, _, _ in browser.frames:
+        assert sum(b for u, _, b, _ in browser.frames if u <= t < u + 1.0) <= 100_000
+    assert browser.frames[-1][1] == "x" * 20_000
 
 
 def test_a_frame_bigger_than_the_cap_goes_out_alone() -> None:
@@ -125,10 +157,11 @@ def test_cap_without_frame_sizes_uses_what_earlier_frames_cost() -> None:
     policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=10_000))
     assert policy.on_change(0.0, 1000)
     policy.mark_sent(0.0, 2000)  # two bytes per character
-    assert policy.on_change(0.3, 3000)  # about 6000 bytes: fits beside 2000
+    policy.on_change(0.3, 3000)
+    assert policy.flush_at(0.3) == pytest.approx(0.3)  # about 6000 bytes: fits beside 2000
     policy.mark_sent(0.3, 6000)
-    assert not policy.on_change(0.6, 3100)  # about 6200 more: only once both have left
-    assert policy.next_due(0.6) == pytest.approx(1.3)
+    policy.on_change(0.6, 3100)
+    assert policy.flush_at(0.6) == pytest.approx(1.3)  # 6200 more: once both have left
 
 
 def test_flush_needed_until_the_latest_code_is_sent() -> None:
