@@ -2,50 +2,35 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-
-from services.common.metrics import LATENCY_BUCKETS
+from services.common.metrics import MetricsRegistry
 from services.common.storage import StorageMetrics
 
 
-class AgentMetrics:
+class AgentMetrics(MetricsRegistry):
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self.generations = Counter(
-            "s2c_generations_total", "Generations by outcome", ["outcome"], registry=self.registry
+        super().__init__()
+        self.generations = self.counter(
+            "s2c_generations_total", "Generations by outcome", "outcome"
         )
-        self.variants = Counter(
-            "s2c_variants_total",
-            "Variants by provider and outcome",
-            ["provider", "outcome"],
-            registry=self.registry,
+        self.variants = self.counter(
+            "s2c_variants_total", "Variants by provider and outcome", "provider", "outcome"
         )
-        self.tool_seconds = Histogram(
+        self.tool_seconds = self.latency(
             "s2c_agent_tool_call_seconds",
             "Tool call latency seen by the agent (network included)",
-            ["tool", "ok"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
+            "tool",
+            "ok",
         )
-        self.tokens = Counter(
-            "s2c_tokens_total", "Model tokens", ["provider", "kind"], registry=self.registry
+        self.tokens = self.counter("s2c_tokens_total", "Model tokens", "provider", "kind")
+        self.cost = self.counter("s2c_cost_usd_total", "Model cost in US dollars", "provider")
+        self.events_sent = self.counter(
+            "s2c_agent_events_sent_total", "GenerationEvents sent to clients, over every stream"
         )
-        self.cost = Counter(
-            "s2c_cost_usd_total", "Model cost in US dollars", ["provider"], registry=self.registry
-        )
-        self.events_sent = Counter(
-            "s2c_agent_events_sent_total",
-            "GenerationEvents sent to clients, over every stream",
-            registry=self.registry,
-        )
-        self.retained_generations = Gauge(
+        self.retained_generations = self.gauge(
             "s2c_agent_retained_generations",
             "Finished generations kept in memory for re-attaching clients",
-            registry=self.registry,
         )
-        self.retained_bytes = Gauge(
-            "s2c_agent_retained_bytes",
-            "Approximate memory held by the retained generations",
-            registry=self.registry,
+        self.retained_bytes = self.gauge(
+            "s2c_agent_retained_bytes", "Approximate memory held by the retained generations"
         )
         self.storage = StorageMetrics(self.registry)

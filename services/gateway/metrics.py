@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter
-
+from services.common.metrics import MetricsRegistry
 from services.common.storage import StorageMetrics
 
 
-class GatewayMetrics:
+class GatewayMetrics(MetricsRegistry):
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self.connections = Counter(
-            "s2c_ws_connections_total",
-            "WebSocket generations by how they ended",
-            ["outcome"],
-            registry=self.registry,
+        super().__init__()
+        self.connections = self.counter(
+            "s2c_ws_connections_total", "WebSocket generations by how they ended", "outcome"
         )
-        self.frames = Counter(
-            "s2c_ws_frames_total", "Frames sent to browsers", ["type"], registry=self.registry
-        )
-        self.frame_bytes = Counter(
-            "s2c_ws_frame_bytes_total",
-            "Bytes of frames sent to browsers",
-            ["type"],
-            registry=self.registry,
+        self.frames = self.counter("s2c_ws_frames_total", "Frames sent to browsers", "type")
+        self.frame_bytes = self.counter(
+            "s2c_ws_frame_bytes_total", "Bytes of frames sent to browsers", "type"
         )
         self.storage = StorageMetrics(self.registry)

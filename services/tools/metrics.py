@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Histogram
-
-from services.common.metrics import LATENCY_BUCKETS
+from services.common.metrics import MetricsRegistry
 
 
-class ToolsMetrics:
+class ToolsMetrics(MetricsRegistry):
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self.tool_seconds = Histogram(
-            "s2c_tool_execution_seconds",
-            "Tool execution time on the worker",
-            ["tool", "ok"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
+        super().__init__()
+        self.tool_seconds = self.latency(
+            "s2c_tool_execution_seconds", "Tool execution time on the worker", "tool", "ok"
         )
