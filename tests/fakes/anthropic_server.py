@@ -18,6 +18,10 @@ written on its own so the client really receives a stream.
     await fake.wait_disconnect()           # after cancelling a client mid-stream
     await fake.stop()
 
+`FakeAnthropic(emulate_cache=True)` reports input, cache read and cache write tokens
+as Anthropic's cache would (`prompt_cache.BreakpointCache`, at `cache_control`
+breakpoints, 1024 tokens at least) in place of the scripted ones.
+
 Replies are consumed one per request, in order. A request with nothing left to
 reply gets an HTTP 500, so a test scripting too few turns fails loudly.
 """
@@ -26,12 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
 
 from tests.fakes import serve_on_loopback
+from tests.fakes.prompt_cache import BreakpointCache, anthropic_blocks
 
 # The error `type` the real API sends with each status.
 ERROR_TYPES = {
@@ -129,9 +134,10 @@ Reply = Turn | HttpError
 class FakeAnthropic:
     """See the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, emulate_cache: bool = False) -> None:
         self.requests: list[RecordedRequest] = []
         self._replies: list[Reply] = []
+        self._cache = BreakpointCache(minimum=1024) if emulate_cache else None
         self.base_url = ""  # set by start()
         self._runner: web.AppRunner | None = None
         self._disconnected = asyncio.Event()
@@ -177,6 +183,15 @@ class FakeAnthropic:
         reply = self._replies.pop(0)
         if isinstance(reply, HttpError):
             return _error_response(reply)
+        if self._cache is not None:
+            hit = self._cache.lookup(anthropic_blocks(body))
+            usage = replace(
+                reply.usage,
+                input_tokens=hit.input,
+                cache_read_input_tokens=hit.cache_read,
+                cache_creation_input_tokens=hit.cache_write,
+            )
+            reply = replace(reply, usage=usage)
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "request-id": "req_fake"}
         )

@@ -19,6 +19,10 @@ deviations), one scripted part per chunk, each chunk written on its own.
     await fake.wait_disconnect()       # after cancelling a client mid-stream
     await fake.stop()
 
+`FakeGemini(emulate_cache=True)` reports prompt and cached tokens as implicit caching
+would (`prompt_cache.PrefixCache` over the whole prompt, one cache per model, 1024
+tokens at least; `implicit_minimum` changes it) in place of the scripted ones.
+
 The endpoint is `POST /{v1|v1beta}/models/{model}:streamGenerateContent?alt=sse`.
 Replies are consumed one per request, in order; a request with nothing left
 gets an HTTP 500, so a test scripting too few turns fails loudly.
@@ -29,12 +33,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
 
 from tests.fakes import serve_on_loopback
+from tests.fakes.prompt_cache import PrefixCache, gemini_text
 
 # The `status` the real API sends with each HTTP code.
 ERROR_STATUSES = {
@@ -113,9 +118,10 @@ Reply = Turn | HttpError
 class FakeGemini:
     """See the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, emulate_cache: bool = False, implicit_minimum: int = 1024) -> None:
         self.requests: list[RecordedRequest] = []
         self.asset_requests: list[str] = []
+        self._cache = PrefixCache(minimum=implicit_minimum) if emulate_cache else None
         self._replies: list[Reply] = []
         self._assets: dict[str, tuple[bytes, str]] = {}
         self._runner: web.AppRunner | None = None
@@ -180,6 +186,9 @@ class FakeGemini:
         reply = self._replies.pop(0)
         if isinstance(reply, HttpError):
             return _error_response(reply)
+        if self._cache is not None:
+            hit = self._cache.lookup(model, gemini_text(body))
+            reply = replace(reply, usage=replace(reply.usage, prompt=hit.total, cached=hit.cached))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         try:

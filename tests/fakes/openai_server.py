@@ -18,6 +18,9 @@ client disconnects (then `client_disconnected` is set) or `release()` is called 
 the rest is sent). `stream_paused` is set when a reply reaches its pause. Tests use
 this to prove that cancelling a turn closes the upstream stream.
 
+`FakeOpenAI(emulate_cache=True)` reports input and cached tokens as OpenAI's prompt
+cache would (`prompt_cache.openai_lookup`); output tokens stay scripted.
+
 Clients must bypass any HTTP proxy for 127.0.0.1 (set NO_PROXY) and should use
 `max_retries=0`, since the SDK retries 429 and 5xx.
 """
@@ -35,9 +38,11 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from tests.fakes import serve_on_loopback
+from tests.fakes.prompt_cache import PrefixCache, openai_lookup, openai_usage_frame
 
 RESPONSES_PATH = "/v1/responses"
 CHAT_PATH = "/v1/chat/completions"
+_PATHS = (RESPONSES_PATH, CHAT_PATH)
 CREATED_AT = 1_700_000_000
 
 
@@ -390,8 +395,11 @@ class FakeOpenAI:
     and `disconnects` counted, when a client hangs up before its reply was complete.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, emulate_cache: bool = False) -> None:
         self.requests: list[ReceivedRequest] = []
+        self._caches: dict[str, PrefixCache] | None = None
+        if emulate_cache:
+            self._caches = {path: PrefixCache(minimum=1024, step=128) for path in _PATHS}
         self.client_disconnected = asyncio.Event()
         self.stream_paused = asyncio.Event()
         self.disconnects = 0
@@ -460,6 +468,11 @@ class FakeOpenAI:
         reply = queue.popleft()
         if isinstance(reply, ErrorReply):
             return web.json_response(reply.body, status=reply.status)
+        if self._caches is not None:
+            items = "input" if request.path == RESPONSES_PATH else "messages"
+            hit = openai_lookup(self._caches[request.path], body, items)
+            frames = tuple(openai_usage_frame(frame, hit) for frame in reply.frames)
+            reply = SseReply(frames, reply.pause_at)
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )

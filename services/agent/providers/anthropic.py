@@ -22,7 +22,13 @@ from typing import Any, cast
 import anthropic
 import httpx2
 from anthropic.lib.streaming import AsyncMessageStreamManager, ParsedMessageStreamEvent
-from anthropic.types import MessageParam, OutputConfigParam, ToolParam
+from anthropic.types import (
+    CacheControlEphemeralParam,
+    MessageParam,
+    OutputConfigParam,
+    TextBlockParam,
+    ToolParam,
+)
 
 from services.agent.pricing import Usage
 from services.agent.providers import base, errors
@@ -81,9 +87,15 @@ class AnthropicSession(SdkSession):
     """One variant's conversation with a Claude model."""
 
     def __init__(
-        self, config: base.SessionConfig, *, client: anthropic.AsyncAnthropic | None = None
+        self,
+        config: base.SessionConfig,
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        prompt_caching: bool = True,
     ) -> None:
+        """`prompt_caching=False` sends no cache breakpoints (the cost bench's baseline)."""
         super().__init__(config, owns_client=client is None)
+        self._caching = prompt_caching
         self._client = client or anthropic.AsyncAnthropic(
             api_key=config.api_key,
             base_url=config.base_url,
@@ -156,14 +168,15 @@ class AnthropicSession(SdkSession):
             # Deterministic output, as upstream asks for. This SDK version has no typed
             # `temperature` parameter any more, so it rides in the body as an extra.
             extra_body = {"temperature": 0.0}
+        system: str | list[TextBlockParam] | anthropic.Omit = self._system or anthropic.omit
+        if self._caching:
+            system, messages = _with_breakpoints(self._system, messages)
         return self._client.messages.stream(
             model=config.api_name,
             max_tokens=config.max_output_tokens,
-            system=self._system or anthropic.omit,
+            system=system,
             messages=messages,
             tools=self._tools or anthropic.omit,
-            # Top-level automatic caching: the growing conversation prefix is reused.
-            cache_control={"type": "ephemeral"},
             thinking=thinking,
             output_config=output_config,
             extra_body=extra_body,
@@ -197,6 +210,50 @@ class AnthropicSession(SdkSession):
             # malformed JSON by raising ValueError; the stream cannot continue after it.
             detail = "the model sent malformed tool arguments"
             raise errors.stream_failed(config.provider, detail) from exc
+
+
+_EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
+# Blocks the API refuses a cache_control on.
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def _with_breakpoints(
+    system: str, messages: list[MessageParam]
+) -> tuple[list[TextBlockParam] | anthropic.Omit, list[MessageParam]]:
+    """Cache breakpoints on the stable prefix and on the conversation tail (3 of the 4
+    the API allows).
+
+    The prefix is tools then system, so one breakpoint on the system block covers
+    both. The tail breakpoint lets the next turn of this variant read everything this
+    one sent; the one on the user message before the tail is where the next update
+    of the lineage finds its history cached, since its tail (the current file) moves.
+    """
+    marked: list[TextBlockParam] | anthropic.Omit = anthropic.omit
+    if system:
+        marked = [{"type": "text", "text": system, "cache_control": _EPHEMERAL}]
+    out = list(messages)
+    if not out:
+        return marked, out
+    marks = [len(out) - 1]
+    earlier = next((i for i in range(len(out) - 2, -1, -1) if out[i]["role"] == "user"), None)
+    if earlier is not None:
+        marks.append(earlier)
+    for index in marks:
+        out[index] = _mark_last_block(out[index])
+    return marked, out
+
+
+def _mark_last_block(message: MessageParam) -> MessageParam:
+    content = message["content"]
+    blocks: list[Any] = (
+        [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    )
+    last = blocks[-1] if blocks else None
+    if not isinstance(last, dict) or last.get("type") in _UNMARKABLE:
+        return message
+    # A copy: the blocks are shared with the conversation kept for later turns.
+    blocks[-1] = {**last, "cache_control": _EPHEMERAL}
+    return cast(MessageParam, {**message, "content": blocks})
 
 
 def _provider_error(

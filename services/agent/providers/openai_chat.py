@@ -41,7 +41,12 @@ from services.agent.providers.base import (
     ToolSpec,
 )
 from services.agent.providers.openai_common import media_url, provider_errors, result_json
-from services.agent.providers.streaming import SdkSession, TurnProgress, parse_tool_call
+from services.agent.providers.streaming import (
+    SdkSession,
+    TurnProgress,
+    lineage_cache_key,
+    parse_tool_call,
+)
 
 # The SDK refuses to start without a key; local servers ignore whatever it sends.
 PLACEHOLDER_KEY = "not-needed"
@@ -161,7 +166,14 @@ class OpenAIChatSession(SdkSession):
     A client passed in is the caller's to close; one made here is closed by `close`.
     """
 
-    def __init__(self, config: SessionConfig, *, client: AsyncOpenAI | None = None) -> None:
+    def __init__(
+        self,
+        config: SessionConfig,
+        *,
+        client: AsyncOpenAI | None = None,
+        prompt_caching: bool = True,
+    ) -> None:
+        """`prompt_caching=False` sends no cache key (the cost bench's baseline)."""
         super().__init__(config, owns_client=client is None)
         self._client = client or AsyncOpenAI(
             api_key=config.api_key or PLACEHOLDER_KEY,
@@ -173,6 +185,7 @@ class OpenAIChatSession(SdkSession):
         self._messages: list[ChatCompletionMessageParam] = [
             chat_message(m) for m in config.messages
         ]
+        self._cache_key: str | Omit = lineage_cache_key(config.messages) if prompt_caching else omit
 
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
         progress = TurnProgress()
@@ -185,6 +198,10 @@ class OpenAIChatSession(SdkSession):
                 stream=True,
                 stream_options={"include_usage": True},
                 reasoning_effort=self._effort(),
+                # OpenAI's Chat Completions takes the same key as Responses; the local
+                # servers (vLLM, Ollama, llama.cpp, LM Studio) ignore unknown fields and
+                # cache by prefix on their own.
+                prompt_cache_key=self._cache_key,
             )
             # Leaving this block by any path, cancellation included, closes the
             # HTTP response so the server stops generating.

@@ -48,7 +48,12 @@ from services.agent.providers.base import (
 )
 from services.agent.providers.errors import redact
 from services.agent.providers.openai_common import media_url, provider_errors, result_json
-from services.agent.providers.streaming import SdkSession, TurnProgress, parse_tool_call
+from services.agent.providers.streaming import (
+    SdkSession,
+    TurnProgress,
+    lineage_cache_key,
+    parse_tool_call,
+)
 
 # Upstream sends these models images at full resolution; the rest get "high".
 _ORIGINAL_DETAIL_MODELS = frozenset({"gpt-5.5", "gpt-5.6-sol", "gpt-5.6-terra"})
@@ -240,7 +245,14 @@ class OpenAIResponsesSession(SdkSession):
     A client passed in is the caller's to close; one made here is closed by `close`.
     """
 
-    def __init__(self, config: SessionConfig, *, client: AsyncOpenAI | None = None) -> None:
+    def __init__(
+        self,
+        config: SessionConfig,
+        *,
+        client: AsyncOpenAI | None = None,
+        prompt_caching: bool = True,
+    ) -> None:
+        """`prompt_caching=False` sends no cache key (the cost bench's baseline)."""
         if client is None and not config.api_key:
             raise errors.missing_key(config.provider)
         super().__init__(config, owns_client=client is None)
@@ -255,6 +267,7 @@ class OpenAIResponsesSession(SdkSession):
         self._input: list[ResponseInputItemParam] = [
             message_item(m, self._detail) for m in config.messages
         ]
+        self._cache_key: str | Omit = lineage_cache_key(config.messages) if prompt_caching else omit
 
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
         progress = TurnProgress()
@@ -271,6 +284,9 @@ class OpenAIResponsesSession(SdkSession):
                 include=["reasoning.encrypted_content"],
                 max_output_tokens=self._config.max_output_tokens,
                 reasoning=self._reasoning(),
+                # The input only ever grows at its end, so each turn's request is the
+                # previous one plus the new items: the key keeps them on one cache.
+                prompt_cache_key=self._cache_key,
                 prompt_cache_retention=(
                     "24h" if self._config.api_name in _LONG_CACHE_MODELS else omit
                 ),

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.agent.pricing import Usage, cost_usd
-from services.agent.providers.base import OnEvent, SessionConfig, StreamEvent, ToolCall
+from services.agent.providers.base import (
+    OnEvent,
+    PromptMessage,
+    SessionConfig,
+    StreamEvent,
+    ToolCall,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +47,23 @@ def parse_tool_call(call_id: str, name: str, raw: str) -> ToolCall:
     if not isinstance(arguments, dict):
         return ToolCall(call_id, name, {}, invalid_json=raw)
     return ToolCall(call_id, name, arguments)
+
+
+def lineage_cache_key(messages: Sequence[PromptMessage]) -> str:
+    """The prompt cache key of a variant lineage: the system prompt and the first
+    user message (the history's root), hashed.
+
+    Every variant of one generation starts from the same messages, and every update
+    of one lineage replays the same root, so they share a key and with it a cache
+    (OpenAI routes by key + prefix); an unrelated generation gets another key, so it
+    does not crowd the same cache machine.
+    """
+    digest = hashlib.sha256()
+    for message in messages[:2]:
+        for piece in (message.role, message.text, *message.images, *message.videos):
+            digest.update(piece.encode())
+            digest.update(b"\0")
+    return f"s2c-{digest.hexdigest()[:32]}"
 
 
 class SdkSession:
