@@ -20,23 +20,19 @@ from services.agent.runstore_health import HEALTH_SERVICE, STORE_NAME, ObservedR
 from services.agent.servicer import AgentServicer
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import GrpcToolExecutor
-from services.common.grpc_server import (
-    RunningServer,
-    open_metrics_port,
-    serve_until_signalled,
-    start_server,
-)
+from services.common.grpc_server import GrpcService, open_metrics_port, start_server
 from services.common.storage import StorageHealth
 
 log = logging.getLogger(__name__)
 
 
-class AgentServer:
+class AgentServer(GrpcService):
     """The agent service: its gRPC server, generation manager and tool client."""
 
     def __init__(self, settings: AgentSettings, sessions: SessionFactory | None = None) -> None:
         """`sessions` makes each variant's model session; default: the providers the
         settings configure. (bench/loadmodel.py passes one that adds its load model.)"""
+        super().__init__(settings.shutdown_grace_s)
         self.settings = settings
         self.metrics = AgentMetrics()
         self.tools = GrpcToolExecutor(settings.tools_addr, security=settings.grpc_security)
@@ -49,13 +45,7 @@ class AgentServer:
         self.manager = GenerationManager(
             settings, self.tools, sessions or ProviderSessions(settings), self.metrics, self.store
         )
-        self.running: RunningServer | None = None
         self._background: list[asyncio.Task[None]] = []
-
-    @property
-    def port(self) -> int:
-        assert self.running is not None
-        return self.running.port
 
     async def start(self) -> None:
         servicer = AgentServicer(self.manager, self.settings, self.metrics, captures=self.tools)
@@ -88,16 +78,6 @@ class AgentServer:
         ]
         self.running.resources.push_async_callback(self._stop_background)
         log.info("agent listening", extra={"port": self.running.port})
-
-    async def stop(self, grace_s: float | None = None) -> None:
-        grace = self.settings.shutdown_grace_s if grace_s is None else grace_s
-        if self.running is not None:
-            await self.running.stop(grace)
-
-    async def serve(self) -> None:
-        await self.start()
-        assert self.running is not None
-        await serve_until_signalled(self.running, self.settings.shutdown_grace_s)
 
     async def _publish_store_health(self, servicer: health.aio.HealthServicer) -> None:
         ok = self.store.health.ok

@@ -8,6 +8,7 @@ import gc
 import inspect
 import logging
 import signal
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -222,6 +223,35 @@ async def serve_until_signalled(running: RunningServer, grace_s: float) -> None:
         server_done.cancel()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+
+
+class GrpcService(ABC):
+    """One service process: `start` (each service's own) builds `running`; stopping and
+    serving until a signal are the same for every service."""
+
+    def __init__(self, shutdown_grace_s: float, *, stop_grace_s: float | None = None) -> None:
+        """`shutdown_grace_s`: the grace after a signal. `stop_grace_s`: `stop()`'s
+        default when called without one (None: the shutdown grace)."""
+        self.running: RunningServer | None = None
+        self._shutdown_grace_s = shutdown_grace_s
+        self._stop_grace_s = shutdown_grace_s if stop_grace_s is None else stop_grace_s
+
+    @property
+    def port(self) -> int:
+        assert self.running is not None
+        return self.running.port
+
+    @abstractmethod
+    async def start(self) -> None: ...
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        if self.running is not None:
+            await self.running.stop(self._stop_grace_s if grace_s is None else grace_s)
+
+    async def serve(self) -> None:
+        await self.start()
+        assert self.running is not None
+        await serve_until_signalled(self.running, self._shutdown_grace_s)
 
 
 def open_metrics_port(resources: AsyncExitStack, registry: CollectorRegistry, listen: str) -> None:

@@ -10,12 +10,7 @@ import grpc
 from s2c.tools.v1 import tool_service_pb2 as pb
 from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
-from services.common.grpc_server import (
-    RunningServer,
-    open_metrics_port,
-    serve_until_signalled,
-    start_server,
-)
+from services.common.grpc_server import GrpcService, open_metrics_port, start_server
 from services.tools.servicer import ToolServicer
 from services.tools.settings import ToolsSettings
 from services.tools.worker import ToolWorker
@@ -23,16 +18,13 @@ from services.tools.worker import ToolWorker
 log = logging.getLogger(__name__)
 
 
-class ToolsServer:
+class ToolsServer(GrpcService):
     def __init__(self, settings: ToolsSettings) -> None:
+        # Callers stopping it directly (the test suite) want a short grace; a signal gets
+        # the configured one.
+        super().__init__(settings.shutdown_grace_s, stop_grace_s=1.0)
         self.settings = settings
         self.worker = ToolWorker(settings)
-        self.running: RunningServer | None = None
-
-    @property
-    def port(self) -> int:
-        assert self.running is not None
-        return self.running.port
 
     async def start(self) -> None:
         servicer = ToolServicer(self.worker)
@@ -50,12 +42,3 @@ class ToolsServer:
             self.settings.listen, register, self.settings.grpc_security, resources=resources
         )
         log.info("tools listening", extra={"port": self.running.port})
-
-    async def stop(self, grace_s: float = 1.0) -> None:
-        if self.running is not None:
-            await self.running.stop(grace_s)
-
-    async def serve(self) -> None:
-        await self.start()
-        assert self.running is not None
-        await serve_until_signalled(self.running, self.settings.shutdown_grace_s)
