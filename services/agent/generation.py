@@ -14,13 +14,14 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from services.agent import pricing
+from services.agent.admission import Admission, variant_plan
 from services.agent.domain import GenerationRequest, VariantRecord
 from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
 from services.agent.eventlog import DEFAULT_TICK_S, EventLog
@@ -42,10 +43,8 @@ from services.agent.models import (
     ModelSpec,
     has_video,
     select_models,
-    variant_count,
 )
 from services.agent.prompts import PromptError, build_prompt_messages, current_file
-from services.agent.providers import registry
 from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
 from services.agent.retention import Retention, retained_size
 from services.agent.runstore import RunRecord, RunStore, snapshot
@@ -71,7 +70,6 @@ RECORD_NOT_SAVED = (
     "Note: this run's record could not be saved (the agent's run store is failing); "
     "the code is still generated."
 )
-DEMO_VARIANTS = 2
 
 
 class ShuttingDown(Exception):
@@ -106,6 +104,7 @@ class Generation:
         self.task: asyncio.Task[None] | None = None
         self.log = EventLog(generation_id, tick_s)
         self._owners = 0
+        self.unadmit: Callable[[], None] = _nothing  # frees its admission places
 
     @property
     def finished(self) -> bool:
@@ -163,6 +162,7 @@ class GenerationManager:
         self._generations: OrderedDict[str, Generation] = OrderedDict()
         self._retention = Retention(settings.retention, self._retire)
         self.closing = False
+        self.admission = Admission(settings.max_running_variants)
 
     async def tool_names(self, credentials: Credentials) -> list[str]:
         """The tools a generation with these credentials would be offered."""
@@ -177,20 +177,28 @@ class GenerationManager:
         return self._generations.get(generation_id)
 
     def start(self, request: GenerationRequest, *, deadline_s: float | None = None) -> Generation:
-        """Starts a generation. Raises ValueError if its id is already in use and
-        ShuttingDown once shutdown has begun."""
+        """Starts a generation. Raises ValueError if its id is already in use,
+        ShuttingDown once shutdown has begun and Busy when the agent is full."""
         if self.closing:
             raise ShuttingDown("The agent is shutting down; retry on another replica.")
         generation_id = request.generation_id or uuid.uuid4().hex
         if generation_id in self._generations:
             raise ValueError(f"generation_id {generation_id!r} is already in use")
+        try:
+            wanted, _ = variant_plan(request, self._settings)
+        except CredentialsError:
+            wanted = 1  # refused at its start
+        release = self.admission.admit(wanted)
         generation = Generation(generation_id, request, tick_s=self._settings.event_tick_s)
+        generation.unadmit = release
         limit = self._settings.max_generation_s
         generation.deadline = time.monotonic() + (
             limit if deadline_s is None else min(limit, deadline_s)
         )
         self._generations[generation_id] = generation
         generation.task = asyncio.create_task(self._run(generation), name=f"gen-{generation_id}")
+        # Also for a task cancelled before its first step, whose `finally` never runs.
+        generation.task.add_done_callback(lambda _: release())
         return generation
 
     async def shutdown(self, grace_s: float) -> None:
@@ -272,6 +280,8 @@ class GenerationManager:
             generation.publish(0, "", GenerationError(generation.error))
         finally:
             generation.publish(0, "", GenerationComplete(generation.status))
+            # Free once ended, not after the final save: its client may start the next.
+            generation.unadmit()
             self._retention.finished(generation.id, retained_size(generation))
             self._gauge_retention()
             self._metrics.generations.labels(generation.status).inc()
@@ -295,15 +305,11 @@ class GenerationManager:
     async def _run_variants(self, generation: Generation) -> RunStatus:
         request = generation.request
         settings = self._settings
-        count = variant_count(request.generation_type, request.input_mode, request.variant_count)
         try:
-            credentials = settings.credential_policy.resolve(request.credentials)
+            count, keys = variant_plan(request, settings)
         except CredentialsError as exc:
             return self._fail(generation, f"Refused credentials: {exc}")
-        keys = frozenset(p.id for p in registry.KEYED if credentials.key(p.credential))
         pinned = request.models or settings.pinned_models
-        if not (keys or pinned or settings.local_models or request.variant_count):
-            count = DEMO_VARIANTS
         try:
             specs = select_models(
                 generation_type=request.generation_type,
@@ -459,6 +465,10 @@ class GenerationManager:
                 m.tokens.labels(provider, kind).inc(count)
         if state.cost_usd:
             m.cost.labels(provider).inc(state.cost_usd)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _loop_time(monotonic_deadline: float) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 
 import grpc
@@ -9,6 +10,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from s2c.common.v1 import common_pb2
 
+from services.agent.admission import Busy
 from services.agent.convert import event_to_proto, request_from_proto, run_to_proto
 from services.agent.events import Event
 from services.agent.generation import Generation, GenerationManager, ShuttingDown
@@ -29,6 +31,8 @@ from services.agent.tool_client import (
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid, clip
 from services.common.tracing import incoming_context, tracer
+
+log = logging.getLogger(__name__)
 
 Context = grpc.aio.ServicerContext[object, object]
 
@@ -66,6 +70,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self, request: pb.GenerateCodeRequest, context: Context
     ) -> AsyncIterator[pb.GenerateCodeResponse]:
         generation = await self._start(request, context)
+        # Headers now, before any event: they tell the gateway this agent admitted the
+        # generation, so only a refusal is worth trying on another agent.
+        await context.send_initial_metadata(())
         async for events in self._held(generation, 0):
             for chunk in chunk_events(events):
                 yield pb.GenerateCodeResponse(events=chunk)
@@ -100,6 +107,12 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 return self._manager.start(domain, deadline_s=context.time_remaining())
         except ShuttingDown as exc:
             await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
+        except Busy as exc:
+            log.info(
+                "generation refused: busy",
+                extra={"generation_id": domain.generation_id, "reason": str(exc)},
+            )
+            await abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except ValueError as exc:
             await abort(context, grpc.StatusCode.ALREADY_EXISTS, str(exc))
 

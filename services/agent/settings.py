@@ -63,6 +63,10 @@ class AgentSettings:
     event_tick_s: float = DEFAULT_TICK_S
     # The most one create_file's replayed preview may pause (engine.PreviewReplay); 0: off.
     preview_replay_s: float = 1.0
+    # Admission: a generation that would take the variants running on this agent past
+    # this is refused at once (RESOURCE_EXHAUSTED), so admitted ones keep their latency;
+    # one generation alone is always admitted. 0: no bound (docs/architecture.md).
+    max_running_variants: int = 400
 
     @property
     def credential_policy(self) -> CredentialPolicy:
@@ -102,4 +106,5 @@ class AgentSettings:
             retained_generations=settings_env.bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
             retained_bytes=settings_env.bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
             retained_seconds=settings_env.bound(env, "S2C_RETAIN_SECONDS", "300", float),
+            max_running_variants=settings_env.bound(env, "S2C_MAX_RUNNING_VARIANTS", "400", int),
         )

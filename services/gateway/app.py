@@ -14,14 +14,14 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.credentials import CREDENTIALS
-from services.common.grpc_server import CHANNEL_OPTIONS, freeze_startup_heap
+from services.common.grpc_server import freeze_startup_heap
 from services.common.metrics import render
-from services.common.security import create_channel
 from services.common.tracing import outgoing_metadata
 from services.gateway.access import ClientLimiter, access_middleware, allowed_origin
+from services.gateway.agents import AgentPool
 from services.gateway.design_systems import STORE_NAME
 from services.gateway.generate import generate_code, hold_context
-from services.gateway.keys import CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
+from services.gateway.keys import AGENTS_KEY, CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.routes import DESIGN_SYSTEMS_KEY, add_routes, max_request_body_bytes
 from services.gateway.settings import GatewaySettings
@@ -123,11 +123,10 @@ def create_app(settings: GatewaySettings) -> web.Application:
 
     async def channel_context(app: web.Application) -> AsyncIterator[None]:
         # Channels must be created inside the running loop.
-        app[CHANNEL_KEY] = create_channel(
-            settings.agent_addr, settings.grpc_security, CHANNEL_OPTIONS
-        )
+        app[AGENTS_KEY] = pool = AgentPool(settings.agent_addr, settings.grpc_security)
+        app[CHANNEL_KEY] = pool.agents[0].channel
         yield
-        await app[CHANNEL_KEY].close()
+        await pool.close()
 
     app.cleanup_ctx.append(channel_context)
     app.router.add_get("/generate-code", generate_code)

@@ -27,21 +27,20 @@ import contextlib
 import json
 import logging
 import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 from aiohttp import WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2 as pb
-from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.text import clean_json
 from services.common.tracing import outgoing_metadata, tracer
 from services.gateway.access import FrameLimitedWebSocketResponse, client_identity
+from services.gateway.agents import Agent, AgentPool, UnknownOwner
 from services.gateway.frames import FrameBuilder, frame
 from services.gateway.keys import (
-    CHANNEL_KEY,
+    AGENTS_KEY,
     HOLDS_KEY,
     LIMITER_KEY,
     METRICS_KEY,
@@ -164,25 +163,31 @@ async def _generate(
     settings: GatewaySettings,
     params: dict[str, Any],
 ) -> web.WebSocketResponse:
-    stub = pb_grpc.AgentServiceStub(request.app[CHANNEL_KEY])
     metrics = request.app[METRICS_KEY]
     call: EventStream
     try:
         if "resumeGenerationId" in params:
             generation_id, after = _resume_params(params)
-            call = stub.WatchGeneration(
+            agent = request.app[AGENTS_KEY].owner(generation_id)
+            call = agent.stub.WatchGeneration(
                 pb.WatchGenerationRequest(generation_id=generation_id),
                 metadata=outgoing_metadata(),
             )
             resumable, skip_until = True, after
+            # If it is down, the browser learns which agent holds its generation.
+            agent_addr = f"{agent.addr} (agent {agent.index}, which holds this generation)"
         else:
             generate_request = parse_params(params, asset_base_url=asset_base_url(request))
-            generation_id = uuid.uuid4().hex
-            generate_request.generation_id = generation_id
-            call = stub.GenerateCode(generate_request, metadata=outgoing_metadata())
-            resumable, skip_until = params.get("resumable") is True, 0
+            agent, call, admitted = await _admitted(request.app[AGENTS_KEY], generate_request)
+            generation_id = generate_request.generation_id
+            # A refused generation has no id to resume: the relay reports the refusal.
+            resumable, skip_until = admitted and params.get("resumable") is True, 0
+            agent_addr = agent.addr
     except ParamsError as exc:
         await _refuse(ws, metrics, "invalid_params", str(exc))
+        return ws
+    except UnknownOwner as exc:
+        await _refuse(ws, metrics, "invalid_params", f"Invalid resume: {exc}")
         return ws
 
     if resumable and skip_until == 0:
@@ -196,7 +201,7 @@ async def _generate(
         ws,
         call,
         FrameBuilder(preview, time.monotonic, resumable=resumable),
-        settings.agent_addr,
+        agent_addr,
         metrics,
         skip_until=skip_until,
         send_timeout_s=settings.send_timeout_s,
@@ -208,7 +213,7 @@ async def _generate(
         if relay.outcome == "client_closed":
             if relay.client_close_code == USER_CANCEL:
                 with contextlib.suppress(grpc.aio.AioRpcError):
-                    await stub.CancelGeneration(
+                    await agent.stub.CancelGeneration(
                         pb.CancelGenerationRequest(generation_id=generation_id), timeout=5
                     )
             elif resumable:
@@ -220,6 +225,32 @@ async def _generate(
             # Ending the RPC releases the generation; the last holder leaving cancels it.
             call.cancel()
     return ws
+
+
+# What an agent answers when it did not take a generation: another may.
+_TRY_NEXT = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
+
+
+async def _admitted(
+    pool: AgentPool, request: pb.GenerateCodeRequest
+) -> tuple[Agent, grpc.aio.UnaryStreamCall[Any, pb.GenerateCodeResponse], bool]:
+    """The call of the first agent, in turn, that admits the generation (named for it),
+    and True; when none does, the last refusal (which the relay turns into an `error`
+    frame) and False."""
+    for agent in pool.in_turn():
+        request.generation_id = agent.new_generation_id()
+        call = agent.stub.GenerateCode(request, metadata=outgoing_metadata())
+        # An agent sends its headers as it admits a generation; a refusal is a call that
+        # ended without them (its status came first), so trying the next one is safe.
+        await call.initial_metadata()
+        if not call.done() or (code := await call.code()) not in _TRY_NEXT:
+            return agent, call, True
+        details = (await call.details() or "")[:300]
+        log.info(
+            "agent did not take the generation",
+            extra={"agent": agent.addr, "code": code.name, "details": details},
+        )
+    return agent, call, False
 
 
 def _resume_params(params: dict[str, Any]) -> tuple[str, int]:

@@ -8,11 +8,15 @@ import grpc
 from aiohttp import web
 
 from services.gateway.access import ClientLimiter
+from services.gateway.agents import AgentPool
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.settings import GatewaySettings
 
 SETTINGS_KEY = web.AppKey("settings", GatewaySettings)
+# Agent 0's channel, for calls any agent answers alike (capabilities, URL captures).
 CHANNEL_KEY = web.AppKey("channel", grpc.aio.Channel)
+# Every agent: generations, and the routing to their owners (agents.py).
+AGENTS_KEY = web.AppKey("agents", AgentPool)
 METRICS_KEY = web.AppKey("metrics", GatewayMetrics)
 LIMITER_KEY = web.AppKey("limiter", ClientLimiter)
 # Streams of dropped resumable browsers, held open for a grace period.
