@@ -46,12 +46,15 @@ def _extras(record: logging.LogRecord) -> dict[str, object]:
     return {k: v for k, v in record.__dict__.items() if k not in _STANDARD}
 
 
-class JsonFormatter(logging.Formatter):
+class _ServiceFormatter(logging.Formatter):
+    # Both formats name the service and pass their whole output through the redactor.
     def __init__(self, service: str, secrets: Iterable[str] = ()) -> None:
         super().__init__()
         self._service = service
         self._redact = _Redactor(secrets)
 
+
+class JsonFormatter(_ServiceFormatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, object] = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
@@ -67,13 +70,8 @@ class JsonFormatter(logging.Formatter):
         return self._redact(json.dumps(entry, default=str, ensure_ascii=False))
 
 
-class TextFormatter(logging.Formatter):
+class TextFormatter(_ServiceFormatter):
     """`12:03:04.512 info  agent    generation started generation_id=3f2a… status=ok`."""
-
-    def __init__(self, service: str, secrets: Iterable[str] = ()) -> None:
-        super().__init__()
-        self._service = service
-        self._redact = _Redactor(secrets)
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
