@@ -33,6 +33,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from services.common import netguard
 from services.common.babel_cdn import normalize_babel_cdn
+from services.gateway.bodies import read_capped
 from services.gateway.export_markup import IMAGE_EXTS, CpuBudget, path_ext, rewrite_references
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,6 @@ _CONTENT_TYPE_EXT = {
 }
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _ASSET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
-_CHUNK = 64 * 1024
 
 
 class ExportBusy(Exception):
@@ -255,16 +255,9 @@ class _Loader:
         return _skipped(source, f"more than {self._policy.max_redirects} redirects")
 
     async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes | None:
-        limit = self._policy.max_asset_bytes
-        if (response.content_length or 0) > limit:
-            return None
-        data = bytearray()
-        # Counted after decompression, so a small gzip bomb cannot get past the limit.
-        async for chunk in response.content.iter_chunked(_CHUNK):
-            data += chunk
-            if len(data) > limit:
-                return None
-        return bytes(data)
+        return await read_capped(
+            response.content, response.content_length, self._policy.max_asset_bytes
+        )
 
 
 def _remote_ext(content_type: str, url: str) -> str | None:

@@ -25,6 +25,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from services.common.errors import bad_request_violations
 from services.common.storage import StorageHealth
 from services.common.tracing import outgoing_metadata
+from services.gateway.bodies import read_capped
 from services.gateway.design_systems import (
     STORE_NAME,
     Clock,
@@ -54,7 +55,6 @@ MAX_SCREENSHOT_BODY_BYTES = 64 * 1024
 EXPORT_CPU_SLOTS = 2
 # Bodies up to this size are parsed on the event loop; larger ones in a worker thread.
 _PARSE_ON_LOOP_BYTES = 256 * 1024
-_READ_CHUNK = 64 * 1024
 
 # A backstop only: the tool worker bounds each capture by its own deadline
 # (S2C_CAPTURE_TIMEOUT_S, default 30 s) and answers when it passes.
@@ -145,14 +145,9 @@ def max_request_body_bytes(settings: GatewaySettings) -> int:
 async def _json_body(request: web.Request, max_bytes: int) -> object:
     """The body as JSON, refused with 413 once it is known to exceed `max_bytes`: at once
     from Content-Length, else as soon as that much has arrived (never buffered whole)."""
-    too_large = ApiError(413, f"Request body is too large (max {max_bytes} bytes)")
-    if request.content_length is not None and request.content_length > max_bytes:
-        raise too_large
-    raw = bytearray()
-    async for chunk in request.content.iter_chunked(_READ_CHUNK):
-        raw += chunk
-        if len(raw) > max_bytes:
-            raise too_large
+    raw = await read_capped(request.content, request.content_length, max_bytes)
+    if raw is None:
+        raise ApiError(413, f"Request body is too large (max {max_bytes} bytes)")
     try:
         if len(raw) <= _PARSE_ON_LOOP_BYTES:
             return json.loads(raw)
