@@ -59,10 +59,6 @@ class RunStore(Protocol):
 
     async def get(self, generation_id: str) -> RunRecord | None: ...
 
-    async def list_recent(self, limit: int) -> list[RunRecord]:
-        """Newest first (by started_at)."""
-        ...
-
     async def close(self) -> None: ...
 
 
@@ -244,23 +240,12 @@ _VARIANT_COLUMNS = (
     "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced"
 )
 _TOOL_COLUMNS = "generation_id, variant_index, call_id, name, ok, duration_ms"
-_RECENT_IDS = "SELECT generation_id FROM runs ORDER BY started_at DESC, generation_id DESC LIMIT ?"
 
 SELECT_RUN = f"SELECT {_RUN_COLUMNS} FROM runs WHERE generation_id = ?"
 SELECT_RUN_VARIANTS = f"SELECT {_VARIANT_COLUMNS} FROM variants WHERE generation_id = ?"
 SELECT_RUN_TOOL_CALLS = (
     f"SELECT {_TOOL_COLUMNS} FROM tool_calls WHERE generation_id = ? "
     "ORDER BY variant_index, position"
-)
-SELECT_RECENT = (
-    f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY started_at DESC, generation_id DESC LIMIT ?"
-)
-SELECT_RECENT_VARIANTS = (
-    f"SELECT {_VARIANT_COLUMNS} FROM variants WHERE generation_id IN ({_RECENT_IDS})"
-)
-SELECT_RECENT_TOOL_CALLS = (
-    f"SELECT {_TOOL_COLUMNS} FROM tool_calls WHERE generation_id IN ({_RECENT_IDS}) "
-    "ORDER BY generation_id, variant_index, position"
 )
 
 Row = Sequence[Any]

@@ -79,9 +79,6 @@ class ObservedRunStore:
             )
         return await self._observed("read", self._read(lambda: self.inner.get(generation_id)))
 
-    async def list_recent(self, limit: int) -> list[RunRecord]:
-        return await self._observed("read", self._read(lambda: self.inner.list_recent(limit)))
-
     async def close(self) -> None:
         if self._tasks:
             await asyncio.wait(self._tasks)

@@ -57,9 +57,6 @@ class PostgresRunStore:
     async def get(self, generation_id: str) -> RunRecord | None:
         return await self._submit(lambda conn: self._get(conn, generation_id))
 
-    async def list_recent(self, limit: int) -> list[RunRecord]:
-        return await self._submit(lambda conn: self._list_recent(conn, max(0, limit)))
-
     async def close(self) -> None:
         self._open = False
         if self._inflight:
@@ -161,16 +158,6 @@ class PostgresRunStore:
             (rs.SELECT_RUN_TOOL_CALLS, key),
         )
         return rs.assemble(runs, variants, calls)[0] if runs else None
-
-    async def _list_recent(self, conn: Connection, limit: int) -> list[RunRecord]:
-        key = (limit,)
-        runs, variants, calls = await _snapshot_read(
-            conn,
-            (rs.SELECT_RECENT, key),
-            (rs.SELECT_RECENT_VARIANTS, key),
-            (rs.SELECT_RECENT_TOOL_CALLS, key),
-        )
-        return rs.assemble(runs, variants, calls)
 
 
 async def _snapshot_read(

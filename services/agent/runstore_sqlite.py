@@ -45,9 +45,6 @@ class SqliteRunStore:
     async def get(self, generation_id: str) -> RunRecord | None:
         return await self._call(self._get, generation_id)
 
-    async def list_recent(self, limit: int) -> list[RunRecord]:
-        return await self._call(self._list_recent, max(0, limit))
-
     async def close(self) -> None:
         executor, self._executor = self._executor, None
         if executor is None:
@@ -134,13 +131,6 @@ class SqliteRunStore:
             variants = db.execute(rs.SELECT_RUN_VARIANTS, key).fetchall()
             calls = db.execute(rs.SELECT_RUN_TOOL_CALLS, key).fetchall()
         return rs.assemble(runs, variants, calls)[0]
-
-    def _list_recent(self, limit: int) -> list[RunRecord]:
-        with self._transaction("BEGIN") as db:
-            runs = db.execute(rs.SELECT_RECENT, (limit,)).fetchall()
-            variants = db.execute(rs.SELECT_RECENT_VARIANTS, (limit,)).fetchall()
-            calls = db.execute(rs.SELECT_RECENT_TOOL_CALLS, (limit,)).fetchall()
-        return rs.assemble(runs, variants, calls)
 
     def _close(self) -> None:
         conn, self._conn = self._conn, None

@@ -45,9 +45,6 @@ class GatedStore:
     async def get(self, generation_id: str) -> RunRecord | None:
         return None
 
-    async def list_recent(self, limit: int) -> list[RunRecord]:
-        return []
-
     async def close(self) -> None:
         pass
 

@@ -228,7 +228,6 @@ async def test_upsert_from_start_to_finish(backend: Backend) -> None:
         # A "running" snapshot that lands late (or after a crash sweep) never reopens it.
         await store.save(midway)
         assert await store.get("gen-1") == final
-        assert [r.generation_id for r in await store.list_recent(10)] == ["gen-1"]
 
 
 async def test_a_closed_run_never_keeps_a_running_variant(backend: Backend) -> None:
@@ -246,19 +245,6 @@ async def test_a_closed_run_never_keeps_a_running_variant(backend: Backend) -> N
     assert [v.status for v in cancelled.variants] == ["cancelled", "completed"]
     assert failed.finished_at == T0 + 1
     assert [v.status for v in failed.variants] == ["interrupted", "completed"]
-
-
-async def test_list_recent_is_newest_first_and_limited(backend: Backend) -> None:
-    offsets = [3, 0, 4, 1, 2]
-    runs = {f"gen-{o}": a_run(f"gen-{o}", T0 + o) for o in offsets}
-    async with opened(backend) as store:
-        for run in runs.values():
-            await store.save(run)
-        recent = await store.list_recent(3)
-        assert [r.generation_id for r in recent] == ["gen-4", "gen-3", "gen-2"]
-        assert recent == [runs[r.generation_id] for r in recent]
-        assert len(await store.list_recent(100)) == 5
-        assert await store.list_recent(0) == []
 
 
 async def test_open_marks_runs_left_running_by_a_crash_interrupted(backend: Backend) -> None:
@@ -304,10 +290,6 @@ async def test_concurrent_saves_from_many_tasks(backend: Backend) -> None:
         )
         for run in [*runs, shared]:
             assert await store.get(run.generation_id) == run
-        recent = await store.list_recent(100)
-    assert [r.generation_id for r in recent] == [r.generation_id for r in reversed(runs)] + [
-        "shared"
-    ]
 
 
 async def test_a_cancelled_caller_does_not_lose_its_save(backend: Backend) -> None:
