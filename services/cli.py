@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from services.common.logs import setup_logging
@@ -88,34 +89,74 @@ def _has_model_key(env: dict[str, str]) -> bool:
     return any(env.get(k) for k in [*_model_key_envs(), "S2C_LOCAL_MODELS"])
 
 
+def _agent_count(flag: int | None) -> int:
+    """`--agents`, else S2C_AGENTS, else one per core; ValueError saying what is wrong."""
+    raw = os.environ.get("S2C_AGENTS", "").strip()
+    if flag is None and not raw:
+        return os.cpu_count() or 1
+    try:
+        count = flag if flag is not None else int(raw)
+    except ValueError:
+        raise ValueError(f"S2C_AGENTS must be a whole number, got {raw!r}") from None
+    if count < 1:
+        raise ValueError(f"there must be at least 1 agent, got {count}")
+    return count
+
+
+def _agent_commands(
+    args: argparse.Namespace, me: list[str], env: dict[str, str]
+) -> list[tuple[list[str], dict[str, str]]]:
+    """Agent i listens on agent_port + 100 i, its metrics on 9101 + 100 i."""
+    commands = []
+    for i in range(args.agents):
+        agent_env = dict(env)
+        if i and not env.get("S2C_DATABASE_URL"):
+            # A SQLite run store is one process's (at start it closes every run left
+            # running); the gateway sends each generation back to its owner, so each
+            # agent reading only its own file is enough.
+            agent_env["S2C_DATA_DIR"] = str(
+                Path(env.get("S2C_DATA_DIR", ".s2c-data")) / f"agent-{i}"
+            )
+        listen = f"127.0.0.1:{args.agent_port + 100 * i}"
+        metrics = f"127.0.0.1:{AGENT_METRICS_PORT + 100 * i}"
+        commands.append(
+            ([*me, "agent", "--listen", listen, "--metrics-listen", metrics], agent_env)
+        )
+    return commands
+
+
 def _up(args: argparse.Namespace) -> int:
-    """Runs tools worker(s), the agent and the gateway as supervised child processes."""
+    """Runs tools worker(s), the agents and the gateway as supervised child processes."""
+    try:
+        args.agents = _agent_count(args.agents)
+    except ValueError as exc:
+        print(f"s2c up: {exc}", file=sys.stderr)
+        return 2
     env = dict(os.environ)
     tool_ports = [args.tools_port + i for i in range(args.tools_workers)]
     env["S2C_TOOLS_ADDR"] = ",".join(f"127.0.0.1:{p}" for p in tool_ports)
-    env["S2C_AGENT_ADDR"] = f"127.0.0.1:{args.agent_port}"
+    # The gateway's agents, in index order: generation ids name their owner by index.
+    env["S2C_AGENT_ADDR"] = ",".join(
+        f"127.0.0.1:{args.agent_port + 100 * i}" for i in range(args.agents)
+    )
     me = [sys.executable, "-m", "services.cli"]
-    commands = [
+    commands: list[tuple[list[str], dict[str, str]]] = [
         *[
-            [
-                *me,
-                "tools",
-                "--listen",
-                f"127.0.0.1:{p}",
-                "--metrics-listen",
-                f"127.0.0.1:{TOOLS_METRICS_PORT + i}",
-            ]
+            (
+                [
+                    *me,
+                    "tools",
+                    "--listen",
+                    f"127.0.0.1:{p}",
+                    "--metrics-listen",
+                    f"127.0.0.1:{TOOLS_METRICS_PORT + i}",
+                ],
+                env,
+            )
             for i, p in enumerate(tool_ports)
         ],
-        [
-            *me,
-            "agent",
-            "--listen",
-            f"127.0.0.1:{args.agent_port}",
-            "--metrics-listen",
-            f"127.0.0.1:{AGENT_METRICS_PORT}",
-        ],
-        [*me, "gateway", "--host", args.host, "--port", str(args.port)],
+        *_agent_commands(args, me, env),
+        ([*me, "gateway", "--host", args.host, "--port", str(args.port)], env),
     ]
     children: dict[int, subprocess.Popen[bytes]] = {}
     stopping = False
@@ -126,8 +167,8 @@ def _up(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    for i, command in enumerate(commands):
-        children[i] = subprocess.Popen(command, env=env)
+    for i, (command, command_env) in enumerate(commands):
+        children[i] = subprocess.Popen(command, env=command_env)
     url = f"http://{args.host}:{args.port}/"
     print(f"s2c is up: open {url}", flush=True)
     if not _has_model_key(env):
@@ -146,9 +187,10 @@ def _up(args: argparse.Namespace) -> int:
             # Supervision: restart a crashed service, but not in a tight loop.
             if time.monotonic() - restarts.get(i, 0.0) < 1.0:
                 time.sleep(1.0)
-            print(f"s2c: {' '.join(commands[i][3:])} exited ({child.returncode}); restarting")
+            command, command_env = commands[i]
+            print(f"s2c: {' '.join(command[3:])} exited ({child.returncode}); restarting")
             restarts[i] = time.monotonic()
-            children[i] = subprocess.Popen(commands[i], env=env)
+            children[i] = subprocess.Popen(command, env=command_env)
     for child in reversed(list(children.values())):
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
@@ -177,6 +219,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--agent-port", type=int, default=AGENT_PORT)
     up.add_argument("--tools-port", type=int, default=TOOLS_PORT)
     up.add_argument("--tools-workers", type=int, default=1)
+    up.add_argument(
+        "--agents",
+        type=int,
+        help="agent processes (default: S2C_AGENTS, else one per core)",
+    )
     up.set_defaults(func=_up)
     agent = sub.add_parser("agent", help="run the agent service")
     agent.add_argument("--listen", default=f"127.0.0.1:{AGENT_PORT}")

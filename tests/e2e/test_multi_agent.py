@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
+from services import cli
 from tests.processes import Service, base_env, start_service
 from tests.suite import create_params
 
@@ -259,3 +262,30 @@ async def test_an_agent_limit_below_one_generation_admits_it_alone_and_refuses_t
         # Nothing ends silently: the admitted one completes, every variant with it.
         assert_completed(first, await first.end())
         await s.agents[0].wait_for_log(logged("generation finished", first_id, status="completed"))
+
+
+def test_up_runs_one_agent_per_core_each_with_its_own_port_and_run_store(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("S2C_AGENTS", raising=False)
+    assert cli._agent_count(None) == (os.cpu_count() or 1)
+    assert cli._agent_count(3) == 3
+    monkeypatch.setenv("S2C_AGENTS", "2")
+    assert cli._agent_count(None) == 2
+    for bad, message in (("two", "S2C_AGENTS must be a whole number"), ("0", "at least 1")):
+        monkeypatch.setenv("S2C_AGENTS", bad)
+        with pytest.raises(ValueError, match=message):
+            cli._agent_count(None)
+
+    args = cli.build_parser().parse_args(["up", "--agents", "2"])
+    args.agents = cli._agent_count(args.agents)
+    env = {"S2C_DATA_DIR": "/data"}
+    (zero, zero_env), (one, one_env) = cli._agent_commands(args, ["s2c"], env)
+    assert zero[zero.index("--listen") + 1] == "127.0.0.1:50051"
+    assert one[one.index("--listen") + 1] == "127.0.0.1:50151"
+    assert one[one.index("--metrics-listen") + 1] == "127.0.0.1:9201"
+    assert zero_env["S2C_DATA_DIR"] == "/data"
+    assert one_env["S2C_DATA_DIR"] == str(Path("/data") / "agent-1")
+    # A shared PostgreSQL store: every agent keeps the one data directory.
+    shared = {**env, "S2C_DATABASE_URL": "postgresql://db/s2c"}
+    assert {e["S2C_DATA_DIR"] for _, e in cli._agent_commands(args, ["s2c"], shared)} == {"/data"}
