@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from services.agent import pricing
+from services.common.tool_types import FileState
 
 RunStatus = Literal["running", "completed", "failed", "cancelled", "interrupted"]
 
@@ -57,10 +58,10 @@ class CodeDelta:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class CodeSnapshot:
-    path: str
-    content: str
+class CodeSnapshot(FileState):
+    """The variant's whole file after a tool changed it (or when it was last known)."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
