@@ -63,6 +63,20 @@ def clean_strings(values: Sequence[Any]) -> list[str]:
     return list(seen)
 
 
+_URLS = "image URLs"
+
+
+def string_list(raw: object, tool: str, key: str, noun: str) -> list[str] | ToolOutcome:
+    """Argument `key` of `tool` as `clean_strings`, or the failure saying it is missing
+    (not a non-empty list) or holds no usable `noun`."""
+    if not isinstance(raw, list) or not raw:
+        return failure(f"{tool} requires a non-empty {key} list", f"Missing {key}")
+    values = clean_strings(raw)
+    if not values:
+        return failure(f"No valid {noun} provided", f"No valid {key}")
+    return values
+
+
 def publicly_fetchable(url: str) -> bool:
     """Whether a model provider could fetch `url`: http(s) on a host that is not local.
 
@@ -105,12 +119,9 @@ class ImageTools:
     ) -> ToolOutcome:
         if not ctx.flags.image_generation_enabled:
             return failure("Image generation is disabled.", "Image generation disabled")
-        raw = args.get("prompts")
-        if not isinstance(raw, list) or not raw:
-            return failure("generate_images requires a non-empty prompts list", "Missing prompts")
-        prompts = clean_strings(raw)
-        if not prompts:
-            return failure("No valid prompts provided", "No valid prompts")
+        prompts = string_list(args.get("prompts"), "generate_images", "prompts", "prompts")
+        if isinstance(prompts, ToolOutcome):
+            return prompts
         if not ctx.credentials.key("replicate"):
             return failure(
                 "No API key available for image generation.", "Missing image generation API key"
@@ -143,14 +154,9 @@ class ImageTools:
             return failure(
                 "Background removal requires REPLICATE_API_KEY.", "Missing Replicate API key"
             )
-        raw = args.get("image_urls")
-        if not isinstance(raw, list) or not raw:
-            return failure(
-                "remove_background requires a non-empty image_urls list", "Missing image_urls"
-            )
-        sources = clean_strings(raw)
-        if not sources:
-            return failure("No valid image URLs provided", "No valid image_urls")
+        sources = string_list(args.get("image_urls"), "remove_background", "image_urls", _URLS)
+        if isinstance(sources, ToolOutcome):
+            return sources
         async with self._client(ctx) as client:
             images = await self._inline_local(sources, ctx)
             inputs = [background_removal_input(image) for image in images]
@@ -181,11 +187,9 @@ class ImageTools:
         if not prompt:
             return failure("edit_image requires a non-empty prompt", "Missing prompt")
         raw = args.get("image_urls") or args.get("images")
-        if not isinstance(raw, list) or not raw:
-            return failure("edit_image requires a non-empty image_urls list", "Missing image_urls")
-        sources = clean_strings(raw)
-        if not sources:
-            return failure("No valid image URLs provided", "No valid image_urls")
+        sources = string_list(raw, "edit_image", "image_urls", _URLS)
+        if isinstance(sources, ToolOutcome):
+            return sources
         aspect = args.get("aspect_ratio")
         aspect_ratio = aspect.strip() if isinstance(aspect, str) else ""
         if aspect_ratio not in EDIT_IMAGE_ASPECT_RATIOS:

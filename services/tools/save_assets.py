@@ -15,8 +15,8 @@ from typing import Any
 from services.common.tool_summaries import summarize_text
 from services.common.tool_types import FileState, MediaPart
 from services.tools.asset_store import AssetStore, PromotedAsset
-from services.tools.image_tools import clean_strings
-from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
+from services.tools.image_tools import string_list
+from services.tools.types import ToolContext, ToolHandler, ToolOutcome
 
 SUMMARY_ID_CHARS = 100
 
@@ -47,12 +47,9 @@ class AssetTools:
     async def save_assets(
         self, args: dict[str, Any], file: FileState | None, ctx: ToolContext
     ) -> ToolOutcome:
-        raw = args.get("asset_ids")
-        if not isinstance(raw, list) or not raw:
-            return failure("save_assets requires a non-empty asset_ids list", "Missing asset_ids")
-        asset_ids = clean_strings(raw)
-        if not asset_ids:
-            return failure("No valid asset IDs provided", "No valid asset_ids")
+        asset_ids = string_list(args.get("asset_ids"), "save_assets", "asset_ids", "asset IDs")
+        if isinstance(asset_ids, ToolOutcome):
+            return asset_ids
         promoted = await asyncio.gather(*(self.store.promote(i) for i in asset_ids))
         items = [
             self._item(asset_id, p, ctx) for asset_id, p in zip(asset_ids, promoted, strict=True)
