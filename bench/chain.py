@@ -83,6 +83,9 @@ class Replay:
     set_code: list[tuple[float, int, int]] = field(default_factory=list)
     arrivals: list[tuple[float, int]] = field(default_factory=list)  # (time, content so far)
     code_deltas: list[pb.GenerationEvent] = field(default_factory=list)  # what the agent sent
+    # (time, code length after it) of each code_delta as the agent's stream yields it: what
+    # a gRPC client (our UI included) sees.
+    code_seen: list[tuple[float, int]] = field(default_factory=list)
     code: str = ""  # the browser's last setCode value
 
 
@@ -148,19 +151,27 @@ async def _agent(log: EventLog, pieces: Sequence[str], times: Sequence[float]) -
 async def _responses(log: EventLog, replay: Replay) -> AsyncIterator[pb.GenerateCodeResponse]:
     """The agent's GenerateCode stream: every event committed since the last message,
     cut into messages by the servicer's own rule."""
+    loop = asyncio.get_running_loop()
     events: Sequence[Event]
     async for events in log.batches():
         for chunk in chunk_events(events):
-            replay.code_deltas += [e for e in chunk if e.HasField("code_delta")]
+            code = [e for e in chunk if e.HasField("code_delta")]
+            replay.code_deltas += code
+            replay.code_seen += [
+                (loop.time(), e.code_delta.offset + len(e.code_delta.text)) for e in code
+            ]
             yield pb.GenerateCodeResponse(events=chunk)
 
 
 async def _replay(
-    pieces: Sequence[str], times: Sequence[float], config: PreviewPolicyConfig
+    pieces: Sequence[str],
+    times: Sequence[float],
+    config: PreviewPolicyConfig,
+    code_tick_s: float | None,
 ) -> Replay:
     loop = asyncio.get_running_loop()
     replay = Replay()
-    log = EventLog(GENERATION_ID)
+    log = EventLog(GENERATION_ID, code_tick_s=code_tick_s)
     socket = _RecordingSocket(loop, replay)
     relay = Relay(
         cast(web.WebSocketResponse, socket),
@@ -176,12 +187,33 @@ async def _replay(
 
 
 def replay_stream(
-    pieces: Sequence[str], times: Sequence[float], config: PreviewPolicyConfig
+    pieces: Sequence[str],
+    times: Sequence[float],
+    config: PreviewPolicyConfig,
+    *,
+    code_tick_s: float | None = None,
 ) -> Replay:
     """Streams `create_file` arguments cut into `pieces`, piece i arriving at `times[i]`
-    (seconds from the start), through agent and gateway on a simulated clock."""
+    (seconds from the start), through agent and gateway on a simulated clock; the event
+    log's code tick is the production one unless `code_tick_s` says otherwise."""
     loop = SimulatedClockLoop()
     try:
-        return loop.run_until_complete(_replay(pieces, times, config))
+        return loop.run_until_complete(_replay(pieces, times, config, code_tick_s))
     finally:
         loop.close()
+
+
+def delta_lags(
+    seen: Sequence[tuple[float, int]], arrivals: Sequence[tuple[float, int]]
+) -> list[float]:
+    """From each delta's arrival to the first of `seen` (time, code length) showing
+    everything it decoded. `seen` is in time order with the code never shrinking."""
+    lags, j, decoded = [], 0, 0
+    for now, length in arrivals:
+        if length <= decoded:
+            continue  # this delta decoded nothing new
+        decoded = length
+        while seen[j][1] < length or seen[j][0] < now:
+            j += 1
+        lags.append(seen[j][0] - now)
+    return lags
