@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from openai import AsyncOpenAI, Omit, omit
+from openai import Omit, omit
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
     ChatCompletionChunk,
@@ -28,7 +28,7 @@ from openai.types.completion_usage import CompletionUsage
 from openai.types.shared.reasoning_effort import ReasoningEffort
 
 from services.agent.pricing import Usage
-from services.agent.providers import errors
+from services.agent.providers import errors, openai_common
 from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
@@ -41,12 +41,7 @@ from services.agent.providers.base import (
     ToolSpec,
 )
 from services.agent.providers.openai_common import media_url, provider_errors, result_json
-from services.agent.providers.streaming import (
-    SdkSession,
-    TurnProgress,
-    lineage_cache_key,
-    parse_tool_call,
-)
+from services.agent.providers.streaming import TurnProgress, parse_tool_call
 
 # The SDK refuses to start without a key; local servers ignore whatever it sends.
 PLACEHOLDER_KEY = "not-needed"
@@ -160,32 +155,16 @@ class _TurnParser:
                     await self.emit(ToolCallDelta(pending.call_id, pending.name, piece))
 
 
-class OpenAIChatSession(SdkSession):
-    """One conversation with a model behind an OpenAI-compatible Chat Completions API.
+class OpenAIChatSession(openai_common.OpenAISession):
+    """One conversation with a model behind an OpenAI-compatible Chat Completions API."""
 
-    A client passed in is the caller's to close; one made here is closed by `close`.
-    """
+    keyless_placeholder = PLACEHOLDER_KEY
 
-    def __init__(
-        self,
-        config: SessionConfig,
-        *,
-        client: AsyncOpenAI | None = None,
-        prompt_caching: bool = True,
-    ) -> None:
-        """`prompt_caching=False` sends no cache key (the cost bench's baseline)."""
-        super().__init__(config, owns_client=client is None)
-        self._client = client or AsyncOpenAI(
-            api_key=config.api_key or PLACEHOLDER_KEY,
-            base_url=config.base_url,
-            max_retries=config.max_retries,
-            timeout=config.request_timeout_s,
-        )
+    def _start(self, config: SessionConfig) -> None:
         self._tools = [tool_param(t) for t in config.tools]
         self._messages: list[ChatCompletionMessageParam] = [
             chat_message(m) for m in config.messages
         ]
-        self._cache_key: str | Omit = lineage_cache_key(config.messages) if prompt_caching else omit
 
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
         progress = TurnProgress()
@@ -241,9 +220,6 @@ class OpenAIChatSession(SdkSession):
         media = tool_media_message(executed)
         if media is not None:
             self._messages.append(media)
-
-    async def _close_client(self) -> None:
-        await self._client.close()
 
 
 def _call_param(pending: _PendingCall) -> ChatCompletionMessageFunctionToolCallParam:

@@ -9,10 +9,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import openai
+from openai import Omit, omit
 
 from services.agent.providers import errors
 from services.agent.providers.base import MediaPart, ProviderError, SessionConfig
-from services.agent.providers.streaming import TurnProgress
+from services.agent.providers.streaming import SdkSession, TurnProgress, lineage_cache_key
 
 
 def _detail(err: openai.APIError) -> str:
@@ -49,6 +50,44 @@ def provider_errors(config: SessionConfig, progress: TurnProgress) -> Iterator[N
         raise errors.stream_failed(name, errors.redact(_detail(exc), key)) from exc
     except openai.OpenAIError as exc:
         raise ProviderError(f"{name.display} client error: {errors.redact(str(exc), key)}") from exc
+
+
+class OpenAISession(SdkSession):
+    """What the Responses and the Chat Completions sessions share: the SDK client and
+    the prompt-cache key. Each builds its own conversation state in `_start`.
+
+    A client passed in is the caller's to close; one made here is closed by `close`.
+    """
+
+    # The key sent when the config has none (servers that ignore it); None: one is required.
+    keyless_placeholder: str | None = None
+
+    def __init__(
+        self,
+        config: SessionConfig,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        prompt_caching: bool = True,
+    ) -> None:
+        """`prompt_caching=False` sends no cache key (the cost bench's baseline)."""
+        api_key = config.api_key or self.keyless_placeholder
+        if client is None and not api_key:
+            raise errors.missing_key(config.provider)
+        super().__init__(config, owns_client=client is None)
+        self._client = client or openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=config.base_url,
+            max_retries=config.max_retries,
+            timeout=config.request_timeout_s,
+        )
+        self._cache_key: str | Omit = lineage_cache_key(config.messages) if prompt_caching else omit
+        self._start(config)
+
+    def _start(self, config: SessionConfig) -> None:
+        raise NotImplementedError
+
+    async def _close_client(self) -> None:
+        await self._client.close()
 
 
 def media_url(part: MediaPart) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from openai import AsyncOpenAI, Omit, omit
+from openai import Omit, omit
 from openai.types.responses import (
     FunctionToolParam,
     Response,
@@ -32,7 +32,7 @@ from openai.types.shared_params import Reasoning
 from openai.types.shared_params.reasoning_effort import ReasoningEffort
 
 from services.agent.pricing import Usage
-from services.agent.providers import errors
+from services.agent.providers import errors, openai_common
 from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
@@ -48,12 +48,7 @@ from services.agent.providers.base import (
 )
 from services.agent.providers.errors import redact
 from services.agent.providers.openai_common import media_url, provider_errors, result_json
-from services.agent.providers.streaming import (
-    SdkSession,
-    TurnProgress,
-    lineage_cache_key,
-    parse_tool_call,
-)
+from services.agent.providers.streaming import TurnProgress, parse_tool_call
 
 # Upstream sends these models images at full resolution; the rest get "high".
 _ORIGINAL_DETAIL_MODELS = frozenset({"gpt-5.5", "gpt-5.6-sol", "gpt-5.6-terra"})
@@ -237,37 +232,19 @@ class _TurnParser:
                 pass
 
 
-class OpenAIResponsesSession(SdkSession):
+class OpenAIResponsesSession(openai_common.OpenAISession):
     """One conversation with an OpenAI model through the Responses API.
 
     The conversation lives here, not on OpenAI's servers: every turn resends the
     accumulated input items, including the encrypted reasoning of earlier turns.
-    A client passed in is the caller's to close; one made here is closed by `close`.
     """
 
-    def __init__(
-        self,
-        config: SessionConfig,
-        *,
-        client: AsyncOpenAI | None = None,
-        prompt_caching: bool = True,
-    ) -> None:
-        """`prompt_caching=False` sends no cache key (the cost bench's baseline)."""
-        if client is None and not config.api_key:
-            raise errors.missing_key(config.provider)
-        super().__init__(config, owns_client=client is None)
-        self._client = client or AsyncOpenAI(
-            api_key=config.api_key,
-            base_url=config.base_url,
-            max_retries=config.max_retries,
-            timeout=config.request_timeout_s,
-        )
+    def _start(self, config: SessionConfig) -> None:
         self._detail = image_detail(config.api_name)
         self._tools = [tool_param(t) for t in config.tools]
         self._input: list[ResponseInputItemParam] = [
             message_item(m, self._detail) for m in config.messages
         ]
-        self._cache_key: str | Omit = lineage_cache_key(config.messages) if prompt_caching else omit
 
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
         progress = TurnProgress()
@@ -325,6 +302,3 @@ class OpenAIResponsesSession(SdkSession):
         items = cast(list[ResponseInputItemParam], turn.native or [])
         self._input.extend(items)
         self._input.extend(tool_output_item(e, self._detail) for e in executed)
-
-    async def _close_client(self) -> None:
-        await self._client.close()
