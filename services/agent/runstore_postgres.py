@@ -11,6 +11,7 @@ This needs session-level locks: point it at the server, or at a pooler in sessio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -64,7 +65,12 @@ class PostgresRunStore:
         async with self._lock:
             conn, self._conn = self._conn, None
             if conn is not None:
-                await conn.close()  # also releases the owner lock
+                # The server frees a session's locks only once its backend has exited,
+                # some time after the socket closes: unlock first, so a replica that opens
+                # right after this one closed never mistakes it for alive.
+                with contextlib.suppress(psycopg.Error):
+                    await conn.execute(f"SELECT pg_advisory_unlock({_OWNER_KEY})", (self._owner,))
+                await conn.close()
 
     async def _submit(self, op: Callable[[Connection], Awaitable[T]]) -> T:
         if not self._open:
