@@ -36,7 +36,8 @@ PAGE = f"""<!doctype html><html><head><title>Pricing</title><style>
   header {{ height: 150px; background: rgb{HEADER_RGB}; }}
   main {{ height: 1800px; }}
 </style></head><body><header></header><main>Plans</main></body></html>"""
-CAPTURE_TIMEOUT_S = 4
+# Long enough for a capture on a loaded 2-core CI machine; the hang test waits it out.
+CAPTURE_TIMEOUT_S = 15
 
 
 @dataclass
