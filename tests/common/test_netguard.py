@@ -7,12 +7,12 @@ import pytest
 
 from services.common.netguard import (
     AddressGuard,
-    Resolver,
     is_page_internal_url,
     is_public_address,
     is_public_url,
     network_target,
 )
+from tests.fakes.resolver import table_resolver
 
 PUBLIC_V4 = "93.184.216.34"
 
@@ -128,19 +128,8 @@ async def test_public_literal_urls_are_allowed(url: str) -> None:
     assert await is_public_url(url)
 
 
-def _resolver(table: dict[str, list[str]], calls: list[str] | None = None) -> Resolver:
-    async def resolve(host: str, port: int) -> Sequence[str]:
-        if calls is not None:
-            calls.append(host)
-        if host not in table:
-            raise OSError(f"no such host {host}")
-        return table[host]
-
-    return resolve
-
-
 async def test_names_are_judged_by_every_address_they_resolve_to() -> None:
-    resolver = _resolver(
+    resolver = table_resolver(
         {
             "cdn.example": [PUBLIC_V4, "2606:4700:4700::1111"],
             "internal.example": ["10.0.0.7"],
@@ -190,7 +179,7 @@ def test_network_target_defaults_ports() -> None:
 
 async def test_guard_shares_and_caches_lookups() -> None:
     calls: list[str] = []
-    guard = AddressGuard(resolver=_resolver({"cdn.example": [PUBLIC_V4]}, calls))
+    guard = AddressGuard(resolver=table_resolver({"cdn.example": [PUBLIC_V4]}, calls))
     results = await asyncio.gather(*(guard.vet("cdn.example", 443) for _ in range(5)))
     assert results == [(PUBLIC_V4,)] * 5
     assert await guard.allows_url("https://CDN.example/again")
@@ -201,7 +190,7 @@ async def test_guard_shares_and_caches_lookups() -> None:
 async def test_guard_does_not_remember_refusals() -> None:
     table: dict[str, list[str]] = {}
     calls: list[str] = []
-    guard = AddressGuard(resolver=_resolver(table, calls))
+    guard = AddressGuard(resolver=table_resolver(table, calls))
     assert await guard.vet("flaky.example", 443) == ()
     table["flaky.example"] = [PUBLIC_V4]
     assert await guard.vet("flaky.example", 443) == (PUBLIC_V4,)

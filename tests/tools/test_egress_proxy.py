@@ -4,26 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
 
-from services.common.netguard import AddressGuard, Resolver
+from services.common.netguard import AddressGuard
 from services.tools.egress_proxy import EgressProxy
+from tests.fakes.resolver import table_resolver
 
 PUBLIC_V4 = "93.184.216.34"
-
-
-def _resolver(table: dict[str, list[str]], calls: list[str] | None = None) -> Resolver:
-    async def resolve(host: str, port: int) -> Sequence[str]:
-        if calls is not None:
-            calls.append(host)
-        if host not in table:
-            raise OSError(f"no such host {host}")
-        return table[host]
-
-    return resolve
 
 
 @dataclass
@@ -69,7 +59,7 @@ class Proxy:
 async def proxy(upstream: Upstream) -> AsyncIterator[Proxy]:
     lookups: list[str] = []
     table = {"public.example": [PUBLIC_V4], "rebind.example": [PUBLIC_V4, "10.0.0.1"]}
-    resolver = _resolver(table, lookups)
+    resolver = table_resolver(table, lookups)
     egress = EgressProxy(AddressGuard(resolver=resolver), opener=upstream.open)
     url = await egress.start()
     host, port = url.removeprefix("http://").split(":")
