@@ -11,10 +11,9 @@ from pathlib import Path
 
 import aiohttp
 import grpc
-from s2c.common.v1 import common_pb2
-from s2c.tools.v1 import tool_service_pb2 as tpb
 from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
 
+from tests.fakes.recording_worker import RecordingToolService
 from tests.processes import base_env, running_processes, start_service
 from tests.suite import create_params, run_ws
 
@@ -69,39 +68,11 @@ async def test_a_cancel_close_is_echoed_as_4333(tmp_path: Path) -> None:
     assert cancelled["status"] == "cancelled"
 
 
-class RecordingWorker(tpb_grpc.ToolServiceServicer):
-    """Stands in front of a real tool worker process and records every credential sent."""
-
-    def __init__(self, target: tpb_grpc.ToolServiceAsyncStub) -> None:
-        self.target = target
-        self.seen: list[common_pb2.Credentials] = []
-
-    async def ListTools(
-        self, request: tpb.ListToolsRequest, context: object
-    ) -> tpb.ListToolsResponse:
-        self.seen.append(request.credentials)
-        response: tpb.ListToolsResponse = await self.target.ListTools(request)
-        return response
-
-    async def ExecuteTool(
-        self, request: tpb.ExecuteToolRequest, context: object
-    ) -> tpb.ExecuteToolResponse:
-        self.seen.append(request.context.credentials)
-        response: tpb.ExecuteToolResponse = await self.target.ExecuteTool(request)
-        return response
-
-    async def CaptureUrl(
-        self, request: tpb.CaptureUrlRequest, context: object
-    ) -> tpb.CaptureUrlResponse:
-        response: tpb.CaptureUrlResponse = await self.target.CaptureUrl(request)
-        return response
-
-
 async def test_browser_model_keys_never_reach_a_tool_worker_process(tmp_path: Path) -> None:
     env = {**base_env(tmp_path), "S2C_MODELS": "demo"}
     tools = await start_service("tools", ["--listen", "127.0.0.1:0"], env)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{tools.port}")
-    recorder = RecordingWorker(tpb_grpc.ToolServiceStub(channel))
+    recorder = RecordingToolService(tpb_grpc.ToolServiceStub(channel))
     server = grpc.aio.server()
     tpb_grpc.add_ToolServiceServicer_to_server(recorder, server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -124,12 +95,12 @@ async def test_browser_model_keys_never_reach_a_tool_worker_process(tmp_path: Pa
     assert result.close_code == 1000, result.frames
     assert result.of("variantComplete")
     assert recorder.seen, "the agent never called the tool worker"
-    sent = [dict(c.providers) for c in recorder.seen]
+    sent = [dict(c.providers) for _, c in recorder.seen]
     assert all(set(providers) <= {"gemini", "replicate"} for providers in sent), sent
     # The tool keys the browser sent still reach the worker: only model keys are withheld.
     assert any(
         p["replicate"].api_key == REQUEST_KEYS["replicateApiKey"] for p in sent if "replicate" in p
     )
-    wire = b"".join(c.SerializeToString() for c in recorder.seen)
+    wire = b"".join(c.SerializeToString() for _, c in recorder.seen)
     for name in ("openAiApiKey", "anthropicApiKey"):
         assert REQUEST_KEYS[name].encode() not in wire

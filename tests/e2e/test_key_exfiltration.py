@@ -35,6 +35,7 @@ from services.common.errors import bad_request_violations
 from services.tools.server import ToolsServer
 from services.tools.settings import ToolsSettings
 from tests.fakes import serve_on_loopback
+from tests.fakes.recording_worker import RecordingToolService
 from tests.processes import Processes, running_processes
 from tests.suite import create_params, png_data_url, run_ws
 
@@ -255,35 +256,6 @@ async def agent_call(
         await stub.GetCapabilities(
             pb.GetCapabilitiesRequest(credentials=credentials), timeout=TIMEOUT_S
         )
-
-
-class RecordingToolService(tpb_grpc.ToolServiceServicer):
-    """A tool worker in front of a real one: records the credentials of every request."""
-
-    def __init__(self, target: tpb_grpc.ToolServiceAsyncStub) -> None:
-        self.target = target
-        self.seen: list[tuple[str, common_pb2.Credentials]] = []
-
-    async def ListTools(
-        self, request: tpb.ListToolsRequest, context: object
-    ) -> tpb.ListToolsResponse:
-        self.seen.append(("ListTools", request.credentials))
-        response: tpb.ListToolsResponse = await self.target.ListTools(request)
-        return response
-
-    async def ExecuteTool(
-        self, request: tpb.ExecuteToolRequest, context: object
-    ) -> tpb.ExecuteToolResponse:
-        self.seen.append((f"ExecuteTool {request.call.name}", request.context.credentials))
-        response: tpb.ExecuteToolResponse = await self.target.ExecuteTool(request)
-        return response
-
-    async def CaptureUrl(
-        self, request: tpb.CaptureUrlRequest, context: object
-    ) -> tpb.CaptureUrlResponse:
-        # Carries no credentials; forwarded so the recorder is a complete worker.
-        response: tpb.CaptureUrlResponse = await self.target.CaptureUrl(request)
-        return response
 
 
 async def test_tool_workers_never_receive_model_keys(tmp_path: Path) -> None:
