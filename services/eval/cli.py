@@ -3,7 +3,8 @@
     s2c eval basic --model demo --out eval-out/
     s2c eval my-screens/ --model "claude-opus-4-8 (medium effort)" --model local:qwen3 --out e/
 
-SET is a directory (see services/eval/sets.py) or the name of a built-in set (`basic`).
+SET is a directory (see services/eval/sets.py) or the name of a built-in set in `evalsets/`
+(`basic`).
 Progress goes to stderr; the summary table to stdout; `DIR/report.html` and
 `DIR/results.json` are rewritten after every item. Running the same command again resumes:
 items already scored against the same reference content are not redone.

@@ -147,9 +147,11 @@ def visual_score(ref_png: bytes, cand_png: bytes) -> float:
     return float(np.clip(ssim, 0.0, 1.0))
 
 
-def score(ref: PageBlocks | None, ref_png: bytes, cand: PageBlocks, cand_png: bytes) -> Scores:
-    """All metrics; `ref` None (a PNG reference) leaves the block metrics None."""
+def score(
+    ref: PageBlocks | None, ref_png: bytes, cand: PageBlocks | None, cand_png: bytes
+) -> Scores:
+    """All metrics; a page without a DOM (a PNG reference) leaves the block metrics None."""
     visual = visual_score(ref_png, cand_png)
-    if ref is None:
+    if ref is None or cand is None:
         return Scores(None, None, None, None, visual)
     return Scores(*block_scores(ref, cand), visual)

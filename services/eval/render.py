@@ -71,8 +71,10 @@ class Viewport:
 
 @dataclass(frozen=True, slots=True)
 class Rendering:
+    """A rendered page (or a PNG reference as it is)."""
+
     png: bytes  # full page, cut at MAX_HEIGHT_PX
-    page: PageBlocks
+    page: PageBlocks | None  # None: a PNG reference, which has no DOM
 
 
 class RenderError(Exception):

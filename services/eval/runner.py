@@ -25,8 +25,8 @@ from services.cli_generate import GenerationView
 from services.common.errors import bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
-from services.eval.metrics import PageBlocks, score
-from services.eval.render import Renderer, RenderError, renderer
+from services.eval.metrics import score
+from services.eval.render import Renderer, RenderError, Rendering, renderer
 from services.eval.report import write_report
 from services.eval.results import ItemResult, Results, slug, write_atomic
 from services.eval.sets import Reference, ReferenceSet
@@ -54,12 +54,6 @@ class Progress(Protocol):
     def working(self, item: str, model: str) -> None: ...
 
     def finished(self, item: str, model: str, result: ItemResult) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class ReferenceRender:
-    png: bytes
-    page: PageBlocks | None  # None: a PNG reference, which has no DOM
 
 
 def prepare(options: EvalOptions) -> Results:
@@ -102,7 +96,7 @@ async def run_eval(options: EvalOptions, results: Results, progress: Progress) -
     channel = create_channel(options.agent, options.security, CHANNEL_OPTIONS)
     async with channel, renderer() as chromium:
         stub = pb_grpc.AgentServiceStub(channel)
-        rendered: dict[str, ReferenceRender] = {}
+        rendered: dict[str, Rendering] = {}
         for ref, model in pending:
             progress.working(ref.id, model)
             if ref.id not in rendered:
@@ -115,15 +109,14 @@ async def run_eval(options: EvalOptions, results: Results, progress: Progress) -
             progress.finished(ref.id, model, result)
 
 
-async def render_reference(chromium: Renderer, ref: Reference, out: Path) -> ReferenceRender:
+async def render_reference(chromium: Renderer, ref: Reference, out: Path) -> Rendering:
     if ref.is_html:
         try:
-            rendering = await chromium.render(ref.path.read_text(encoding="utf-8"), ref.viewport)
+            result = await chromium.render(ref.path.read_text(encoding="utf-8"), ref.viewport)
         except RenderError as exc:
             raise EvalAborted(f"the reference {ref.path} does not render: {exc}") from None
-        result = ReferenceRender(rendering.png, rendering.page)
     else:
-        result = ReferenceRender(ref.path.read_bytes(), None)
+        result = Rendering(ref.path.read_bytes(), None)
     write_atomic(out / "refs" / f"{ref.id}.png", result.png)
     return result
 
@@ -180,7 +173,7 @@ async def _one(
     stub: pb_grpc.AgentServiceAsyncStub,
     chromium: Renderer,
     ref: Reference,
-    reference: ReferenceRender,
+    reference: Rendering,
     model: str,
     options: EvalOptions,
 ) -> ItemResult:

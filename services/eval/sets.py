@@ -23,7 +23,9 @@ from typing import Any
 from services.eval.render import Viewport
 
 DEFAULT_VIEWPORT = Viewport(1280, 800)
-BUILTIN_SETS = Path(__file__).resolve().parent / "sets"
+# Data, not code: the sets live beside `services/` at the top of the checkout (the
+# editable install `make` does keeps this path valid).
+BUILTIN_SETS = Path(__file__).resolve().parents[2] / "evalsets"
 MAX_VIEWPORT_PX = 4096
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -63,10 +65,13 @@ def resolve(spec: str) -> Path:
     builtin = BUILTIN_SETS / spec
     if "/" not in spec and builtin.is_dir():
         return builtin
-    raise SetError(f"{spec}: no such set directory (built-in sets: {', '.join(builtin_names())})")
+    known = ", ".join(builtin_names()) or "none"
+    raise SetError(f"{spec}: no such set directory (built-in sets: {known})")
 
 
 def builtin_names() -> list[str]:
+    if not BUILTIN_SETS.is_dir():
+        return []
     return sorted(p.name for p in BUILTIN_SETS.iterdir() if p.is_dir())
 
 

@@ -89,6 +89,7 @@ async def test_every_shipped_page_scores_at_least_099_against_itself(
         html = ref.path.read_text(encoding="utf-8")
         a = await chromium.render(html, ref.viewport)
         b = await chromium.render(html, ref.viewport)
+        assert a.page is not None
         assert len(a.page.blocks) >= 5, f"{ref.id} has too little text to score"
         scores = score(a.page, a.png, b.page, b.png)
         assert_unchanged(scores, "block_match", "text", "position", "color", "visual")
@@ -172,5 +173,6 @@ async def test_renders_make_no_network_requests(chromium: Renderer) -> None:
     finally:
         await runner.cleanup()
     assert hits == []
+    assert rendering.page is not None
     assert [b.text for b in rendering.page.blocks] == ["offline"]
     assert rendering.page.blocks[0].color == (0, 0, 0)

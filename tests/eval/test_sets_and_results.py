@@ -10,7 +10,7 @@ import pytest
 
 from services.eval.report import PNG_NOTE, render_report
 from services.eval.results import ItemResult, Results, ResultsError, slug
-from services.eval.sets import SetError, load_set
+from services.eval.sets import BUILTIN_SETS, SetError, load_set
 
 
 def test_the_shipped_set_is_varied_offline_and_declares_viewports() -> None:
@@ -23,6 +23,14 @@ def test_the_shipped_set_is_varied_offline_and_declares_viewports() -> None:
         if ref.is_html:
             html = ref.path.read_text(encoding="utf-8")
             assert not re.search(r"(?:https?:)?//[a-z]", html, re.I), f"{ref.id} links out"
+
+
+def test_the_shipped_sets_are_data_beside_the_package_not_in_it() -> None:
+    services = Path(__file__).resolve().parents[2] / "services"
+    shipped = load_set("basic")
+    assert shipped.root == BUILTIN_SETS / "basic"
+    assert BUILTIN_SETS.parent == services.parent
+    assert not list((services / "eval").rglob("*.html")), "reference pages belong in evalsets/"
 
 
 def write_manifest(root: Path, items: object) -> None:
