@@ -3,8 +3,11 @@
 Per variant it keeps the current code, applies `code_delta`s, and sends whole
 `setCode` frames (what the upstream UI expects) only as often as the policy
 allows; the latest state is always flushed before tool frames, completion and
-close. The thinking/assistant deltas of one message in one batch go out as one frame:
-the agent's event-log tick already paces them, so no window of our own is added.
+close. A client that asked for append-only code (`codeStream: "append"`, our UI) gets
+`appendCode` frames with only the text it has not seen, and a whole `setCode` only when
+the file it holds is replaced. The thinking/assistant deltas of one message in one
+batch go out as one frame: the agent's event-log tick already paces them, so no window
+of our own is added.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from google.protobuf import json_format, struct_pb2
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
-from services.gateway.preview_policy import PreviewPolicyConfig, SetCodePolicy
+from services.gateway.preview_policy import AppendPolicy, PreviewPolicyConfig, SetCodePolicy
 
 Frame = dict[str, Any]
 
@@ -66,6 +69,12 @@ class _VariantCode:
     length: int = 0
     dirty: bool = False
     due: float | None = None  # when the pending change may go out (cached: hot path)
+    # Append mode only: the client holds `text()[:shown]` while `known`; once the file
+    # changed under what it holds (or, on a resume, nobody knows what it holds) the next
+    # frame must be a whole setCode.
+    appends: AppendPolicy | None = None
+    shown: int = 0
+    known: bool = True
 
     def apply(self, offset: int, text: str) -> None:
         if offset < self.length:
@@ -104,11 +113,17 @@ class FrameBuilder:
         clock: Callable[[], float],
         *,
         resumable: bool = False,
+        append: bool = False,
+        resumed: bool = False,
     ) -> None:
         # Resumable clients get the event sequence on every frame but setCode, so they
         # can re-attach from the last one they saw (setCode is whole state: a resume
         # re-sends it).
         self._resumable = resumable
+        self._append = append
+        # A re-attached client may hold code this builder never sent (appends from
+        # events after the sequence it resumes from): its first code frame is whole.
+        self._resumed = resumed
         self._seq = 0
         self._config = config
         self._clock = clock
@@ -125,6 +140,9 @@ class FrameBuilder:
         code = self._code.get(index)
         if code is None:
             code = self._code[index] = _VariantCode(SetCodePolicy(self._config))
+            if self._append:
+                code.appends = AppendPolicy(self._config.append_interval_s)
+                code.known = not self._resumed
         return code
 
     def next_due(self) -> float | None:
@@ -136,7 +154,7 @@ class FrameBuilder:
         out = [self._take_pending(key) for key in list(self._pending)]
         for index, code in self._code.items():
             if code.due is not None and code.due <= now:
-                out.extend(self._set_code(index, code, now))
+                out.extend(self._send_code(index, code, now))
         return out
 
     def flush_all(self) -> list[Frame]:
@@ -159,7 +177,11 @@ class FrameBuilder:
         if self._models is not None and kind not in ("status", "variant_count"):
             out.append(self._models)
             self._models = None
-        if kind == "code_delta":
+        if kind == "code_delta" and self._append:
+            out.extend(self._append_delta(v, event.code_delta))
+        elif kind == "code_snapshot" and self._append:
+            out.extend(self._append_snapshot(v, event.code_snapshot.content))
+        elif kind == "code_delta":
             code = self._variant(v)
             restart = event.code_delta.offset == 0
             code.apply(event.code_delta.offset, event.code_delta.text)
@@ -220,6 +242,7 @@ class FrameBuilder:
         self._pending.clear()
         for code in self._code.values():
             code.dirty = code.length > 0
+            code.known = False  # append mode: what the client holds is unknown
         return self.flush_all()
 
     def _delta(self, kind: str, event: pb.GenerationEvent) -> list[Frame]:
@@ -258,7 +281,56 @@ class FrameBuilder:
         code = self._code.get(index)
         if code is None or not code.dirty:
             return []
-        return self._set_code(index, code, self._clock())
+        return self._send_code(index, code, self._clock())
+
+    def _send_code(self, index: int, code: _VariantCode, now: float) -> list[Frame]:
+        return (
+            self._code_frame(index, code, now) if self._append else self._set_code(index, code, now)
+        )
+
+    def _append_delta(self, index: int, delta: pb.CodeDelta) -> list[Frame]:
+        code = self._variant(index)
+        if delta.offset < code.shown:
+            code.known = False  # the client holds text the file no longer has
+        code.apply(delta.offset, delta.text)
+        if code.length == 0 or (code.known and code.length == code.shown):
+            # As for setCode: a restarted file shows its first text, never a blank page;
+            # and an append is never empty.
+            code.dirty, code.due = False, None
+            return []
+        now = self._clock()
+        assert code.appends is not None
+        due = code.appends.due(now)
+        if not code.known or due <= now:
+            # A replaced file goes out at once, whole; new text once the interval allows.
+            return self._code_frame(index, code, now)
+        code.due = due
+        return []
+
+    def _append_snapshot(self, index: int, content: str) -> list[Frame]:
+        code = self._variant(index)
+        # The usual snapshot (create_file's, the final one) only confirms what was
+        # streamed: the client gets the text it lacks, if any, not the file again.
+        if code.known and not content.startswith(code.text()[: code.shown]):
+            code.known = False
+        code.replace(content)
+        if code.known and code.length == code.shown:
+            code.dirty, code.due = False, None
+            return []
+        return self._code_frame(index, code, self._clock())
+
+    def _code_frame(self, index: int, code: _VariantCode, now: float) -> list[Frame]:
+        """Append mode: what the client lacks, as an append or (if it holds something
+        else) the whole file."""
+        text = code.text()
+        if code.known:
+            out = [frame("appendCode", index, value=text[code.shown :])]
+        else:
+            out = [frame("setCode", index, value=text)]
+        code.shown, code.known, code.dirty, code.due = len(text), True, False, None
+        assert code.appends is not None
+        code.appends.mark_sent(now)
+        return out
 
     def _set_code(self, index: int, code: _VariantCode, now: float) -> list[Frame]:
         text = code.text()

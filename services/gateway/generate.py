@@ -10,6 +10,10 @@ whole code of every variant, then every frame after that sequence. A dropped
 resumable socket keeps its generation running for `resume_grace_s`; a 4333
 close, or any close of a non-resumable socket, cancels it at once.
 
+Our UI also asks for append-only code (`"codeStream": "append"`, in its params and in
+every resume): `appendCode` frames carry only new text, and a whole `setCode` goes out
+only where the file the client holds is replaced (frames.py).
+
 A stream (resumed or not) ends the way its generation ended: completed — the
 variants' frames, then 1000; failed — an `error` frame, then 4332; cancelled (a
 4333 elsewhere, CancelGeneration, or a dropped socket nobody resumed in time) — a
@@ -47,7 +51,7 @@ from services.gateway.keys import (
     SETTINGS_KEY,
 )
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.params import ParamsError, kind_of, parse_params
+from services.gateway.params import ParamsError, appends_code, kind_of, parse_params
 from services.gateway.preview_policy import PreviewPolicyConfig
 from services.gateway.relay import APP_ERROR, USER_CANCEL, EventStream, Relay
 from services.gateway.settings import GatewaySettings
@@ -165,8 +169,11 @@ async def _generate(
 ) -> web.WebSocketResponse:
     metrics = request.app[METRICS_KEY]
     call: EventStream
+    resumed = "resumeGenerationId" in params
     try:
-        if "resumeGenerationId" in params:
+        # A resume names its code stream again: it is the socket's, not the generation's.
+        append = appends_code(params)
+        if resumed:
             generation_id, after = _resume_params(params)
             agent = request.app[AGENTS_KEY].owner(generation_id)
             call = agent.stub.WatchGeneration(
@@ -200,7 +207,7 @@ async def _generate(
     relay = Relay(
         ws,
         call,
-        FrameBuilder(preview, time.monotonic, resumable=resumable),
+        FrameBuilder(preview, time.monotonic, resumable=resumable, append=append, resumed=resumed),
         agent_addr,
         metrics,
         skip_until=skip_until,

@@ -29,6 +29,26 @@ class ParamsError(ValueError):
     """Invalid params; the message is what the browser's `error` frame says."""
 
 
+# Our extension (docs/browser-protocol.md, "Append-only code"): how a variant's code
+# reaches the client. The upstream UI never sends the key, so it keeps whole-file setCodes.
+CODE_STREAMS = ("setCode", "append")
+
+
+def appends_code(params: dict[str, Any]) -> bool:
+    """Whether the params (a create's or a resume's) ask for `appendCode` frames.
+
+    An unknown value is refused rather than ignored: a client that asked for appends and
+    got whole files would apply them as appends and show a garbled page.
+    """
+    value = params.get("codeStream")
+    if value is None or value == "setCode":
+        return False
+    if value == "append":
+        return True
+    shown = f'"{value[:40]}"' if isinstance(value, str) else kind_of(value)
+    raise ParamsError(f'Invalid params: codeStream must be "append" or "setCode", got {shown}')
+
+
 def _show(value: Any) -> str:
     # Upstream formats the offending value with Python's str(); keep the same text.
     return "None" if value is None else str(value)

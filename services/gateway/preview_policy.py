@@ -58,9 +58,14 @@ class PreviewPolicyConfig:
     # before a batch leaves that batch waiting a whole interval. The timer only serves a
     # stream that has stopped.
     arrival_grace_s: float = 0.01
+    # `appendCode` clients (`AppendPolicy`): the least time between two appends of one
+    # variant. Each frame costs ~50 bytes of JSON around its text, so this trades bytes for
+    # freshness; bench/ui_stream.py measures both.
+    append_interval_s: float = 0.1
 
     def __post_init__(self) -> None:
-        if min(self.min_chars, self.min_interval_s, self.idle_s, self.arrival_grace_s) < 0:
+        limits = (self.min_chars, self.min_interval_s, self.idle_s, self.arrival_grace_s)
+        if min(*limits, self.append_interval_s) < 0:
             raise ValueError("preview policy limits must not be negative")
         if self.max_bytes_per_s <= 0:
             raise ValueError("max_bytes_per_s must be positive")
@@ -195,3 +200,25 @@ class SetCodePolicy:
             if remaining + size <= cap:
                 return leaves
         return self._window[-1][0]
+
+
+class AppendPolicy:
+    """When a variant's new text goes to an `appendCode` client: a leading-edge throttle.
+
+    An append carries only text the client has not seen, so its bytes are the content's
+    whatever the pacing; pacing only bounds the frames (and their JSON around the text).
+    Text that arrives at least `append_interval_s` after the last append goes out at once;
+    other text waits until that interval has passed. A delta is on the wire at most one
+    interval after the gateway got it. Pure, like `SetCodePolicy`.
+    """
+
+    def __init__(self, interval_s: float) -> None:
+        self._interval_s = interval_s
+        self._ready = -math.inf
+
+    def due(self, now: float) -> float:
+        """When text pending at `now` may go out (at least `now`)."""
+        return max(now, self._ready)
+
+    def mark_sent(self, now: float) -> None:
+        self._ready = now + self._interval_s

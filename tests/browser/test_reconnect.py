@@ -251,9 +251,15 @@ async def test_a_dropped_connection_reattaches_and_loses_nothing(
     # The drop landed mid-generation: before any variant ended.
     assert not [f for f in first if f["type"] in ("variantComplete", "variantError")]
     [params_frame] = params
-    assert params_frame["resumable"] is True
+    assert (params_frame["resumable"], params_frame["codeStream"]) == (True, "append")
     assert first[0] == {"type": "generation", "value": dropped.id}
-    assert resume == [{"resumeGenerationId": dropped.id, "afterSequence": max(seqs(first))}]
+    assert resume == [
+        {
+            "resumeGenerationId": dropped.id,
+            "afterSequence": max(seqs(first)),
+            "codeStream": "append",
+        }
+    ]
     # After the whole code, only what came after the last sequence seen, each once.
     assert min(seqs(second)) > max(seqs(first))
     events = [json.dumps(f, sort_keys=True) for f in first + second if "seq" in f]

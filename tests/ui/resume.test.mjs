@@ -12,6 +12,7 @@ import {
   USER_CLOSE_CODE,
   isFinalClose,
 } from "../../services/gateway/static/js/protocol.js";
+import { applyFrame, newCommit } from "../../services/gateway/static/js/state.js";
 
 const DROPPED = 1006; // what the browser reports when the network drops
 
@@ -109,7 +110,7 @@ test("only 1000, 4332 and 4333 are the server's last word", () => {
 
 test("the params opt in to resuming; the generation frame is the socket's, not the UI's", () => {
   const { seen, ws } = streaming();
-  assert.deepEqual(ws().sent, [{ generationType: "create", resumable: true }]);
+  assert.deepEqual(ws().sent, [{ generationType: "create", resumable: true, codeStream: "append" }]);
   assert.deepEqual(
     seen.frames.map((f) => f.type),
     ["variantCount", "setCode", "thinking", "variantModels"],
@@ -128,7 +129,7 @@ test("a drop re-attaches after the last seq seen and carries on with the new soc
   assert.notEqual(second, first);
   second.emit("open");
   // The highest seq, though variantModels (seq 1) arrived last.
-  assert.deepEqual(second.sent, [{ resumeGenerationId: "g1", afterSequence: 7 }]);
+  assert.deepEqual(second.sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }]);
   assert.equal(seen.resumed, 0);
   second.frame({ type: "setCode", variantIndex: 0, value: "<html><body>" });
   assert.equal(seen.resumed, 1);
@@ -180,7 +181,7 @@ test("a re-attached socket that delivers frames earns a fresh set of tries", () 
   );
   timers.fire();
   ws().emit("open");
-  assert.deepEqual(ws().sent, [{ resumeGenerationId: "g1", afterSequence: 8 }]);
+  assert.deepEqual(ws().sent, [{ resumeGenerationId: "g1", afterSequence: 8, codeStream: "append" }]);
 });
 
 test("final closes and drops before the generation id are not re-attached", () => {
@@ -214,7 +215,7 @@ test("a cancel while waiting to re-attach re-attaches only to close with 4333", 
   const last = ws();
   assert.equal(FakeWebSocket.all.length, 2);
   last.emit("open");
-  assert.deepEqual([last.sent, last.closed], [[{ resumeGenerationId: "g1", afterSequence: 7 }], [USER_CLOSE_CODE]]);
+  assert.deepEqual([last.sent, last.closed], [[{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }], [USER_CLOSE_CODE]]);
   last.frame({ type: "setCode", variantIndex: 0, value: "x" });
   last.emit("close", { code: USER_CLOSE_CODE, reason: "" });
   assert.deepEqual([seen.frames.length, seen.closes, seen.resumed], [4, [], 0]);
@@ -229,7 +230,7 @@ test("a cancel while a re-attach is connecting cancels through that socket", () 
   assert.deepEqual([connecting.closed, FakeWebSocket.all.length], [[], 2]);
   connecting.emit("open");
   assert.deepEqual(connecting.closed, [USER_CLOSE_CODE]);
-  assert.deepEqual(connecting.sent, [{ resumeGenerationId: "g1", afterSequence: 7 }]);
+  assert.deepEqual(connecting.sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }]);
 });
 
 test("a cancel on a live socket just closes it with 4333", () => {
@@ -237,4 +238,23 @@ test("a cancel on a live socket just closes it with 4333", () => {
   socket.cancel();
   socket.cancel();
   assert.deepEqual([ws().closed, FakeWebSocket.all.length], [[USER_CLOSE_CODE], 1]);
+});
+
+test("appends seen before a drop are replaced by the re-attach's whole code", () => {
+  const { timers, seen, ws } = streaming();
+  const commit = newCommit({ kind: "create", label: "", seedHistory: [], count: 1 });
+  const first = ws();
+  first.frame({ type: "appendCode", variantIndex: 0, value: "<body>" });
+  // Appends carry no seq: this one came from events after seq 7, which the resume replays.
+  first.frame({ type: "appendCode", variantIndex: 0, value: "<h1>" });
+  first.emit("close", { code: DROPPED, reason: "" });
+  timers.fire();
+  const second = ws();
+  second.emit("open");
+  assert.deepEqual(second.sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }]);
+  // The gateway starts a re-attached socket with each variant's code as of seq 7, whole.
+  second.frame({ type: "setCode", variantIndex: 0, value: "<html><body>" });
+  second.frame({ type: "appendCode", variantIndex: 0, value: "<h1>Hi</h1></body></html>" });
+  for (const frame of seen.frames) applyFrame(commit, frame);
+  assert.equal(commit.variants[0].code, "<html><body><h1>Hi</h1></body></html>");
 });

@@ -4,13 +4,17 @@
 // JSON frames and closes with 1000 (complete), 4332 (after an `error` frame) or 4333
 // (cancelled). The client cancels by closing with 4333. Our UI also opts in to the
 // gateway's resumable extension (docs/browser-protocol.md), so a dropped connection
-// re-attaches to the running generation instead of losing it.
+// re-attaches to the running generation instead of losing it, and to its append-only
+// code stream, so a streamed file arrives once instead of whole on every step.
 
 import { credentialParams } from "./settings.js";
 
 export const NORMAL_CLOSE = 1000;
 export const APP_ERROR_CODE = 4332;
 export const USER_CLOSE_CODE = 4333;
+
+/** Our extension (docs/browser-protocol.md): new code arrives as appends, not whole files. */
+export const CODE_STREAM = "append";
 
 /** The wait before each re-attach after a dropped connection; then the UI gives up. */
 export const RESUME_DELAYS_MS = [250, 1000, 2000, 4000];
@@ -163,10 +167,15 @@ export class GenerationSocket {
     this.connect();
   }
 
-  /** The first frame of a socket: the params, or a re-attach once the generation is known. */
+  /**
+   * The first frame of a socket: the params, or a re-attach once the generation is known.
+   * Both ask for append-only code (`appendCode` frames, state.js); a re-attach starts with
+   * each variant's whole code, so the buffer it appends to is right again.
+   */
   firstFrame() {
-    if (this.generationId === null) return { ...this.params, resumable: true };
-    return { resumeGenerationId: this.generationId, afterSequence: this.lastSeq };
+    const codeStream = CODE_STREAM;
+    if (this.generationId === null) return { ...this.params, resumable: true, codeStream };
+    return { resumeGenerationId: this.generationId, afterSequence: this.lastSeq, codeStream };
   }
 
   connect() {

@@ -177,6 +177,12 @@ export function applyFrame(commit, frame, now = performance.now()) {
       variant.code = String(frame.value ?? "");
       change.code = true;
       break;
+    case "appendCode": // ours (codeStream "append"): only the text not yet sent
+      if (typeof frame.value === "string" && frame.value) {
+        variant.code += frame.value;
+        change.code = true;
+      }
+      break;
     case "usage": // ours: one model turn's tokens and cost
       variant.usage = addUsage(variant.usage, frame.data);
       change.header = true;
