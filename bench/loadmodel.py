@@ -41,21 +41,17 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 
 from services.agent.demo import demo_script
-from services.agent.domain import GenerationRequest
-from services.agent.models import ModelSpec
 from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
     OnEvent,
-    PromptMessage,
     ProviderSession,
     ProviderTurn,
     ThinkingDelta,
     ToolCall,
     ToolCallDelta,
-    ToolSpec,
 )
-from services.agent.providers.factory import ProviderSessions
+from services.agent.providers.factory import ProviderSessions, SessionRequest
 from services.agent.providers.scripted import (
     CallTool,
     Say,
@@ -249,22 +245,13 @@ class LoadSessions:
         if self.stats is not None:
             self.stats.start()
 
-    def __call__(
-        self,
-        spec: ModelSpec,
-        *,
-        variant_index: int,
-        messages: Sequence[PromptMessage],
-        tools: Sequence[ToolSpec],
-        request: GenerationRequest,
-    ) -> ProviderSession:
-        if spec.provider != "demo":
-            return self._providers(
-                spec, variant_index=variant_index, messages=messages, tools=tools, request=request
-            )
+    def __call__(self, wanted: SessionRequest) -> ProviderSession:
+        if wanted.spec.provider != "demo":
+            return self._providers(wanted)
         config = self._config
+        request = wanted.request
         script = demo_script(
-            request.prompt.text, request.stack, variant_index, [t.name for t in tools]
+            request.prompt.text, request.stack, wanted.variant_index, [t.name for t in wanted.tools]
         )
         return LoadSession(
             rechunk(script, config.chunk_chars),

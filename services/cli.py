@@ -19,7 +19,7 @@ from services.common.tracing import setup_tracing
 from services.eval.command import add_parser as add_eval_parser
 
 if TYPE_CHECKING:  # the services import lazily: `s2c generate` needs none of them
-    from services.agent.generation import SessionFactory
+    from services.agent.providers.factory import SessionFactory
     from services.agent.settings import AgentSettings
 
 AGENT_PORT, TOOLS_PORT, GATEWAY_PORT = 50051, 50052, 7001

@@ -15,7 +15,6 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -45,7 +44,8 @@ from services.agent.models import (
     select_models,
 )
 from services.agent.prompts import PromptError, build_prompt_messages, current_file
-from services.agent.providers.base import PromptMessage, ProviderError, ProviderSession, ToolSpec
+from services.agent.providers.base import PromptMessage, ProviderError, ToolSpec
+from services.agent.providers.factory import SessionFactory, SessionRequest
 from services.agent.retention import Retention, retained_size
 from services.agent.runstore import RunRecord, RunStore, snapshot
 from services.agent.settings import AgentSettings
@@ -74,18 +74,6 @@ RECORD_NOT_SAVED = (
 
 class ShuttingDown(Exception):
     pass
-
-
-class SessionFactory(Protocol):
-    def __call__(
-        self,
-        spec: ModelSpec,
-        *,
-        variant_index: int,
-        messages: Sequence[PromptMessage],
-        tools: Sequence[ToolSpec],
-        request: GenerationRequest,
-    ) -> ProviderSession: ...
 
 
 class Generation:
@@ -390,7 +378,7 @@ class GenerationManager:
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
             session = self._sessions(
-                spec, variant_index=index, messages=messages, tools=tools, request=request
+                SessionRequest(spec, index, tuple(messages), tuple(tools), request)
             )
             budget.track(session)
             # Without file_state, an update's file is recovered from its history.

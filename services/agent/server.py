@@ -12,9 +12,9 @@ from grpc_health.v1 import health, health_pb2
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
-from services.agent.generation import GenerationManager, SessionFactory
+from services.agent.generation import GenerationManager
 from services.agent.metrics import AgentMetrics
-from services.agent.providers.factory import ProviderSessions
+from services.agent.providers.factory import ProviderSessions, SessionFactory
 from services.agent.runstore import open_run_store
 from services.agent.runstore_health import HEALTH_SERVICE, STORE_NAME, ObservedRunStore
 from services.agent.servicer import AgentServicer

@@ -15,14 +15,13 @@ from services.agent.convert import event_to_proto
 from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
 from services.agent.engine import CostBudget, PreviewReplay, VariantEngine
 from services.agent.generation import ALL_FAILED, Generation, GenerationManager
-from services.agent.models import ModelSpec
 from services.agent.providers.base import (
-    PromptMessage,
     ProviderError,
     ProviderSession,
     ToolCall,
     ToolSpec,
 )
+from services.agent.providers.factory import SessionRequest
 from services.agent.providers.scripted import (
     CallTool,
     Say,
@@ -85,14 +84,7 @@ class InProcessTools:
 def scripted(turns: Sequence[ScriptedTurn]) -> Any:
     sessions: list[ScriptedSession] = []
 
-    def factory(
-        spec: ModelSpec,
-        *,
-        variant_index: int,
-        messages: Sequence[PromptMessage],
-        tools: Sequence[ToolSpec],
-        request: GenerationRequest,
-    ) -> ProviderSession:
+    def factory(wanted: SessionRequest) -> ProviderSession:
         session = ScriptedSession(list(turns))
         sessions.append(session)
         return session
@@ -206,7 +198,7 @@ async def test_a_failing_variant_does_not_stop_the_others() -> None:
 
     calls = {"n": 0}
 
-    def factory(spec: ModelSpec, **kw: Any) -> ProviderSession:
+    def factory(wanted: SessionRequest) -> ProviderSession:
         calls["n"] += 1
         return Flaky([]) if calls["n"] == 1 else ScriptedSession(list(CREATE_THEN_EDIT))
 
@@ -256,7 +248,7 @@ async def test_budget_stops_before_the_next_tool_call() -> None:
     manager = GenerationManager(
         replace(settings(), max_cost_usd=0.1),
         InProcessTools(),
-        lambda spec, **kw: Costly(list(CREATE_THEN_EDIT)),
+        lambda wanted: Costly(list(CREATE_THEN_EDIT)),
     )
     events = await run(manager, request(variant_count=1))
     failure = next(e.payload for e in events if isinstance(e.payload, ev.VariantError))
@@ -340,7 +332,7 @@ async def test_a_paused_stream_still_flushes_the_preview() -> None:
     manager = GenerationManager(
         replace(settings(), preview_replay_s=0.0),
         InProcessTools(),
-        lambda spec, **kw: Pausing(list(turns)),
+        lambda wanted: Pausing(list(turns)),
     )
     generation = manager.start(request(variant_count=1))
     code = ""

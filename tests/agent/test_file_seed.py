@@ -8,7 +8,6 @@ such an update over gRPC to a real agent and tool worker, and a scripted model's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,10 +17,10 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.domain import FileState, GenerationRequest, HistoryMessage
-from services.agent.models import ModelSpec
 from services.agent.prompts import current_file
 from services.agent.prompts.file_seed import LEGACY_CODE_MARKER, seed_file_state
-from services.agent.providers.base import PromptMessage, ProviderSession, ToolSpec
+from services.agent.providers.base import ProviderSession
+from services.agent.providers.factory import SessionRequest
 from services.agent.providers.scripted import Say, ScriptedSession, ScriptedTurn, call_tool
 from services.agent.server import AgentServer
 from services.agent.settings import AgentSettings
@@ -103,17 +102,10 @@ def test_file_state_wins_and_a_create_seeds_nothing() -> None:
 EDIT = {"path": "index.html", "old_text": "Old title", "new_text": "New title", "count": 1}
 
 
-def edit_then_stop(
-    spec: ModelSpec,
-    *,
-    variant_index: int,
-    messages: Sequence[PromptMessage],
-    tools: Sequence[ToolSpec],
-    request: GenerationRequest,
-) -> ProviderSession:
+def edit_then_stop(wanted: SessionRequest) -> ProviderSession:
     return ScriptedSession(
         [
-            ScriptedTurn((call_tool(f"edit-{variant_index}", "edit_file", EDIT, 16),)),
+            ScriptedTurn((call_tool(f"edit-{wanted.variant_index}", "edit_file", EDIT, 16),)),
             ScriptedTurn((Say(("Renamed the title.",)),)),
         ]
     )

@@ -4,15 +4,14 @@ running one; a retired generation replays from its run record."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from services.agent import events as ev
-from services.agent.domain import GenerationRequest, VariantRecord
+from services.agent.domain import VariantRecord
 from services.agent.generation import GenerationManager
-from services.agent.models import ModelSpec
-from services.agent.providers.base import PromptMessage, ProviderSession, ToolSpec
+from services.agent.providers.base import ProviderSession
+from services.agent.providers.factory import SessionRequest
 from services.agent.providers.scripted import ScriptedSession
 from services.agent.retention import Retention, RetentionLimits, replay
 from services.agent.runstore import RunRecord
@@ -27,17 +26,9 @@ class GatedSessions:
         self.gate = asyncio.Event()
         self.slow_started = asyncio.Event()
 
-    def __call__(
-        self,
-        spec: ModelSpec,
-        *,
-        variant_index: int,
-        messages: Sequence[PromptMessage],
-        tools: Sequence[ToolSpec],
-        request: GenerationRequest,
-    ) -> ProviderSession:
+    def __call__(self, wanted: SessionRequest) -> ProviderSession:
         session = ScriptedSession(list(CREATE_THEN_EDIT))
-        if not request.prompt.text.startswith("slow"):
+        if not wanted.request.prompt.text.startswith("slow"):
             return session
         inner = session.stream_turn
 

@@ -13,9 +13,8 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent import servicer
-from services.agent.generation import SessionFactory
-from services.agent.models import ModelSpec
 from services.agent.providers.base import ProviderSession
+from services.agent.providers.factory import SessionFactory, SessionRequest
 from services.agent.providers.scripted import Say, ScriptedSession, ScriptedTurn, call_tool
 from services.agent.server import AgentServer
 from services.agent.settings import AgentSettings
@@ -155,7 +154,7 @@ async def test_generation_wide_events_name_no_variant(tmp_path: Path) -> None:
 BIG = 900 * 1024  # a file near the tool's limit: several such snapshots exceed 1 MiB
 
 
-def big_file_then_edit(spec: ModelSpec, **_: object) -> ProviderSession:
+def big_file_then_edit(wanted: SessionRequest) -> ProviderSession:
     # Many lines, as pages have: the edit's diff (in its tool_result) stays small.
     lines = "\n".join(f"<p>{i:06} {'x' * 70}</p>" for i in range(BIG // 84))
     content = f"<!DOCTYPE html><html><body>\n{lines}\n<h1>Old</h1></body></html>"
@@ -215,8 +214,8 @@ async def test_usage_events_carry_each_turns_own_cost(tmp_path: Path) -> None:
     assert complete.usage.cost_usd == sum(turns)
 
 
-def big_file_then_edit_priced(spec: ModelSpec, **kwargs: object) -> ProviderSession:
-    session = big_file_then_edit(spec, **kwargs)
+def big_file_then_edit_priced(wanted: SessionRequest) -> ProviderSession:
+    session = big_file_then_edit(wanted)
     assert isinstance(session, ScriptedSession)
     return PricedSession(session.script)
 

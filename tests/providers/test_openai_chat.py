@@ -31,7 +31,7 @@ from services.agent.providers.base import (
     ToolCallDelta,
     ToolSpec,
 )
-from services.agent.providers.factory import ProviderSessions
+from services.agent.providers.factory import ProviderSessions, SessionRequest
 from services.agent.providers.openai_chat import OpenAIChatSession
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials, Endpoint
@@ -406,11 +406,13 @@ async def test_released_pause_finishes_the_turn(fake: FakeOpenAI, client: AsyncO
 def through_registry(settings: AgentSettings, model: str = "local:qwen3-coder") -> ProviderSession:
     """The session the agent would run: model id → registry entry → factory → session."""
     return ProviderSessions(settings)(
-        resolve(model),
-        variant_index=0,
-        messages=config("").messages,
-        tools=(CREATE_FILE,),
-        request=GenerationRequest(generation_id="g-registry"),
+        SessionRequest(
+            resolve(model),
+            variant_index=0,
+            messages=config("").messages,
+            tools=(CREATE_FILE,),
+            request=GenerationRequest(generation_id="g-registry"),
+        )
     )
 
 

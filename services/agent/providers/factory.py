@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from services.agent.demo import demo_turns
 from services.agent.domain import GenerationRequest
@@ -20,23 +21,34 @@ from services.agent.settings import AgentSettings
 from services.common.credentials import CredentialsError
 
 
+@dataclass(frozen=True, slots=True)
+class SessionRequest:
+    """What a session factory is asked for: one variant's model session."""
+
+    spec: ModelSpec
+    variant_index: int
+    messages: tuple[PromptMessage, ...]
+    tools: tuple[ToolSpec, ...]
+    request: GenerationRequest
+
+
+# The agent's one seam for model sessions: the default providers go through it, and tests
+# and the load bench pass their own.
+SessionFactory = Callable[[SessionRequest], ProviderSession]
+
+
 class ProviderSessions:
     """The `SessionFactory` the agent runs with: a session of the model's own provider."""
 
     def __init__(self, settings: AgentSettings) -> None:
         self._settings = settings
 
-    def __call__(
-        self,
-        spec: ModelSpec,
-        *,
-        variant_index: int,
-        messages: Sequence[PromptMessage],
-        tools: Sequence[ToolSpec],
-        request: GenerationRequest,
-    ) -> ProviderSession:
+    def __call__(self, wanted: SessionRequest) -> ProviderSession:
+        spec, request, tools = wanted.spec, wanted.request, wanted.tools
         if spec.provider == "demo":
-            script = demo_turns(request, variant_index, tools_offered=[t.name for t in tools])
+            script = demo_turns(
+                request, wanted.variant_index, tools_offered=[t.name for t in tools]
+            )
             return ScriptedSession(script, pace_s=self._settings.demo_pace_s)
         provider = registry.get(spec.provider)
         try:
@@ -61,8 +73,8 @@ class ProviderSessions:
                 effort=spec.effort,
                 api_key=endpoint.api_key,
                 base_url=base_url or None,
-                messages=tuple(messages),
-                tools=tuple(tools),
+                messages=wanted.messages,
+                tools=tools,
                 max_retries=self._settings.provider_max_retries,
             )
         )
