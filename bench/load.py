@@ -194,13 +194,16 @@ def set_autogroup_nice(pid: int, nice: int) -> None:
         f.write(str(nice))
 
 
-async def start(name: str, argv: Sequence[str], env: dict[str, str], nice: int = 0) -> Proc:
-    """Starts `python ARGV` and waits for its "<name> listening" log line."""
+async def start(
+    name: str, argv: Sequence[str], env: dict[str, str], nice: int = 0, cwd: Path = ROOT
+) -> Proc:
+    """Starts `python ARGV` in `cwd` (another checkout: `python -m` imports from there)
+    and waits for its "<name> listening" log line."""
     process = await spawn(
         argv,
         nice,
         env=env,
-        cwd=ROOT,
+        cwd=cwd,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -223,6 +226,15 @@ async def start(name: str, argv: Sequence[str], env: dict[str, str], nice: int =
             process.kill()
         await process.wait()
         raise
+
+
+async def kill_all(procs: Sequence[Proc]) -> None:
+    for proc in procs:
+        if proc.process.returncode is None:
+            proc.process.kill()
+        await proc.process.wait()
+        if proc.drain is not None:
+            proc.drain.cancel()
 
 
 async def _drain(stream: asyncio.StreamReader, log: list[str]) -> None:
@@ -260,12 +272,7 @@ class Suite:
         return time.monotonic(), events, 0
 
     async def kill(self) -> None:
-        for proc in self.servers:
-            if proc.process.returncode is None:
-                proc.process.kill()
-            await proc.process.wait()
-            if proc.drain is not None:
-                proc.drain.cancel()
+        await kill_all(self.servers)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,483 @@
+"""Load bench on the real provider path: our suite against itself at an older commit.
+
+Run alone from the repository root (both suites, the same fakes, client and sizes, in
+one run; sizes alternate between the suites so a change in machine load hits both):
+
+    .venv/bin/python bench/load_real.py                 # N = 10 … 200: about 20 minutes
+    .venv/bin/python bench/load_real.py --quick         # N = 5, 10, 25, 10 s pages: ~4 min
+    .venv/bin/python bench/load_real.py --sizes 25,50 --agents 2 --fakes 2 --clients 2
+    .venv/bin/python bench/load_real.py --no-baseline   # the current tree only
+
+What runs, per suite and N, fresh each time: `--fakes` processes of `bench/sse_fake.py`
+(the OpenAI Responses API, sharing one port), `s2c tools`, the agents, `s2c gateway`,
+all as `s2c up` starts them but on free ports, with `OPENAI_BASE_URL` at the fakes and
+`S2C_MODELS` pinning one OpenAI model, so every variant reads SSE over HTTP through the
+official SDK. Ours runs `--agents` agents (default: one per core) behind the gateway; the
+baseline is the tree at `--baseline` (default a9f7bbd, checked out with `git worktree add
+/tmp/s2c-a9f7bbd a9f7bbd`, run with this virtualenv's python and PYTHONPATH at the
+worktree and its committed stubs), which has one agent and no admission bound: that is how
+its `s2c up` ran. `--clients` load-client processes (`bench/load_client.py`) keep N
+generations open.
+
+Each generation is a create, so it has upstream's 4 variants (the WebSocket protocol has
+no variant count): 4 N model streams, each one `create_file` of `--stamps` 8-byte argument
+deltas at 50/s (1 500: a 12 KB page, a 30 s generation), then a one-line closing turn.
+
+How to read the table (rates over the window, endings over ramp + window): `done`,
+`refused` ("busy, retry" error frames), `failed` (other errors), `silent` (closed with
+no result and no error: must be 0), `stalled` (open longer than twice a generation);
+`p50`/`p99 ms`: delta to visible, from the fake writing a delta to the browser process
+reading the first `setCode` that shows it; `frames/s`, `MB/s` the browsers received;
+`CPU %` of one core per process (`agents` each, `fakes` and `client` summed over their
+processes, `other` the rest of the machine) and `late %`, the fakes' deltas sent more
+than 10 ms after due (a fake that cannot keep its pace); `KB/var`: gateway + agent RSS
+growth over the idle suite per live variant. The knee is the smallest N where p99 > 150
+ms or an admitted generation did not complete (failed, silent or stalled); below the
+tables: both knees, their ratio against the 3x target, the silent check up to 2x our
+knee, and which process saturates first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Final
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: find bench/
+
+from bench.load import (  # noqa: E402
+    MODEL_KEYS,
+    SATURATED_CPU,
+    Proc,
+    cpu_seconds,
+    free_port,
+    kill_all,
+    machine_busy_seconds,
+    percentile,
+    rss_bytes,
+    spawn,
+    start,
+    warm_up,
+)
+from bench.load_client import ClientConfig, ClientResult  # noqa: E402
+
+PACE_MS: Final = 20.0
+TARGET_P99_MS: Final = 150.0
+TARGET_RATIO: Final = 3.0
+BASELINE_COMMIT: Final = "a9f7bbd"
+MODEL: Final = "gpt-5.5 (high effort)"  # an id both trees know
+VARIANTS: Final = 4
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A checkout to run the suite from: ours, or the baseline's worktree."""
+
+    name: str
+    path: Path
+    agents: int
+
+    def env(self, data_dir: Path, base_url: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in (*MODEL_KEYS, "S2C_MODELS")}
+        env.update(
+            {
+                "S2C_DATA_DIR": str(data_dir),
+                "NO_PROXY": "127.0.0.1",
+                "S2C_SCREENSHOTS": "0",
+                "S2C_LOG_FORMAT": "json",
+                "OPENAI_API_KEY": "sk-bench",
+                "OPENAI_BASE_URL": base_url,
+                "S2C_MODELS": MODEL,
+                # One client address opens every socket: lift the per-client limits.
+                "S2C_MAX_CONCURRENT_PER_CLIENT": "0",
+                "S2C_STARTS_PER_MINUTE": "0",
+                "S2C_MAX_WAITING_PER_CLIENT": "0",
+            }
+        )
+        if self.path != ROOT:  # `python -m` from the worktree, its stubs before ours
+            env["PYTHONPATH"] = f"{self.path}:{self.path / 'gen' / 'python'}"
+        return env
+
+
+@dataclass(frozen=True)
+class Options:
+    stamps: int
+    ramp_s: float
+    window_s: float
+    fakes: int
+    clients: int
+    nice: int = 0  # niceness of every process the bench starts (negative: root)
+
+
+@dataclass
+class Suite:
+    fakes: list[Proc]
+    tools: Proc
+    agents: list[Proc]
+    gateway: Proc
+    stats: list[Path]
+
+    @property
+    def servers(self) -> list[Proc]:
+        return [*self.fakes, self.tools, *self.agents, self.gateway]
+
+    async def kill(self) -> None:
+        await kill_all(self.servers)
+
+    def fake_counts(self) -> tuple[int, int]:
+        """(deltas, late deltas) the fakes have written so far."""
+        deltas = late = 0
+        for path in self.stats:
+            if path.exists():
+                written, slow, _ = (int(v) for v in path.read_text().split())
+                deltas, late = deltas + written, late + slow
+        return deltas, late
+
+
+async def start_suite(tree: Tree, data_dir: Path, epoch_us: int, options: Options) -> Suite:
+    port = free_port()
+    stats = [data_dir / f"fake-{i}.stats" for i in range(options.fakes)]
+    fake_args = ["--port", str(port), "--epoch-us", str(epoch_us), "--stamps"]
+    fake_args += [str(options.stamps), "--pace-ms", str(PACE_MS)]
+    env = tree.env(data_dir, f"http://127.0.0.1:{port}/v1")
+    fake_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}  # the fakes are ours
+    fake = str(ROOT / "bench" / "sse_fake.py")
+    fakes = [
+        await start("fake", [fake, *fake_args, "--stats", str(s)], fake_env, options.nice)
+        for s in stats
+    ]
+    cli = ["-m", "services.cli"]
+    no_metrics = ["--metrics-listen", ""]
+    tools_port = free_port()
+    agent_ports = [free_port() for _ in range(tree.agents)]
+    starting = [
+        start(
+            "tools",
+            [*cli, "tools", "--listen", f"127.0.0.1:{tools_port}", *no_metrics],
+            env,
+            options.nice,
+            tree.path,
+        )
+    ]
+    for i, agent_port in enumerate(agent_ports):
+        agent_env = {**env, "S2C_TOOLS_ADDR": f"127.0.0.1:{tools_port}"}
+        agent_env["S2C_DATA_DIR"] = str(data_dir / f"agent-{i}")  # SQLite: one per agent
+        listen = ["--listen", f"127.0.0.1:{agent_port}", *no_metrics]
+        starting.append(
+            start("agent", [*cli, "agent", *listen], agent_env, options.nice, tree.path)
+        )
+    agents_addr = ",".join(f"127.0.0.1:{p}" for p in agent_ports)
+    gateway_env = {**env, "S2C_AGENT_ADDR": agents_addr}
+    starting.append(
+        start("gateway", [*cli, "gateway", "--port", "0"], gateway_env, options.nice, tree.path)
+    )
+    results = await asyncio.gather(*starting, return_exceptions=True)
+    procs = [r for r in results if isinstance(r, Proc)]
+    failed = [r for r in results if isinstance(r, BaseException)]
+    suite = Suite(fakes, procs[0], procs[1:-1], procs[-1], stats) if not failed else None
+    if suite is None:
+        await kill_all([*fakes, *procs])
+        raise failed[0]
+    return suite
+
+
+@dataclass
+class Row:
+    tree: str
+    generations: int
+    completed: int
+    refused: int
+    failed: int
+    silent: int
+    stalled: int
+    samples: int
+    p50_ms: float
+    p99_ms: float
+    frames_per_s: float
+    mb_per_s: float
+    cpu: dict[str, float]  # % of one core
+    late_pct: float
+    kb_per_variant: float
+    client_lag_ms: float
+    bad_frames: int
+    notes: list[str]
+
+    @property
+    def over(self) -> bool:
+        """Past the knee: too slow, or an admitted generation that did not complete."""
+        return self.p99_ms > TARGET_P99_MS or bool(self.failed + self.silent + self.stalled)
+
+
+def groups(suite: Suite, clients: Sequence[int]) -> dict[str, list[int]]:
+    named = {"gateway": [suite.gateway.pid], "tools": [suite.tools.pid]}
+    named |= {f"agent{i}": [a.pid] for i, a in enumerate(suite.agents)}
+    return named | {"fakes": [f.pid for f in suite.fakes], "client": list(clients)}
+
+
+def cpu_now(named: dict[str, list[int]]) -> dict[str, float]:
+    cpu = {name: sum(cpu_seconds(pid) for pid in pids) for name, pids in named.items()}
+    return cpu | {"machine": machine_busy_seconds()}
+
+
+async def measure(tree: Tree, generations: int, options: Options) -> Row:
+    with tempfile.TemporaryDirectory(prefix="s2c-load-real-") as tmp:
+        epoch_us = int(time.monotonic() * 1e6)
+        suite = await start_suite(tree, Path(tmp), epoch_us, options)
+        try:
+            return await _measure(tree, suite, generations, epoch_us, options)
+        finally:
+            await suite.kill()
+
+
+async def _measure(
+    tree: Tree, suite: Suite, generations: int, epoch_us: int, options: Options
+) -> Row:
+    url = f"ws://127.0.0.1:{suite.gateway.port}/generate-code"
+    await warm_up(url, 2.5)
+    await asyncio.sleep(1.0)  # the cancelled warm-up winds down
+    watched = [suite.gateway, *suite.agents]
+    idle_rss = sum(rss_bytes(p.pid) for p in watched)
+    start_at = time.monotonic() + 1.5  # the clients' imports
+    window_start = start_at + options.ramp_s
+    window_end = window_start + options.window_s
+    clients = []
+    for k in range(options.clients):
+        config = ClientConfig(
+            url=url,
+            slots=list(range(k, generations, options.clients)),
+            generations=generations,
+            stamps=options.stamps,
+            epoch_us=epoch_us,
+            start_at=start_at,
+            ramp_s=options.ramp_s,
+            window_start=window_start,
+            window_end=window_end,
+            stall_s=2 * options.ramp_s + 10,
+        )
+        argv = [str(ROOT / "bench" / "load_client.py"), json.dumps(asdict(config))]
+        clients.append(await spawn(argv, options.nice, cwd=ROOT, stdout=asyncio.subprocess.PIPE))
+    outputs = [asyncio.create_task(c.communicate()) for c in clients]
+    named = groups(suite, [c.pid for c in clients])
+    await asyncio.sleep(max(0.0, window_start - time.monotonic()))
+    cpu_before, wall_before, fake_before = cpu_now(named), time.monotonic(), suite.fake_counts()
+    await asyncio.sleep(max(0.0, window_end - 0.05 - time.monotonic()))
+    cpu_after, wall_after, fake_after = cpu_now(named), time.monotonic(), suite.fake_counts()
+    rss = sum(rss_bytes(p.pid) for p in watched)
+    results = []
+    for client, output in zip(clients, outputs, strict=True):
+        stdout, _ = await asyncio.wait_for(output, 60)
+        if client.returncode != 0:
+            raise RuntimeError(f"a load client exited with {client.returncode}")
+        results.append(ClientResult(**json.loads(stdout.decode().strip().splitlines()[-1])))
+    dead = [p.name for p in suite.servers if p.process.returncode is not None]
+    if dead:
+        raise RuntimeError(f"exited early: {dead}\n" + "".join(suite.gateway.log[-10:]))
+    wall = wall_after - wall_before
+    cpu = {name: 100 * (cpu_after[name] - cpu_before[name]) / wall for name in cpu_before}
+    cpu["other"] = max(0.0, cpu.pop("machine") - sum(cpu.values()))
+    latencies = sorted(v for r in results for v in r.latencies_us)
+    deltas = fake_after[0] - fake_before[0]
+    live_variants = sum(r.live_variants for r in results)
+    return Row(
+        tree=tree.name,
+        generations=generations,
+        completed=sum(r.completed for r in results),
+        refused=sum(r.refused for r in results),
+        failed=sum(r.failed for r in results),
+        silent=sum(r.silent for r in results),
+        stalled=sum(r.stalled for r in results),
+        samples=len(latencies),
+        p50_ms=percentile(latencies, 0.50) / 1000,
+        p99_ms=percentile(latencies, 0.99) / 1000,
+        frames_per_s=sum(r.frames for r in results) / options.window_s,
+        mb_per_s=sum(r.frame_bytes for r in results) / options.window_s / 1e6,
+        cpu=cpu,
+        late_pct=100 * (fake_after[1] - fake_before[1]) / deltas if deltas else math.nan,
+        kb_per_variant=(rss - idle_rss) / max(1, live_variants) / 1024,
+        client_lag_ms=max(r.max_loop_lag_ms for r in results),
+        bad_frames=sum(r.bad_frames for r in results),
+        notes=[n for r in results for n in r.samples][:3],
+    )
+
+
+# -- the report ----------------------------------------------------------------------------
+
+
+def header(agents: int) -> str:
+    return (
+        f"{'suite':<8} {'N gen':>5} {'vars':>5} {'done':>5} {'refused':>7} {'failed':>6} "
+        f"{'silent':>6} {'stalled':>7} {'p50 ms':>7} {'p99 ms':>7} {'frames/s':>8} "
+        f"{'MB/s':>5} {'CPU% gw':>7} {'agents':>{4 * agents + 3}} {'tools':>5} {'fakes':>5} "
+        f"{'client':>6} {'other':>5} {'late %':>6} {'KB/var':>6}"
+    )
+
+
+def format_row(row: Row, agents: int) -> str:
+    each = "/".join(f"{v:.0f}" for k, v in row.cpu.items() if k.startswith("agent"))
+    return (
+        f"{row.tree:<8} {row.generations:>5} {VARIANTS * row.generations:>5} "
+        f"{row.completed:>5} {row.refused:>7} {row.failed:>6} {row.silent:>6} "
+        f"{row.stalled:>7} {row.p50_ms:>7.1f} {row.p99_ms:>7.1f} {row.frames_per_s:>8.0f} "
+        f"{row.mb_per_s:>5.1f} {row.cpu['gateway']:>7.0f} {each:>{4 * agents + 3}} "
+        f"{row.cpu['tools']:>5.0f} {row.cpu['fakes']:>5.0f} {row.cpu['client']:>6.0f} "
+        f"{row.cpu['other']:>5.0f} {row.late_pct:>6.1f} {row.kb_per_variant:>6.0f}"
+    )
+
+
+def knee(rows: Sequence[Row]) -> int | None:
+    """The smallest N past the knee, None if no size was."""
+    return next((r.generations for r in rows if r.over), None)
+
+
+def saturation(row: Row, options: Options) -> str:
+    """Who is at (or near) a full core at this size, and whether the bench's own
+    processes were what ran out."""
+    per_core = {
+        "fakes": row.cpu["fakes"] / options.fakes,
+        "client": row.cpu["client"] / options.clients,
+    }
+    servers = {k: v for k, v in row.cpu.items() if k not in ("fakes", "client", "other")}
+    name, busiest = max(servers.items(), key=lambda item: item[1])
+    total = sum(row.cpu.values())
+    parts = [f"busiest server {name} {busiest:.0f}% of a core"]
+    parts.append(f"per fake {per_core['fakes']:.0f}%, per client {per_core['client']:.0f}%")
+    parts.append(f"machine {total:.0f}% of {100 * (os.cpu_count() or 1)}%")
+    if max(per_core.values()) >= SATURATED_CPU or row.late_pct > 1 or row.client_lag_ms > 100:
+        parts.append("WARNING: the bench's own fakes or client saturated first")
+    elif total >= (os.cpu_count() or 1) * SATURATED_CPU:
+        parts.append("the machine is full (the suite shares the cores with fakes and client)")
+    elif busiest >= SATURATED_CPU:
+        parts.append(f"{name} saturated first")
+    if row.cpu["other"] >= 20:
+        parts.append(f"other processes used {row.cpu['other']:.0f}% meanwhile")
+    return "; ".join(parts)
+
+
+def report(rows: Sequence[Row], trees: Sequence[Tree], options: Options) -> None:
+    agents = max(t.agents for t in trees)
+    print()
+    print(header(agents))
+    for row in sorted(rows, key=lambda r: (r.tree, r.generations)):
+        print(format_row(row, agents))
+    knees: dict[str, int | None] = {}
+    for tree in trees:
+        mine = [r for r in rows if r.tree == tree.name]
+        at = knees[tree.name] = knee(mine)
+        shown = f"N = {at}" if at is not None else f"> {mine[-1].generations} (never crossed)"
+        print(f"knee {tree.name}: {shown}")
+        blame = next((r for r in mine if r.generations == at), mine[-1])
+        print(f"  at N={blame.generations}: {saturation(blame, options)}")
+        for r in mine:
+            if r.notes or r.bad_frames:
+                print(f"  N={r.generations}: {r.bad_frames} bad setCode frames; {r.notes}")
+    if len(trees) == 2:
+        ours, base = knees[trees[0].name], knees[trees[1].name]
+        if base is None:
+            print("ratio: the baseline never crossed; step to larger N")
+        else:
+            ratio = (ours if ours is not None else rows[-1].generations) / base
+            bound = "" if ours is not None else "≥ "
+            verdict = "met" if ratio >= TARGET_RATIO else "NOT MET"
+            print(
+                f"knee ratio ours/baseline: {bound}{ratio:.2f}x "
+                f"(target ≥ {TARGET_RATIO:.0f}x: {verdict})"
+            )
+    ours_rows = [r for r in rows if r.tree == trees[0].name]
+    limit = 2 * (knees[trees[0].name] or ours_rows[-1].generations)
+    checked = [r for r in ours_rows if r.generations <= limit]
+    silent = sum(r.silent for r in checked)
+    covered = max(r.generations for r in checked) >= limit
+    print(
+        f"silent endings, {trees[0].name}, N ≤ {limit}: {silent}"
+        + ("" if covered else f" (only measured up to N={checked[-1].generations})")
+    )
+
+
+def baseline_tree(commit: str) -> Tree:
+    """The worktree at `commit`; one agent, as its `s2c up` ran (it cannot route between
+    several)."""
+    path = Path(f"/tmp/s2c-{commit}")
+    if not path.exists():
+        subprocess.run(["git", "worktree", "add", str(path), commit], cwd=ROOT, check=True)
+    return Tree(commit, path, 1)
+
+
+async def run(sizes: Sequence[int], trees: Sequence[Tree], options: Options) -> list[Row]:
+    load = os.getloadavg()
+    print(
+        f"real path: OpenAI Responses over HTTP from {options.fakes} fake process(es); "
+        f"{options.stamps} 8-byte argument deltas per variant at {1000 / PACE_MS:.0f}/s "
+        f"({options.stamps * PACE_MS / 1000:.0f} s), {VARIANTS} variants per generation; "
+        f"{options.clients} client process(es); niceness {options.nice}; "
+        f"ramp {options.ramp_s:.0f} s, window {options.window_s:.0f} s; "
+        f"{os.cpu_count()} cores; load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        + ", ".join(f"{t.name}: {t.agents} agent(s) from {t.path}" for t in trees),
+        flush=True,
+    )
+    agents = max(t.agents for t in trees)
+    print(header(agents), flush=True)
+    rows: list[Row] = []
+    for size in sizes:
+        for tree in trees:
+            mine = [r for r in rows if r.tree == tree.name]
+            past = knee(mine)
+            is_ours = tree is trees[0]
+            if past is not None and (not is_ours or size > 2 * past):
+                continue  # the baseline stops past its knee; ours at twice its knee
+            row = await measure(tree, size, options)
+            rows.append(row)
+            print(format_row(row, agents), flush=True)
+    report(rows, trees, options)
+    print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="N = 5, 10, 25; 10 s pages")
+    parser.add_argument("--sizes", help="comma list of concurrent generations")
+    parser.add_argument("--window", type=float, help="seconds measured per size")
+    parser.add_argument("--stamps", type=int, help="argument deltas per page (1 500: 30 s)")
+    parser.add_argument("--agents", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--fakes", type=int, default=2, help="fake model processes")
+    parser.add_argument("--clients", type=int, default=2, help="load-client processes")
+    parser.add_argument("--baseline", default=BASELINE_COMMIT, help="commit to compare with")
+    parser.add_argument(
+        "--nice", type=int, default=0, help="niceness of the processes (e.g. -10 as root)"
+    )
+    parser.add_argument("--no-baseline", action="store_true", help="the current tree only")
+    args = parser.parse_args(argv)
+    stamps = args.stamps or (500 if args.quick else 1500)
+    default_sizes = "5,10,25" if args.quick else "10,25,50,75,100,150,200"
+    sizes = [int(s) for s in (args.sizes or default_sizes).split(",") if s.strip()]
+    generation_s = stamps * PACE_MS / 1000
+    options = Options(
+        stamps=stamps,
+        ramp_s=generation_s,
+        window_s=args.window or (8.0 if args.quick else 15.0),
+        fakes=args.fakes,
+        clients=args.clients,
+        nice=args.nice,
+    )
+    trees = [Tree("ours", ROOT, args.agents)]
+    if not args.no_baseline:
+        trees.append(baseline_tree(args.baseline))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    asyncio.run(run(sizes, trees, options))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""bench/load_real.py: a tiny run on the current tree, and the client's stamp reading."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from bench.load_client import Generation
+from bench.load_real import ROOT, Options, Row, Tree, measure
+from bench.sse_fake import Page, Reply
+
+pytestmark = pytest.mark.e2e  # real processes: fakes, tools, an agent, gateway, clients
+
+
+def set_code(page: Page, stamps: list[int], variant: int = 0) -> str:
+    value = page.head + "".join(f"{s:08x}" for s in stamps)
+    return json.dumps(
+        {"type": "setCode", "variantIndex": variant, "value": value}, separators=(",", ":")
+    )
+
+
+def test_the_client_reads_each_new_stamp_once_from_the_frame_text() -> None:
+    page = Page(stamps=4)
+    generation = Generation(page)
+    out: list[int] = []
+    epoch_us = 1_000_000
+    assert generation.set_code(set_code(page, [10, 20]), epoch_us + 100, epoch_us, out)
+    assert generation.set_code(set_code(page, [10, 20, 30]), epoch_us + 130, epoch_us, out)
+    assert out == [90, 80, 100]  # the first two at 100 µs, the third at 130
+    assert not generation.set_code('{"type":"setCode","value":"x"}', 0, 0, out)
+
+
+def test_the_fake_renders_whole_argument_deltas_that_join_to_the_page() -> None:
+    page = Page(stamps=3)
+    reply = Reply.render(page)
+    assert len(reply.deltas) == 3
+    arguments = json.loads(page.arguments("0" * 24))
+    assert arguments["content"] == page.head + "0" * 24 + page.tail
+    assert page.visible(len(page.head) + 17) == 2
+    assert reply.closing.endswith(b"0\r\n\r\n")
+
+
+async def test_a_tiny_run_fills_every_field_of_its_row(tmp_path: Path) -> None:
+    options = Options(stamps=100, ramp_s=2.0, window_s=2.0, fakes=1, clients=1)
+    row = await measure(Tree("ours", ROOT, 1), 2, options)
+    assert isinstance(row, Row)
+    assert (row.tree, row.generations) == ("ours", 2)
+    assert row.silent == 0
+    assert row.failed == 0
+    assert row.bad_frames == 0
+    assert row.samples > 0
+    assert row.p50_ms <= row.p99_ms
+    assert row.frames_per_s > 0
+    assert row.mb_per_s > 0
+    assert {"gateway", "agent0", "tools", "fakes", "client", "other"} <= set(row.cpu)
+    assert not math.isnan(row.late_pct)
