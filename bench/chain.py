@@ -203,6 +203,40 @@ def replay_stream(
         loop.close()
 
 
+# Bytes around each gRPC message besides the protobuf: 5-byte length prefix and a 9-byte
+# HTTP/2 DATA frame header.
+GRPC_TRANSPORT = 5 + 9
+
+
+def wire_bytes(events: Sequence[pb.GenerationEvent], *, trim_ids: bool = False) -> int:
+    """The events' protobuf size plus framing, as if each went in a message of its own
+    (what a paced stream does). `trim_ids`: with `generation_id` and `event_id` left
+    empty, what less per-event identity would save (the wire does not do that)."""
+    if not trim_ids:
+        return sum(e.ByteSize() + GRPC_TRANSPORT for e in events)
+    total = 0
+    for event in events:
+        trimmed = pb.GenerationEvent()
+        trimmed.CopyFrom(event)
+        trimmed.generation_id, trimmed.event_id = "", ""
+        total += trimmed.ByteSize() + GRPC_TRANSPORT
+    return total
+
+
+def payload_bytes(events: Sequence[pb.GenerationEvent], content: str) -> int:
+    """UTF-8 bytes of the events' code text; raises unless they are append-only (each
+    starts where the last ended, from 0) and add up to exactly `content`."""
+    end = 0
+    for event in events:
+        if event.code_delta.offset != end:
+            raise AssertionError(f"code_delta at {event.code_delta.offset}, code ended at {end}")
+        end += len(event.code_delta.text)
+    text = "".join(e.code_delta.text for e in events)
+    if text != content:
+        raise AssertionError("the code_deltas do not add up to the content")
+    return len(text.encode())
+
+
 def delta_lags(
     seen: Sequence[tuple[float, int]], arrivals: Sequence[tuple[float, int]]
 ) -> list[float]:

@@ -184,3 +184,17 @@ async def test_the_code_tick_is_never_longer_than_the_tick() -> None:
     log.publish(0, "call-1", CodeDelta(0, "a"))
     log.publish(0, "call-1", CodeDelta(1, "b"))
     assert [e.payload for e in await read_now(log)] == [CodeDelta(0, "a"), CodeDelta(1, "b")]
+
+
+async def test_code_is_paced_by_the_tick_itself_unless_told_otherwise() -> None:
+    # Each code_delta costs ~100 bytes of ids and framing: a paced stream must leave as one
+    # event per tick (the first at once), not one per model delta.
+    log = EventLog("g", tick_s=3600)
+    for i in range(5):
+        log.publish(0, "call-1", CodeDelta(3 * i, f"<{i}>"))
+    assert [e.payload for e in await read_now(log)] == [CodeDelta(0, "<0>")]
+    log.tick()
+    log.publish(0, "call-1", CodeDelta(15, "<5>"))  # within the tick that just committed
+    assert [e.payload for e in await read_now(log, 1)] == [CodeDelta(3, "<1><2><3><4>")]
+    log.tick()
+    assert [e.payload for e in await read_now(log, 2)] == [CodeDelta(15, "<5>")]

@@ -24,7 +24,7 @@ def test_a_paced_stream_reaches_the_browser_paced_and_complete() -> None:
 
     assert replay.code == CONTENT
     assert replay.arrivals[-1] == (times[-1], len(CONTENT))
-    # The event log merged the model's deltas (about four per 10 ms code tick).
+    # The event log merged the model's deltas (about sixteen per 40 ms tick).
     assert 1 < len(replay.code_deltas) < len(pieces) / 3
     frame_times = [t for t, _, _ in replay.set_code]
     assert frame_times == sorted(frame_times)
