@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import assert_never
+from typing import assert_never, get_args
 
 from google.protobuf import timestamp_pb2
 from s2c.agent.v1 import agent_service_pb2 as pb
@@ -23,6 +23,7 @@ from services.agent.models import MAX_VARIANTS, ModelSelectionError, resolve
 from services.agent.runstore import RunRecord
 from services.common.credentials import credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest
+from services.common.proto_enums import enum_names
 from services.common.structs import to_struct
 
 _GENERATION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -31,26 +32,11 @@ _VIDEO_DATA_URL = re.compile(r"data:video/[a-z0-9.+-]+;base64,", re.I)
 MAX_IMAGES = 20
 MAX_HISTORY = 200
 
-_TYPES: dict[int, GenerationType] = {
-    pb.GENERATION_TYPE_UNSPECIFIED: "create",
-    pb.GENERATION_TYPE_CREATE: "create",
-    pb.GENERATION_TYPE_UPDATE: "update",
-}
-_MODES: dict[int, InputMode] = {
-    pb.INPUT_MODE_UNSPECIFIED: "image",
-    pb.INPUT_MODE_IMAGE: "image",
-    pb.INPUT_MODE_VIDEO: "video",
-    pb.INPUT_MODE_TEXT: "text",
-}
-STACK_NAMES: dict[int, Stack] = {
-    pb.STACK_UNSPECIFIED: "html_tailwind",
-    pb.STACK_HTML_TAILWIND: "html_tailwind",
-    pb.STACK_HTML_CSS: "html_css",
-    pb.STACK_REACT_TAILWIND: "react_tailwind",
-    pb.STACK_BOOTSTRAP: "bootstrap",
-    pb.STACK_VUE_TAILWIND: "vue_tailwind",
-    pb.STACK_IONIC_TAILWIND: "ionic_tailwind",
-}
+_TYPES: dict[int, GenerationType] = enum_names(
+    pb.GenerationType, get_args(GenerationType), "create"
+)
+_MODES: dict[int, InputMode] = enum_names(pb.InputMode, get_args(InputMode), "image")
+STACK_NAMES: dict[int, Stack] = enum_names(pb.Stack, get_args(Stack), "html_tailwind")
 _STATUS: dict[ev.RunStatus, pb.RunStatus] = {
     "running": pb.RUN_STATUS_RUNNING,
     "completed": pb.RUN_STATUS_COMPLETED,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import get_args
 
 import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
@@ -30,6 +31,7 @@ from services.agent.tool_client import (
 )
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid, clip
+from services.common.proto_enums import enum_names
 from services.common.tracing import incoming_context, tracer
 
 log = logging.getLogger(__name__)
@@ -40,16 +42,12 @@ MAX_BATCH_BYTES = 1 << 20
 # A repeated message field costs a tag byte and a length varint (≤ 5 bytes) per element.
 _FIELD_OVERHEAD = 6
 MAX_CAPTURE_URL_CHARS = 2048
-_CAPTURE_DEVICES: dict[int, CaptureDevice] = {
-    pb.CAPTURE_DEVICE_UNSPECIFIED: "",
-    pb.CAPTURE_DEVICE_DESKTOP: "desktop",
-    pb.CAPTURE_DEVICE_MOBILE: "mobile",
-}
-_CAPTURE_FORMATS: dict[int, CaptureFormat] = {
-    pb.CAPTURE_FORMAT_UNSPECIFIED: "",
-    pb.CAPTURE_FORMAT_PNG: "png",
-    pb.CAPTURE_FORMAT_JPEG: "jpeg",
-}
+_CAPTURE_DEVICES: dict[int, CaptureDevice] = enum_names(
+    pb.CaptureDevice, get_args(CaptureDevice), ""
+)
+_CAPTURE_FORMATS: dict[int, CaptureFormat] = enum_names(
+    pb.CaptureFormat, get_args(CaptureFormat), ""
+)
 
 
 class AgentServicer(pb_grpc.AgentServiceServicer):

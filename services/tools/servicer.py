@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import grpc
 from s2c.common.v1 import common_pb2
 from s2c.tools.v1 import tool_service_pb2 as pb
@@ -9,6 +11,7 @@ from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid
+from services.common.proto_enums import enum_names
 from services.common.structs import from_struct, to_struct
 from services.common.tool_types import FileState, MediaPart, ToolCall
 from services.common.tracing import incoming_context, tracer
@@ -133,11 +136,8 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
         )
 
 
-_DEVICES: dict[int, Device] = {
-    pb.CAPTURE_DEVICE_DESKTOP: "desktop",
-    pb.CAPTURE_DEVICE_MOBILE: "mobile",
-}
-_FORMATS: dict[int, Format] = {pb.CAPTURE_FORMAT_PNG: "png", pb.CAPTURE_FORMAT_JPEG: "jpeg"}
+_DEVICES: dict[int, Device] = enum_names(pb.CaptureDevice, get_args(Device), "desktop")
+_FORMATS: dict[int, Format] = enum_names(pb.CaptureFormat, get_args(Format), "auto")
 # The codes the proto documents for each failure (INVALID gets its BadRequest above).
 _CAPTURE_CODES = {
     CaptureErrorKind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
