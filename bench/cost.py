@@ -56,6 +56,7 @@ from services.agent.providers.base import (
 from services.agent.providers.gemini import GeminiSession
 from services.agent.providers.openai_chat import OpenAIChatSession
 from services.agent.providers.openai_responses import OpenAIResponsesSession
+from services.agent.providers.replay import replay_arguments
 from services.tools.definitions import TOOL_DEFINITIONS
 from services.tools.file_tools import create_file, edit_file
 from services.tools.types import FileState as ToolFile
@@ -236,7 +237,10 @@ async def _variant(
         outcome = await tool(tool_call.arguments, file, ToolContext())
         if not outcome.ok or outcome.updated_file is None:
             raise SystemExit(f"{label}: {tool_call.name} failed: {outcome.result}")
-        session.append_tool_results(turn, [ExecutedTool(tool_call, True, outcome.result)])
+        # As the engine does; the baseline replays the call's arguments as sent.
+        replay = replay_arguments(tool_call, True) if caching else None
+        done = ExecutedTool(tool_call, True, outcome.result, replay_arguments=replay)
+        session.append_tool_results(turn, [done])
         closing = await session.stream_turn(ignore)
         run.rows.append(Row(f"{label} #2", closing.usage))
     finally:

@@ -35,6 +35,7 @@ from services.agent.providers.base import (
     ToolCall,
     ToolCallDelta,
 )
+from services.agent.providers.replay import replay_arguments
 from services.agent.tooling import ToolContext, ToolExecutor
 from services.common.html import extract_html_content
 from services.common.text import clean_text
@@ -135,6 +136,8 @@ class VariantEngine:
     priced: bool = False  # said on every `usage` event, so a client can tell unpriced from $0
     usage: pricing.Usage = field(default_factory=pricing.Usage)
     tool_records: list[ToolCallRecord] = field(default_factory=list)
+    # Whether a create_file's content went back to the model only as a placeholder.
+    elided: bool = False
 
     async def run(self) -> str:
         """Runs the loop to its end and returns the variant's final code."""
@@ -180,7 +183,14 @@ class VariantEngine:
             self.file = outcome.updated_file
             self.emit(call.id, CodeSnapshot(self.file.path, clean_text(self.file.content)))
         self.emit(call.id, ToolResult(call.name, outcome.summary, outcome.ok))
-        return ExecutedTool(call, outcome.ok, outcome.result, outcome.media)
+        result = outcome.result
+        if self.elided and call.name == "edit_file" and not outcome.ok and self.file:
+            # The model never saw the file it missed: show it once, then it edits as usual.
+            result = {**result, "current_file": self.file.content}
+            self.elided = False
+        replay = replay_arguments(call, outcome.ok)
+        self.elided = self.elided or replay is not None
+        return ExecutedTool(call, outcome.ok, result, outcome.media, replay)
 
     def _refuse(self, call: ToolCall, limit: int, stream: _TurnStream) -> ExecutedTool:
         message = f"Too many tool calls in one turn (limit {limit}); this call was not run."

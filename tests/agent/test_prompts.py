@@ -338,8 +338,10 @@ def test_history_prefix_with_images_disabled() -> None:
 
 
 def test_history_blank_first_text_sends_only_the_prefix() -> None:
+    # Collapsed, a screenshot root replays as its create (test_prompts_versions.py).
     request = update_history(user("  ", SCREENSHOT), assistant(CODE), user("Bigger title"))
-    assert build_prompt_messages(request)[1].text == f"{STACK_LINE}\n\n{EXPECTED_ON}"
+    messages = build_prompt_messages(request, collapse_versions=False)
+    assert messages[1].text == f"{STACK_LINE}\n\n{EXPECTED_ON}"
 
 
 def test_history_already_wrapped_assistant_is_not_wrapped_twice() -> None:

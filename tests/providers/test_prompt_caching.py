@@ -3,29 +3,35 @@ received, and the cached tokens the fakes' emulated caches report back through t
 
 from __future__ import annotations
 
+import base64
+import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from services.agent.domain import FileState, GenerationRequest, HistoryMessage
+from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
 from services.agent.prompts import build_prompt_messages
 from services.agent.providers.anthropic import AnthropicSession
 from services.agent.providers.base import (
+    ExecutedTool,
     PromptMessage,
     ProviderName,
     SessionConfig,
     StreamEvent,
+    ToolCall,
     ToolSpec,
 )
 from services.agent.providers.gemini import GeminiSession
 from services.agent.providers.openai_chat import OpenAIChatSession
 from services.agent.providers.openai_responses import OpenAIResponsesSession
+from services.agent.providers.replay import ELIDE_MIN_CHARS, replay_arguments
 from services.agent.providers.streaming import lineage_cache_key
 from tests.fakes import anthropic_server as fa
 from tests.fakes import gemini_server as fg
 from tests.fakes import openai_server as fo
 
-PAGE = "<!DOCTYPE html><html><body>" + "<p>a row of the page</p>" * 400 + "</body></html>"
+PAGE = "<!DOCTYPE html><html><body>\n" + "<p>a row of the page</p>\n" * 400 + "</body></html>"
 EDITED = PAGE.replace("</body>", "<footer>f</footer></body>")
 TOOLS = (ToolSpec("edit_file", "Edit the file.", {"type": "object", "properties": {}}),)
 
@@ -145,7 +151,7 @@ async def test_anthropic_breakpoints_sit_on_system_tail_and_previous_user_messag
     assert _count_marks(fake.requests[2].body) == 0
 
 
-async def test_gemini_sends_the_stable_part_first_and_the_file_last() -> None:
+async def test_gemini_sends_the_base_version_first_and_the_new_part_last() -> None:
     fake = fg.FakeGemini(emulate_cache=True)
     await fake.start()
     try:
@@ -162,10 +168,138 @@ async def test_gemini_sends_the_stable_part_first_and_the_file_last() -> None:
     contents = fake.requests[0].body["contents"]
     texts = ["".join(p.get("text", "") for p in c["parts"]) for c in contents]
     assert [c["role"] for c in contents] == ["user", "model", "user", "model", "user"]
-    assert EDITED in texts[-1]
-    assert all(PAGE not in t and EDITED not in t for t in texts[:-1])
+    # The first version in full, the second as its replacement, the new part last.
+    assert PAGE in texts[1]
+    assert "<footer>f</footer>" in texts[3]
+    assert all(PAGE not in t and EDITED not in t for t in texts[2:])
+    assert texts[-1].startswith("Make it blue\n\nThe current source of index.html is version 2")
     assert usages[0].cache_read_tokens == 0
     assert usages[1].cache_read_tokens == usages[0].input_tokens
+
+
+def test_a_create_and_its_updates_share_the_lineage_key() -> None:
+    shot = "data:image/png;base64," + "A" * 400
+    create = GenerationRequest("g", prompt=Prompt(images=(shot,)))
+    history = (HistoryMessage("user", "", images=(shot,)), HistoryMessage("assistant", PAGE))
+    update = replace(
+        create,
+        generation_type="update",
+        history=(*history, HistoryMessage("user", "Make it blue")),
+        file_state=FileState("index.html", PAGE),
+    )
+    created = build_prompt_messages(create, tools={"edit_file"})
+    updated = build_prompt_messages(update, tools={"edit_file"})
+    assert updated[:2] == created
+    assert lineage_cache_key(updated) == lineage_cache_key(created)
+
+
+# ---- a create_file's content replays as a placeholder, signatures untouched -----------
+
+CONTENT = PAGE + "<!-- " + "x" * ELIDE_MIN_CHARS + " -->"
+CREATE_ARGS = {"path": "index.html", "content": CONTENT}
+
+
+def _replayed(call: ToolCall) -> ExecutedTool:
+    result = {"content": "Successfully created file at index.html."}
+    return ExecutedTool(call, True, result, replay_arguments=replay_arguments(call, True))
+
+
+async def _two_turns(session: Any) -> None:
+    try:
+        turn = await session.stream_turn(ignore)
+        session.append_tool_results(turn, [_replayed(turn.tool_calls[0])])
+        await session.stream_turn(ignore)
+    finally:
+        await session.close()
+
+
+def _elided(args: Any) -> bool:
+    parsed = json.loads(args) if isinstance(args, str) else args
+    content: str = parsed["content"]
+    return parsed["path"] == "index.html" and content.startswith("[content elided: ")
+
+
+def test_only_a_large_successful_create_file_is_elided() -> None:
+    call = ToolCall("c1", "create_file", CREATE_ARGS)
+    replay = replay_arguments(call, True)
+    assert replay is not None
+    assert replay["content"] == (
+        f"[content elided: {len(CONTENT):,} characters written to index.html, not repeated "
+        "here; index.html holds what this call sent, and edit_file edits it]"
+    )
+    assert replay_arguments(call, False) is None
+    assert (
+        replay_arguments(ToolCall("c2", "create_file", {"content": "<p>short</p>"}), True) is None
+    )
+    assert replay_arguments(ToolCall("c3", "edit_file", CREATE_ARGS), True) is None
+
+
+async def test_anthropic_replays_the_placeholder_and_the_thinking_signature() -> None:
+    fake = fa.FakeAnthropic()
+    await fake.start()
+    try:
+        fake.add_turn(
+            fa.Thinking.of("Plan", signature="sig-1"),
+            fa.ToolUse.of("t1", "create_file", CREATE_ARGS),
+        )
+        fake.add_turn(fa.Text.of("Done."))
+        await _two_turns(AnthropicSession(config(fake.base_url, update_messages(), "claude")))
+    finally:
+        await fake.stop()
+    assistant = fake.requests[1].body["messages"][-2]["content"]
+    assert assistant[0] == {"type": "thinking", "thinking": "Plan", "signature": "sig-1"}
+    assert assistant[1]["id"] == "t1"
+    assert _elided(assistant[1]["input"])
+    assert CONTENT not in json.dumps(fake.requests[1].body)
+
+
+@pytest.mark.parametrize("route", ["responses", "chat"])
+async def test_openai_replays_the_placeholder_and_the_reasoning(route: str) -> None:
+    raw = json.dumps(CREATE_ARGS)
+    async with fo.FakeOpenAI() as fake:
+        if route == "responses":
+            items: list[fo.Item] = [
+                fo.Reasoning([["Plan"]]),
+                fo.FunctionCall("c1", "create_file", raw),
+            ]
+            fake.add_response(fo.responses_turn(items, response_id="resp_a"))
+            fake.add_response(fo.responses_turn([fo.Text(["Done."])]))
+            session: Any = OpenAIResponsesSession(config(fake.base_url, update_messages(), "gpt"))
+        else:
+            usage = fo.TokenUsage()
+            fake.add_chat(fo.chat_turn([fo.FunctionCall("c1", "create_file", raw)], usage=usage))
+            fake.add_chat(fo.chat_turn([fo.Text(["Done."])], usage=usage))
+            session = OpenAIChatSession(config(fake.base_url, update_messages(), "gpt"))
+        await _two_turns(session)
+    body = fake.requests[1].json
+    assert CONTENT not in json.dumps(body)
+    if route == "responses":
+        kinds = [item.get("type") for item in body["input"]]
+        reasoning = body["input"][kinds.index("reasoning")]
+        assert reasoning["encrypted_content"] == "enc-resp_a-0"
+        call = body["input"][kinds.index("function_call")]
+        assert call["call_id"] == "c1"
+        assert _elided(call["arguments"])
+    else:
+        replayed = next(m for m in body["messages"] if m.get("tool_calls"))["tool_calls"][0]
+        assert replayed["id"] == "c1"
+        assert _elided(replayed["function"]["arguments"])
+
+
+async def test_gemini_replays_the_placeholder_on_the_signed_part() -> None:
+    fake = fg.FakeGemini()
+    await fake.start()
+    try:
+        fake.add_turn(fg.Call("create_file", CREATE_ARGS, signature=b"sig"))
+        fake.add_turn(fg.Say("Done."))
+        await _two_turns(GeminiSession(config(fake.base_url, update_messages(), "gemini")))
+    finally:
+        await fake.stop()
+    body = fake.requests[1].body
+    assert CONTENT not in json.dumps(body)
+    part = body["contents"][-2]["parts"][0]
+    assert part["thoughtSignature"] == base64.b64encode(b"sig").decode()
+    assert _elided(part["functionCall"]["args"])
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -3,10 +3,12 @@
 Three strategies, chosen by `select_strategy`:
 - create_from_input: a fresh app from screenshots, a text description or a video;
 - update_from_history: replays the variant's conversation, whose last user
-  message already carries the new instruction. Earlier versions of the file in
-  it become one-line placeholders and the current file follows the last
-  instruction, once, so an update costs the same whatever its number of versions
-  and everything before that tail is the prefix the previous update sent;
+  message already carries the new instruction. Its root (the create's screenshot,
+  video or description) is rendered as the create rendered it, so an update starts
+  with the request (and cache key) its lineage's create sent; one version of the
+  file goes in full and each later one as its replacements (`versions.py`), so an
+  update costs the same whatever its number of versions, and all but its last
+  instruction is the prefix the previous update sent;
 - update_from_file_snapshot: imported code (or any update without history),
   sent as the current file plus the change request.
 """
@@ -17,8 +19,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
 
-from services.agent.domain import FileState, GenerationRequest, HistoryMessage
-from services.agent.prompts import templates
+from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
+from services.agent.prompts import templates, versions
 from services.agent.prompts.file_seed import current_file
 from services.agent.prompts.system import ALL_TOOLS, build_system_prompt
 from services.agent.providers.base import PromptMessage
@@ -140,19 +142,32 @@ def _update_from_history(
     """
     # The prompt object is deliberately unused: the client already appended the new
     # instruction as the last user message of the history.
-    if not any(message.role == "user" for message in request.history):
+    history = request.history
+    if not any(message.role == "user" for message in history):
         raise PromptError("Update history must include at least one user message")
+    codes = [
+        extract_html_content(m.text)
+        for m in history
+        if current is not None and m.role == "assistant" and _is_version(m.text, current)
+    ]
+    shown = versions.plan(codes)
+    path = (current.path if current else "") or templates.DEFAULT_FILE_PATH
     messages: list[PromptMessage] = []
     prefixed = False
-    versions = 0
-    for message in request.history:
+    number = 0  # versions so far
+    for index, message in enumerate(history):
         if message.role == "assistant":
             if current is not None and _is_version(message.text, current):
-                versions += 1
-                text = templates.version_placeholder(versions, current.path, message.text)
+                text = templates.version_text(number + 1, path, codes[number], shown[number])
+                number += 1
             else:
                 text = templates.wrap_file(message.text)
             messages.append(PromptMessage("assistant", text))
+            continue
+        root = _as_created(request, message, offered, asset_ids) if current and not index else None
+        if root is not None:
+            messages.append(root)
+            prefixed = True
             continue
         # Ids are content-addressed, so re-announcing them on every turn is stable.
         text = _with_asset_ids(message.text, message.images, asset_ids)
@@ -161,8 +176,26 @@ def _update_from_history(
             prefixed = True
         messages.append(_user_message(message, text))
     if current is not None:
-        _append_current_file(messages, current, offered)
+        same = bool(codes) and codes[-1].strip() == current.content.strip()
+        _append_current_file(messages, current, offered, len(codes) if same else 0)
     return messages
+
+
+def _as_created(
+    request: GenerationRequest,
+    root: HistoryMessage,
+    offered: frozenset[str],
+    asset_ids: Mapping[str, str],
+) -> PromptMessage | None:
+    """The history's first message as the create rendered it (the same text, media
+    and asset ids), or None when it holds no input for the request's mode."""
+    mode = request.input_mode
+    usable = {"image": root.images, "video": root.videos, "text": root.text.strip()}
+    if not usable.get(mode):
+        return None
+    prompt = Prompt(text=root.text, images=root.images, videos=root.videos)
+    create = replace(request, generation_type="create", prompt=prompt, history=())
+    return _create_from_input(create, offered, asset_ids)
 
 
 def _is_version(text: str, current: FileState) -> bool:
@@ -179,11 +212,16 @@ def _is_version(text: str, current: FileState) -> bool:
 
 
 def _append_current_file(
-    messages: list[PromptMessage], current: FileState, offered: frozenset[str]
+    messages: list[PromptMessage], current: FileState, offered: frozenset[str], version: int
 ) -> None:
-    """Puts the current file after the last instruction: the new part of the request
-    goes last, and the instruction before it stays where the next update replays it."""
-    block = templates.current_file_block(current.path, current.content, offered)
+    """Says which file the change applies to after the last instruction: version
+    `version` of the history, or (0) the current file itself, in full. The new part
+    of the request goes last; the instruction before it stays where the next update
+    replays it."""
+    if version:
+        block = templates.current_version_note(version, current.path, offered)
+    else:
+        block = templates.current_file_block(current.path, current.content, offered)
     last = messages[-1] if messages else None
     if last is not None and last.role == "user":
         messages[-1] = replace(last, text=templates.join_sections(last.text, block))

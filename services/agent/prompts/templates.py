@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from services.common.html import extract_html_content
+from services.agent.prompts.versions import Shown
 
 DEFAULT_FILE_PATH = "index.html"
 
@@ -110,16 +110,41 @@ def wrap_file(code: str, path: str = DEFAULT_FILE_PATH) -> str:
     return f'<file path="{path}">\n{body}\n</file>'
 
 
-def version_placeholder(number: int, path: str, text: str) -> str:
-    """What stands in for an earlier version of the file in a replayed history.
+def version_text(number: int, path: str, code: str, shown: Shown) -> str:
+    """What stands for version `number` of the file in a replayed history.
 
-    The text is the same whether or not the version is also the current one, so a
-    request's history is a prefix of the next update's (provider prompt caches).
+    Each text depends only on the versions up to it (`versions.plan`), so a request's
+    history is a prefix of the next update's (provider prompt caches).
     """
-    size = len(extract_html_content(text).strip())
+    path = path or DEFAULT_FILE_PATH
+    if shown.kind == "elided":
+        return (
+            f"[version {number} of {path}, {len(code.strip()):,} characters — "
+            "superseded by a later version shown in full, not repeated here]"
+        )
+    if shown.kind == "full":
+        return f"[version {number} of {path}, in full]\n" + wrap_file(code, path)
+    if not shown.edits:
+        return f"[version {number} of {path}: the same as version {number - 1}]"
+    edits = "\n".join(
+        f"<edit>\n<old_text>\n{old}</old_text>\n<new_text>\n{new}</new_text>\n</edit>"
+        for old, new in shown.edits
+    )
     return (
-        f"[version {number} of {path or DEFAULT_FILE_PATH}, {size:,} characters — "
-        "not repeated here; the current file is below]"
+        f"[version {number} of {path}: version {number - 1} with these replacements, "
+        f"applied in order]\n{edits}"
+    )
+
+
+def current_version_note(number: int, path: str, tools: Collection[str]) -> str:
+    """Points an update at version `number` above as the file to change."""
+    with_tool = " with `edit_file`" if "edit_file" in tools else ""
+    path = path or DEFAULT_FILE_PATH
+    return (
+        f"The current source of {path} is version {number} above: the last version "
+        "shown in full with the replacements of every later version applied in order. "
+        f"Apply the change request above to it{with_tool}; any text you replace must "
+        "match that current source exactly."
     )
 
 

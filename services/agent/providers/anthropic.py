@@ -31,7 +31,7 @@ from anthropic.types import (
 )
 
 from services.agent.pricing import Usage
-from services.agent.providers import base, errors
+from services.agent.providers import base, errors, replay
 from services.agent.providers.anthropic_images import (
     EncodedImage,
     ImageDecodeError,
@@ -150,7 +150,9 @@ class AnthropicSession(SdkSession):
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
         if not isinstance(turn.native, list) or not executed:
             raise ValueError("append_tool_results needs a tool-calling turn from this session")
-        self._messages.append({"role": "assistant", "content": list(turn.native)})
+        self._messages.append(
+            {"role": "assistant", "content": replay.anthropic_blocks(turn.native, executed)}
+        )
         self._messages.append({"role": "user", "content": [_tool_result(t) for t in executed]})
 
     async def _close_client(self) -> None:

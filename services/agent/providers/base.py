@@ -46,6 +46,9 @@ class ExecutedTool:
     ok: bool
     result: dict[str, Any]
     media: tuple[MediaPart, ...] = ()
+    # What the call's arguments replay as in later requests (None: as called);
+    # providers/replay.py decides it and swaps it into each API's turn.
+    replay_arguments: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from services.agent.pricing import Usage
-from services.agent.providers import base, errors
+from services.agent.providers import base, errors, replay
 from services.agent.providers.anthropic_images import parse_data_url
 from services.agent.providers.base import ExecutedTool, MediaPart, ProviderTurn, ToolCall
 from services.agent.providers.streaming import SdkSession, TurnProgress
@@ -124,7 +124,11 @@ class GeminiSession(SdkSession):
         pending, self._pending = self._pending, []
         for model_turn, executed in pending:
             parts = [await _function_response(t, model_turn.generated_ids) for t in executed]
-            self._contents.append(model_turn.content)
+            self._contents.append(
+                model_turn.content.model_copy(
+                    update={"parts": replay.gemini_parts(model_turn.content.parts or [], executed)}
+                )
+            )
             self._contents.append(types.Content(role="user", parts=parts))
 
     @contextmanager

@@ -28,7 +28,7 @@ from openai.types.completion_usage import CompletionUsage
 from openai.types.shared.reasoning_effort import ReasoningEffort
 
 from services.agent.pricing import Usage
-from services.agent.providers import errors, openai_common
+from services.agent.providers import errors, openai_common, replay
 from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
@@ -210,7 +210,9 @@ class OpenAIChatSession(openai_common.OpenAISession):
         return ProviderTurn(assistant_text=text, tool_calls=calls, usage=usage, native=native)
 
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
-        self._messages.append(cast(ChatCompletionAssistantMessageParam, turn.native))
+        self._messages.append(
+            cast(ChatCompletionAssistantMessageParam, replay.chat_message(turn.native, executed))
+        )
         for done in executed:
             self._messages.append(
                 {"role": "tool", "tool_call_id": done.call.id, "content": result_json(done.result)}

@@ -32,7 +32,7 @@ from openai.types.shared_params import Reasoning
 from openai.types.shared_params.reasoning_effort import ReasoningEffort
 
 from services.agent.pricing import Usage
-from services.agent.providers import errors, openai_common
+from services.agent.providers import errors, openai_common, replay
 from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
@@ -299,6 +299,8 @@ class OpenAIResponsesSession(openai_common.OpenAISession):
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
         # Every output item goes back, reasoning included: with store=False the
         # encrypted reasoning is the only way the model keeps its chain of thought.
-        items = cast(list[ResponseInputItemParam], turn.native or [])
+        items = cast(
+            list[ResponseInputItemParam], replay.responses_items(turn.native or [], executed)
+        )
         self._input.extend(items)
         self._input.extend(tool_output_item(e, self._detail) for e in executed)
