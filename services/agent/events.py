@@ -28,13 +28,19 @@ class Status:
 
 
 @dataclass(frozen=True, slots=True)
-class AssistantDelta:
+class TextDelta:
+    """The proto's `TextDelta`: text to append to the message `event_id`. Its two oneof
+    members are its subclasses, so a match or an equality still tells them apart."""
+
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class ThinkingDelta:
-    text: str
+class AssistantDelta(TextDelta):
+    __slots__ = ()
+
+
+class ThinkingDelta(TextDelta):
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,13 +86,20 @@ class VariantComplete:
 
 
 @dataclass(frozen=True, slots=True)
-class VariantError:
+class Failure:
+    """What went wrong, in words the user can act on; never holds a key. The proto's
+    `VariantError` (the others go on) and `GenerationError` (all failed) are its
+    subclasses."""
+
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class GenerationError:
-    message: str
+class VariantError(Failure):
+    __slots__ = ()
+
+
+class GenerationError(Failure):
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
