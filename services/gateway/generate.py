@@ -203,6 +203,8 @@ async def _generate(
         min_chars=settings.preview_min_chars,
         min_interval_s=settings.preview_min_interval_s,
         max_bytes_per_s=settings.preview_max_bytes_per_s,
+        # One knob for both streams: the least time between two code frames.
+        append_interval_s=settings.preview_min_interval_s,
     )
     relay = Relay(
         ws,

@@ -2,7 +2,9 @@
 streaming `create_file`, and not one whole-file `setCode` until that tool has finished.
 
 The page must still end on the agent's code for every variant, in its code view and its
-preview; the frames it received say how the code got there.
+preview; the frames it received say how the code got there. The socket is compressed
+(permessage-deflate, which Chromium offers and aiohttp accepts), as bench/ui_stream.py
+assumes for its deflated bytes.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ def split_at_create_file_result(
 async def test_the_ui_builds_the_page_from_appends(tmp_path: Path, browser: Browser) -> None:
     async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=DEMO_PACE_S)) as suite:
         async with ui(browser, suite.http_url) as (page, sockets):
+            # What the handshake agreed on: bench/ui_stream.py counts deflated bytes too.
+            handshakes: list[dict[str, Any]] = []
+            cdp = await page.context.new_cdp_session(page)
+            cdp.on("Network.webSocketHandshakeResponseReceived", lambda e: handshakes.append(e))
+            await cdp.send("Network.enable")
             await generate(page)
             shown = await settled_page(page)
             for i in range(2):
@@ -50,6 +57,9 @@ async def test_the_ui_builds_the_page_from_appends(tmp_path: Path, browser: Brow
         [generation] = suite.agent.manager.generations()
 
     assert params[0]["codeStream"] == "append"
+    [handshake] = handshakes
+    headers = {k.lower(): v for k, v in handshake["response"]["headers"].items()}
+    assert headers["sec-websocket-extensions"].startswith("permessage-deflate")
     assert generation.status == "completed"
     for i, variant in enumerate(shown):
         assert variant["code"] == generation.variants[i].code
