@@ -83,7 +83,7 @@ class AgentSettings:
         env = settings_env.environ(env)
         return cls(
             tools_addr=env.get("S2C_TOOLS_ADDR", "127.0.0.1:50052"),
-            data_dir=settings_env.data_dir(env),
+            **settings_env.service_fields(env),
             credentials=Credentials.from_env(env),
             allow_request_base_urls=request_base_urls_allowed(env),
             max_cost_usd=_float_or_none(
@@ -98,7 +98,6 @@ class AgentSettings:
             local_models=_csv(env.get("S2C_LOCAL_MODELS", "")),
             local_base_url=env.get("S2C_LOCAL_BASE_URL", ""),
             database_url=env.get("S2C_DATABASE_URL", ""),
-            grpc_security=GrpcSecurity.from_env(env),
             shutdown_grace_s=float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
             max_generation_s=float(env.get("S2C_MAX_GENERATION_S", "900")),
             event_tick_s=int(env.get("S2C_EVENT_TICK_MS", "40")) / 1000,

@@ -9,9 +9,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import TypedDict, TypeVar
+
+from services.common.security import GrpcSecurity
 
 _N = TypeVar("_N", int, float)
+
+
+class ServiceFields(TypedDict):
+    """The settings every service has and reads alike: `cls(**service_fields(env), …)`."""
+
+    data_dir: Path
+    grpc_security: GrpcSecurity
 
 
 def environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -19,9 +28,13 @@ def environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if env is None else env
 
 
-def data_dir(env: Mapping[str, str]) -> Path:
-    """`S2C_DATA_DIR`: every service keeps its own files below it."""
-    return Path(env.get("S2C_DATA_DIR", ".s2c-data"))
+def service_fields(env: Mapping[str, str]) -> ServiceFields:
+    """`S2C_DATA_DIR` (every service keeps its own files below it) and the gRPC hops'
+    TLS and token."""
+    return ServiceFields(
+        data_dir=Path(env.get("S2C_DATA_DIR", ".s2c-data")),
+        grpc_security=GrpcSecurity.from_env(env),
+    )
 
 
 def positive(env: Mapping[str, str], name: str, default: float, *, unit: str = "number") -> float:

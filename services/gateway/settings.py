@@ -47,8 +47,7 @@ class GatewaySettings:
         env = settings_env.environ(env)
         return cls(
             agent_addr=env.get("S2C_AGENT_ADDR", "127.0.0.1:50051"),
-            data_dir=settings_env.data_dir(env),
-            grpc_security=GrpcSecurity.from_env(env),
+            **settings_env.service_fields(env),
             access=AccessSettings.from_env(env),
             design_systems=DesignSystemLimits.from_env(env),
             export=ExportPolicy.from_env(env),

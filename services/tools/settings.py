@@ -70,9 +70,8 @@ class ToolsSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> ToolsSettings:
         env = settings_env.environ(env)
         return cls(
-            data_dir=settings_env.data_dir(env),
+            **settings_env.service_fields(env),
             chromium_path=env.get("S2C_CHROMIUM_PATH", "/usr/bin/chromium"),
-            grpc_security=GrpcSecurity.from_env(env),
             screenshots_enabled=env.get("S2C_SCREENSHOTS", "1") not in ("0", "false", "no"),
             allow_request_base_urls=request_base_urls_allowed(env),
             credentials=Credentials.from_env(env, TOOL_IDS),
