@@ -103,21 +103,31 @@ class CostBudget:
         return sum(s.total_cost_usd() for s in self._sessions)
 
     def check(self, session: ProviderSession) -> None:
+        # Each sum only when its limit is set: this runs before every tool call.
         if self.limit_usd is not None:
-            spent = session.total_cost_usd()
-            if spent > self.limit_usd:
-                raise EngineError(
-                    f"Stopped: this variant has cost ${spent:.4f}, over the budget of "
-                    f"${self.limit_usd:.4f} per variant (GENERATION_MAX_COST_USD)."
-                )
+            _refuse_over(
+                session.total_cost_usd(),
+                self.limit_usd,
+                "this variant has cost {}",
+                "per variant (GENERATION_MAX_COST_USD)",
+            )
         if self.total_limit_usd is not None:
-            total = self.spent_usd()
-            if total > self.total_limit_usd:
-                raise EngineError(
-                    f"Stopped: this generation's variants have cost ${total:.4f} together, "
-                    f"over the budget of ${self.total_limit_usd:.4f} "
-                    "(S2C_GENERATION_MAX_TOTAL_COST_USD)."
-                )
+            _refuse_over(
+                self.spent_usd(),
+                self.total_limit_usd,
+                "this generation's variants have cost {} together",
+                "(S2C_GENERATION_MAX_TOTAL_COST_USD)",
+            )
+
+
+def _refuse_over(spent: float, limit: float, spending: str, setting: str) -> None:
+    """An EngineError when `spent` is over `limit`: `spending` says whose cost (`{}` is the
+    amount) and `setting` which budget."""
+    if spent > limit:
+        raise EngineError(
+            f"Stopped: {spending.format(f'${spent:.4f}')}, over the budget of "
+            f"${limit:.4f} {setting}."
+        )
 
 
 @dataclass
