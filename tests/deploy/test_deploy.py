@@ -2,8 +2,9 @@
 
 `scripts/validate_deploy.sh` checks the compose file against the Compose Specification and
 the Kubernetes manifests against the API schemas; the checks below cover what no schema
-can see: probes, ports, the headless Service behind `S2C_TOOLS_ADDR`, the HPA and PDB
-targets, secrets and the shared data volume.
+can see: probes, ports, the headless Services behind `S2C_TOOLS_ADDR` and
+`S2C_AGENT_ADDR` (the agents' StatefulSet, routed by ordinal), the HPA and PDB targets,
+secrets and the data volumes.
 """
 
 from __future__ import annotations
@@ -30,20 +31,19 @@ from services.cli import (
     TOOLS_PORT,
 )
 from services.tools.settings import ToolsSettings
+from tests.deploy import manifests as k8s
+from tests.deploy.manifests import DATA_DIR, DEPLOY, MANIFESTS
 from tests.suite import running_suite
 
 ROOT = Path(__file__).resolve().parents[2]
-DEPLOY = ROOT / "deploy"
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 SCRIPT = ROOT / "scripts" / "validate_deploy.sh"
 BIN = Path(sys.executable).parent
-MANIFESTS = sorted(p for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.yaml")
 
 # The ports fixed by docs/design.md, as the CLI defaults carry them.
 PORTS = {"gateway": GATEWAY_PORT, "agent": AGENT_PORT, "tools": TOOLS_PORT}
 METRICS_PORTS = {"gateway": GATEWAY_PORT, "agent": AGENT_METRICS_PORT, "tools": TOOLS_METRICS_PORT}
-DATA_DIR = "/data"
 ASSETS_DIR = f"{DATA_DIR}/assets"  # the asset store, under the data directory
 # Values that are secrets: keys, and a database URL (it may embed a password).
 KEY_NAMES = re.compile(r"(_API_KEY|_API_TOKEN|_SECRET|PASSWORD|DATABASE_URL)$")
@@ -65,37 +65,6 @@ def _run(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str
     )
 
 
-def _docs() -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = []
-    for path in MANIFESTS:
-        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
-    return docs
-
-
-def _one(kind: str, name: str) -> dict[str, Any]:
-    found = [d for d in _docs() if d["kind"] == kind and d["metadata"]["name"] == name]
-    assert len(found) == 1, f"expected one {kind}/{name}, found {len(found)}"
-    return found[0]
-
-
-def _deployments() -> dict[str, dict[str, Any]]:
-    return {d["metadata"]["name"]: d for d in _docs() if d["kind"] == "Deployment"}
-
-
-def _containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
-    containers: list[dict[str, Any]] = deployment["spec"]["template"]["spec"]["containers"]
-    return containers
-
-
-def _container(name: str) -> dict[str, Any]:
-    (container,) = _containers(_deployments()[name])
-    return container
-
-
-def _env(container: dict[str, Any]) -> dict[str, str]:
-    return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
-
-
 def _serve_args(name: str) -> list[str]:
     """The command line that runs `name` reachable from outside its container."""
     if name == "gateway":
@@ -107,15 +76,6 @@ def _serve_args(name: str) -> list[str]:
         "--metrics-listen",
         f"0.0.0.0:{METRICS_PORTS[name]}",
     ]
-
-
-def _pod_labels(name: str) -> dict[str, str]:
-    labels: dict[str, str] = _deployments()[name]["spec"]["template"]["metadata"]["labels"]
-    return labels
-
-
-def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in selector.items())
 
 
 def _compose() -> dict[str, Any]:
@@ -189,17 +149,17 @@ def test_kustomization_lists_every_manifest() -> None:
 
 
 def test_every_deployment_has_readiness_and_liveness_probes() -> None:
-    deployments = _deployments()
+    deployments = k8s.workloads()
     assert set(deployments) == set(PORTS)
     for name, deployment in deployments.items():
-        for container in _containers(deployment):
+        for container in k8s.containers(deployment):
             assert "readinessProbe" in container, name
             assert "livenessProbe" in container, name
 
 
 @pytest.mark.parametrize("name", ["agent", "tools"])
 def test_grpc_services_probe_grpc_health_on_their_design_port(name: str) -> None:
-    container = _container(name)
+    container = k8s.container(name)
     port = PORTS[name]
     assert container["args"] == _serve_args(name)
     assert [p["containerPort"] for p in container["ports"]] == [port, METRICS_PORTS[name]]
@@ -208,7 +168,7 @@ def test_grpc_services_probe_grpc_health_on_their_design_port(name: str) -> None
 
 
 def test_gateway_listens_on_all_interfaces_and_probes_healthz() -> None:
-    container = _container("gateway")
+    container = k8s.container("gateway")
     assert container["args"] == _serve_args("gateway")
     assert [p["containerPort"] for p in container["ports"]] == [GATEWAY_PORT]
     for probe in ("readinessProbe", "livenessProbe"):
@@ -217,30 +177,19 @@ def test_gateway_listens_on_all_interfaces_and_probes_healthz() -> None:
 
 
 def test_agent_reaches_tools_through_a_headless_service() -> None:
-    addr = _env(_container("agent"))["S2C_TOOLS_ADDR"]
+    addr = k8s.env(k8s.container("agent"))["S2C_TOOLS_ADDR"]
     match = re.fullmatch(r"dns:///([a-z0-9-]+):(\d+)", addr)
     assert match, addr
-    service = _one("Service", match.group(1))
+    service = k8s.one("Service", match.group(1))
     assert service["spec"]["clusterIP"] == "None"
     assert int(match.group(2)) == TOOLS_PORT
     assert [p["port"] for p in service["spec"]["ports"]] == [TOOLS_PORT]
-    assert _selects(service["spec"]["selector"], _pod_labels("tools"))
-    assert not _selects(service["spec"]["selector"], _pod_labels("agent"))
-
-
-def test_gateway_reaches_the_agent_service() -> None:
-    host, port = _env(_container("gateway"))["S2C_AGENT_ADDR"].split(":")
-    service = _one("Service", host)
-    assert int(port) == AGENT_PORT
-    assert [p["port"] for p in service["spec"]["ports"]] == [AGENT_PORT]
-    assert _selects(service["spec"]["selector"], _pod_labels("agent"))
-    gateway = _one("Service", "gateway")
-    assert [p["port"] for p in gateway["spec"]["ports"]] == [GATEWAY_PORT]
-    assert _selects(gateway["spec"]["selector"], _pod_labels("gateway"))
+    assert k8s.selects(service["spec"]["selector"], k8s.pod_labels("tools"))
+    assert not k8s.selects(service["spec"]["selector"], k8s.pod_labels("agent"))
 
 
 def test_hpa_scales_the_tools_deployment() -> None:
-    (hpa,) = [d for d in _docs() if d["kind"] == "HorizontalPodAutoscaler"]
+    (hpa,) = [d for d in k8s.docs() if d["kind"] == "HorizontalPodAutoscaler"]
     assert hpa["apiVersion"] == "autoscaling/v2"
     assert hpa["spec"]["scaleTargetRef"] == {
         "apiVersion": "apps/v1",
@@ -250,14 +199,16 @@ def test_hpa_scales_the_tools_deployment() -> None:
     assert hpa["spec"]["minReplicas"] >= 2
     assert hpa["spec"]["maxReplicas"] > hpa["spec"]["minReplicas"]
     # The HPA owns the replica count; utilisation needs a CPU request to measure against.
-    assert "replicas" not in _deployments()["tools"]["spec"]
-    assert _container("tools")["resources"]["requests"]["cpu"]
+    assert "replicas" not in k8s.workloads()["tools"]["spec"]
+    assert k8s.container("tools")["resources"]["requests"]["cpu"]
 
 
 def test_pdb_protects_the_tool_workers() -> None:
-    pdbs = [d for d in _docs() if d["kind"] == "PodDisruptionBudget"]
+    pdbs = [d for d in k8s.docs() if d["kind"] == "PodDisruptionBudget"]
     tools_pdbs = [
-        p for p in pdbs if _selects(p["spec"]["selector"]["matchLabels"], _pod_labels("tools"))
+        p
+        for p in pdbs
+        if k8s.selects(p["spec"]["selector"]["matchLabels"], k8s.pod_labels("tools"))
     ]
     assert len(tools_pdbs) == 1
     spec = tools_pdbs[0]["spec"]
@@ -266,7 +217,7 @@ def test_pdb_protects_the_tool_workers() -> None:
 
 def test_keys_come_only_from_optional_secrets() -> None:
     for name in PORTS:
-        container = _container(name)
+        container = k8s.container(name)
         for env in container.get("env", []):
             assert not KEY_NAMES.search(env["name"]), (name, env["name"])
         for source in container.get("envFrom", []):
@@ -275,7 +226,9 @@ def test_keys_come_only_from_optional_secrets() -> None:
             assert ref["optional"] is True, (name, source)
     refs = {
         name: {
-            s["secretRef"]["name"] for s in _container(name).get("envFrom", []) if "secretRef" in s
+            s["secretRef"]["name"]
+            for s in k8s.container(name).get("envFrom", [])
+            if "secretRef" in s
         }
         for name in PORTS
     }
@@ -284,58 +237,25 @@ def test_keys_come_only_from_optional_secrets() -> None:
     assert refs["agent"], refs
     assert refs["tools"], refs
     assert not refs["agent"] & refs["tools"], refs
-    assert not [d for d in _docs() if d["kind"] == "Secret"]
-
-
-def _claim_at(name: str, path: str) -> tuple[dict[str, Any], bool]:
-    """The PersistentVolumeClaim mounted at `path` in `name`'s pods, and whether read-only."""
-    pod = _deployments()[name]["spec"]["template"]["spec"]
-    volumes = {
-        v["name"]: v["persistentVolumeClaim"]
-        for v in pod["volumes"]
-        if "persistentVolumeClaim" in v
-    }
-    (container,) = pod["containers"]
-    assert _env(container)["S2C_DATA_DIR"] == DATA_DIR, name
-    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == path]
-    source = volumes[mount["name"]]
-    read_only = bool(mount.get("readOnly")) and bool(source.get("readOnly"))
-    assert read_only or not (mount.get("readOnly") or source.get("readOnly")), (name, path)
-    return _one("PersistentVolumeClaim", source["claimName"]), read_only
-
-
-def _data_claim(name: str) -> dict[str, Any]:
-    """The PersistentVolumeClaim mounted at S2C_DATA_DIR in `name`'s pods."""
-    return _claim_at(name, DATA_DIR)[0]
+    assert not [d for d in k8s.docs() if d["kind"] == "Secret"]
 
 
 def test_tools_own_the_asset_store_and_the_gateway_reads_it() -> None:
     # The workers write assets from pods on any node; the gateway only serves them.
-    written, tools_read_only = _claim_at("tools", ASSETS_DIR)
-    served, gateway_read_only = _claim_at("gateway", ASSETS_DIR)
+    written, tools_read_only = k8s.claim_at("tools", ASSETS_DIR)
+    served, gateway_read_only = k8s.claim_at("gateway", ASSETS_DIR)
     assert written == served
     assert (tools_read_only, gateway_read_only) == (False, True)
     assert written["spec"]["accessModes"] == ["ReadWriteMany"]
     # Nothing else of the workers' is visible to the gateway, and the reverse.
-    assert _data_claim("gateway") not in (_data_claim("tools"), written)
-    assert _data_claim("tools") != written
+    assert k8s.data_claim("gateway") not in (k8s.data_claim("tools"), written)
+    assert k8s.data_claim("tools") != written
     # Replicated gateways share design-systems.json.
-    assert _data_claim("gateway")["spec"]["accessModes"] == ["ReadWriteMany"]
-
-
-def test_agent_sqlite_run_store_has_a_volume_of_its_own() -> None:
-    # SQLite (WAL) needs a local filesystem and one process: never the shared network
-    # volume, never two agents at once, not even during a rollout.
-    claim = _data_claim("agent")
-    assert claim != _data_claim("gateway")
-    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
-    agent = _deployments()["agent"]["spec"]
-    assert agent["replicas"] == 1
-    assert agent["strategy"] == {"type": "Recreate"}
+    assert k8s.data_claim("gateway")["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
 def test_pods_run_unprivileged() -> None:
-    for name, deployment in _deployments().items():
+    for name, deployment in k8s.workloads().items():
         pod = deployment["spec"]["template"]["spec"]
         assert pod["securityContext"]["runAsNonRoot"] is True, name
         assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsUser"], name
@@ -343,23 +263,25 @@ def test_pods_run_unprivileged() -> None:
         assert container["securityContext"]["allowPrivilegeEscalation"] is False, name
         assert container["securityContext"]["capabilities"]["drop"] == ["ALL"], name
     # The gRPC servers drain in-flight calls for shutdown_grace_s after SIGTERM.
-    agent = _container("agent")
+    agent = k8s.container("agent")
     grace = {
-        "agent": float(_env(agent).get("S2C_SHUTDOWN_GRACE_S", AgentSettings().shutdown_grace_s)),
+        "agent": float(
+            k8s.env(agent).get("S2C_SHUTDOWN_GRACE_S", AgentSettings().shutdown_grace_s)
+        ),
         "tools": ToolsSettings().shutdown_grace_s,
     }
     for name, seconds in grace.items():
-        pod = _deployments()[name]["spec"]["template"]["spec"]
+        pod = k8s.workloads()[name]["spec"]["template"]["spec"]
         assert pod["terminationGracePeriodSeconds"] > seconds, name
 
 
 def test_metrics_are_scraped_where_they_are_served() -> None:
-    for name, deployment in _deployments().items():
+    for name, deployment in k8s.workloads().items():
         annotations = deployment["spec"]["template"]["metadata"]["annotations"]
         assert annotations["prometheus.io/scrape"] == "true", name
         assert annotations["prometheus.io/path"] == "/metrics", name
         assert int(annotations["prometheus.io/port"]) == METRICS_PORTS[name], name
-        ports = [p["containerPort"] for p in _containers(deployment)[0]["ports"]]
+        ports = [p["containerPort"] for p in k8s.containers(deployment)[0]["ports"]]
         assert METRICS_PORTS[name] in ports, name
 
 
