@@ -14,8 +14,9 @@ and the production file tools apply those calls.
 
 Every request runs twice in the same run: through our prompts and sessions, and as
 the baseline "replay everything, no cache key" (`collapse_versions=False`,
-`prompt_caching=False`: the earlier versions in full, no `prompt_cache_key`, no
-`cache_control`), each against its own fresh fake. Per request: input tokens sent
+`prompt_caching=False`, no `replay_arguments`: the earlier versions and each
+`create_file`'s content in full, no `prompt_cache_key`, no `cache_control`), each
+against its own fresh fake. Per request: input tokens sent
 (cached ones included), cached (read; Anthropic's writes are shown after a `+`) and
 billed-equivalent input tokens (cache reads and writes at the model's price relative
 to its input price, from services/agent/pricing.py). Variants run one after another,
