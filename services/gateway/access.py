@@ -333,13 +333,29 @@ class Refusal:
     retry_after_s: int | None = None
 
 
-def _release(counts: dict[str, int], client: str) -> None:
-    # A client whose count reaches zero is dropped, so the maps hold only live clients.
-    count = counts.get(client, 0)
-    if count <= 1:
-        counts.pop(client, None)
-    else:
-        counts[client] = count - 1
+class _Places:
+    """Places held per client, at most `limit` each (0: no limit). A client whose count
+    reaches zero is dropped, so the map holds only live clients."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held: dict[str, int] = {}
+
+    def count(self, client: str) -> int:
+        return self.held.get(client, 0)
+
+    def full(self, client: str) -> bool:
+        return bool(self.limit) and self.count(client) >= self.limit
+
+    def take(self, client: str) -> None:
+        self.held[client] = self.count(client) + 1
+
+    def give_back(self, client: str) -> None:
+        count = self.count(client)
+        if count <= 1:
+            self.held.pop(client, None)
+        else:
+            self.held[client] = count - 1
 
 
 class ClientLimiter:
@@ -353,41 +369,34 @@ class ClientLimiter:
     def __init__(
         self, settings: AccessSettings, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self._max_concurrent = settings.max_concurrent_per_client
         self._max_starts = settings.starts_per_minute
-        self._max_waiting = settings.max_waiting_per_client
         self._clock = clock
-        self._active: dict[str, int] = {}
-        self._waiting: dict[str, int] = {}
+        self._active = _Places(settings.max_concurrent_per_client)
+        self._waiting = _Places(settings.max_waiting_per_client)
         self._starts: dict[str, deque[float]] = {}
         self._last_sweep = clock()
 
     def try_wait(self, client: str) -> Refusal | None:
         """Takes a place for a socket waiting for its params; `done_waiting` gives it back."""
-        waiting = self._waiting.get(client, 0)
-        if self._max_waiting and waiting >= self._max_waiting:
+        if self._waiting.full(client):
             return Refusal(
                 f"Too many connections from this client waiting to send their params "
-                f"(limit {self._max_waiting}). Send the params right after connecting."
+                f"(limit {self._waiting.limit}). Send the params right after connecting."
             )
-        self._waiting[client] = waiting + 1
+        self._waiting.take(client)
         return None
 
     def done_waiting(self, client: str) -> None:
-        _release(self._waiting, client)
-
-    def waiting(self, client: str) -> int:
-        return self._waiting.get(client, 0)
+        self._waiting.give_back(client)
 
     def try_start(self, client: str) -> Refusal | None:
         """Takes a generation slot for `client`, or says why not; `finish` gives it back."""
         now = self._clock()
         self._sweep(now)
-        active = self._active.get(client, 0)
-        if self._max_concurrent and active >= self._max_concurrent:
+        if self._active.full(client):
             return Refusal(
                 f"Too many concurrent generations from this client "
-                f"(limit {self._max_concurrent}). Wait for one to finish."
+                f"(limit {self._active.limit}). Wait for one to finish."
             )
         if self._max_starts:
             starts = self._starts.setdefault(client, deque())
@@ -401,18 +410,19 @@ class ClientLimiter:
                     retry_after_s=wait,
                 )
             starts.append(now)
-        self._active[client] = active + 1
+        self._active.take(client)
         return None
 
     def finish(self, client: str) -> None:
-        _release(self._active, client)
+        self._active.give_back(client)
 
-    def active(self, client: str) -> int:
-        return self._active.get(client, 0)
+    def held(self, client: str) -> tuple[int, int]:
+        """The places `client` holds: (waiting for params, running generations)."""
+        return self._waiting.count(client), self._active.count(client)
 
     @property
     def tracked_clients(self) -> int:
-        return len(self._active.keys() | self._starts.keys() | self._waiting.keys())
+        return len(self._active.held.keys() | self._starts.keys() | self._waiting.held.keys())
 
     def _sweep(self, now: float) -> None:
         # Forgets clients whose every start has left the window, at most once a window,

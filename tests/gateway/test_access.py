@@ -341,7 +341,7 @@ def test_concurrent_generations_are_limited_per_client() -> None:
     assert refusal.retry_after_s is None
     assert limits.try_start("b") is None
     limits.finish("a")
-    assert limits.active("a") == 1
+    assert limits.held("a") == (0, 1)
     assert limits.try_start("a") is None
     assert limits.try_start("a") is not None
 
@@ -383,7 +383,7 @@ def test_refused_starts_do_not_count() -> None:
 def test_zero_turns_limits_off() -> None:
     limits = limiter(FakeClock(), max_concurrent_per_client=0, starts_per_minute=0)
     assert all(limits.try_start("a") is None for _ in range(100))
-    assert limits.active("a") == 100
+    assert limits.held("a") == (0, 100)
 
 
 def test_idle_clients_are_forgotten() -> None:
@@ -397,7 +397,7 @@ def test_idle_clients_are_forgotten() -> None:
     clock.now += 61
     assert limits.try_start("d") is None
     assert limits.tracked_clients == 2
-    assert limits.active("busy") == 1
+    assert limits.held("busy") == (0, 1)
 
 
 def test_finish_without_start_is_harmless() -> None:
@@ -464,4 +464,4 @@ def test_sockets_waiting_for_params_are_capped_apart_from_generations() -> None:
     assert gate.try_wait("b") is None
     gate.done_waiting("a")
     assert gate.try_wait("a") is None
-    assert gate.waiting("a") == 2
+    assert gate.held("a") == (2, 1)
