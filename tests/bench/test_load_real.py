@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 
 from bench.load_client import Generation
-from bench.load_real import ROOT, Options, Row, Tree, measure
+from bench.load_real import (
+    ROOT,
+    TARGET_P99_MS,
+    Options,
+    Row,
+    Tree,
+    capacity_limit_ms,
+    knee,
+    knee_line,
+    measure,
+)
 from bench.sse_fake import Page, Reply
 
 pytestmark = pytest.mark.e2e  # real processes: fakes, tools, an agent, gateway, clients
@@ -57,3 +67,22 @@ async def test_a_tiny_run_fills_every_field_of_its_row(tmp_path: Path) -> None:
     assert row.mb_per_s > 0
     assert {"gateway", "agent0", "tools", "fakes", "client", "other"} <= set(row.cpu)
     assert not math.isnan(row.late_pct)
+
+
+def row(tree: str, generations: int, p99_ms: float, silent: int = 0) -> Row:
+    return Row(
+        tree, generations, 1, 0, 0, silent, 0, 10, p99_ms / 2, p99_ms, 1.0, 1.0,
+        {"gateway": 1.0, "agent0": 1.0, "tools": 0.0, "fakes": 1.0, "client": 1.0, "other": 0.0},
+        0.0, 100.0, 100.0, 0.0, 0, [],
+    )  # fmt: skip
+
+
+def test_knees_are_bounds_at_the_ends_of_the_sizes_measured() -> None:
+    ours = [row("ours", 10, 90), row("ours", 25, 120), row("ours", 50, 400)]
+    base = [row("base", 10, 300), row("base", 25, 700)]
+    assert knee(ours) == 50
+    assert knee(base) == 10  # its preview pacing alone is over 150 ms
+    assert "ratio ≥ 5.00x" in knee_line("k", ours, base, [TARGET_P99_MS, TARGET_P99_MS])
+    assert capacity_limit_ms(base) == 600
+    assert "baseline N = 25; ratio 2.00x" in knee_line("k", ours, base, [150.0, 600.0])
+    assert knee([row("ours", 10, 90, silent=1)]) == 10  # a silent ending is past the knee
