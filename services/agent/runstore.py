@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -60,6 +60,17 @@ class RunStore(Protocol):
     async def get(self, generation_id: str) -> RunRecord | None: ...
 
     async def close(self) -> None: ...
+
+
+async def closed_unless_opened(store: RunStore, opening: Awaitable[int]) -> int:
+    """Awaits a store's `opening` (its schema and crash sweep); on any failure, cancel
+    included, closes the store again, so it holds no thread or connection and a later
+    `open` starts clean."""
+    try:
+        return await opening
+    except BaseException:
+        await store.close()
+        raise
 
 
 def open_run_store(data_dir: Path, database_url: str | None) -> RunStore:

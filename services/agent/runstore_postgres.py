@@ -46,11 +46,7 @@ class PostgresRunStore:
         if self._open:
             raise RuntimeError("run store is already open")
         self._open = True
-        try:
-            return await self._submit(self._open_db)
-        except BaseException:
-            await self.close()
-            raise
+        return await rs.closed_unless_opened(self, self._submit(self._open_db))
 
     async def save(self, run: RunRecord) -> None:
         await self._submit(lambda conn: self._save(conn, run))

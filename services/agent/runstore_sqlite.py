@@ -33,11 +33,7 @@ class SqliteRunStore:
         if self._executor is not None:
             raise RuntimeError("run store is already open")
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="runstore-sqlite")
-        try:
-            return await self._call(self._open)
-        except BaseException:
-            await self.close()
-            raise
+        return await rs.closed_unless_opened(self, self._call(self._open))
 
     async def save(self, run: RunRecord) -> None:
         await self._call(self._save, run)
