@@ -145,11 +145,13 @@ def _update_from_history(
     history = request.history
     if not any(message.role == "user" for message in history):
         raise PromptError("Update history must include at least one user message")
-    codes = [
-        extract_html_content(m.text)
-        for m in history
+    # Which assistant messages are versions of the file, and their code, oldest first.
+    versions_at = {
+        index: extract_html_content(m.text)
+        for index, m in enumerate(history)
         if current is not None and m.role == "assistant" and _is_version(m.text, current)
-    ]
+    }
+    codes = list(versions_at.values())
     shown = versions.plan(codes)
     path = (current.path if current else "") or templates.DEFAULT_FILE_PATH
     messages: list[PromptMessage] = []
@@ -157,14 +159,17 @@ def _update_from_history(
     number = 0  # versions so far
     for index, message in enumerate(history):
         if message.role == "assistant":
-            if current is not None and _is_version(message.text, current):
+            if index in versions_at:
                 text = templates.version_text(number + 1, path, codes[number], shown[number])
                 number += 1
             else:
                 text = templates.wrap_file(message.text)
             messages.append(PromptMessage("assistant", text))
             continue
-        root = _as_created(request, message, offered, asset_ids) if current and not index else None
+        root = None
+        if current is not None and index == 0:
+            # Replayed as the create sent it: the same prefix, the same cache key.
+            root = _as_created(request, message, offered, asset_ids)
         if root is not None:
             messages.append(root)
             prefixed = True

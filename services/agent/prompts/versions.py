@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 Edit = tuple[str, str]  # (old_text, new_text)
 
@@ -27,7 +28,7 @@ REBASE_SHARE = 0.25
 class Shown:
     """How one version appears: in full, as edits of the one before, or elided."""
 
-    kind: str  # "full" | "edits" | "elided"
+    kind: Literal["full", "edits", "elided"]
     edits: tuple[Edit, ...] = ()
 
 
