@@ -39,6 +39,7 @@ from tests.fakes.openai_server import (
     http_error,
     responses_turn,
 )
+from tests.fakes.sse_writes import merged
 
 KEY = "sk-test-DO-NOT-LEAK-7f3a9c"
 PNG = b"\x89PNG\r\n\x1a\nfake-png-bytes"
@@ -176,18 +177,12 @@ async def test_tool_loop_streams_events_and_continues_statelessly(
 
     turn1 = await session.stream_turn(seen)
     events = seen.drain()
-    assert events[:4] == [
-        ThinkingDelta("Planning: the user "),
-        ThinkingDelta("wants a page."),
-        AssistantDelta("I'll create "),
-        AssistantDelta("index.html."),
+    # However the records fell into reads (a read's consecutive deltas come merged).
+    assert merged(events) == [
+        ThinkingDelta("Planning: the user wants a page."),
+        AssistantDelta("I'll create index.html."),
+        ToolCallDelta("call_1", "create_file", create_args),
     ]
-    arg_events = events[4:]
-    assert len(arg_events) == 4
-    assert {(e.call_id, e.name) for e in arg_events if isinstance(e, ToolCallDelta)} == {
-        ("call_1", "create_file")
-    }
-    assert args_of(arg_events, "call_1") == create_args
     assert turn1.assistant_text == "I'll create index.html."
     assert turn1.tool_calls == [ToolCall("call_1", "create_file", json.loads(create_args))]
     assert turn1.usage == Usage(1000, 300, 200, 0, 1500)
@@ -210,7 +205,7 @@ async def test_tool_loop_streams_events_and_continues_statelessly(
     )
 
     turn3 = await session.stream_turn(seen)
-    assert seen.drain() == [AssistantDelta("All "), AssistantDelta("done.")]
+    assert merged(seen.drain()) == [AssistantDelta("All done.")]
     assert turn3.tool_calls == []
     assert turn3.assistant_text == "All done."
 
@@ -336,14 +331,10 @@ async def test_summary_sent_only_as_parts_is_emitted_once(
     session = OpenAIResponsesSession(config(fake.base_url), client=client)
     seen = Recorder()
     await session.stream_turn(seen)
-    assert seen.drain() == [ThinkingDelta("Whole thought."), AssistantDelta("Hi")]
+    assert merged(seen.drain()) == [ThinkingDelta("Whole thought."), AssistantDelta("Hi")]
     await session.stream_turn(seen)
     # Deltas seen: parts are not repeated, and separate parts read as paragraphs.
-    assert seen.drain() == [
-        ThinkingDelta("First. "),
-        ThinkingDelta("\n\nSecond."),
-        AssistantDelta("Hi"),
-    ]
+    assert merged(seen.drain()) == [ThinkingDelta("First. \n\nSecond."), AssistantDelta("Hi")]
 
 
 async def test_model_specific_options(fake: FakeOpenAI, client: AsyncOpenAI) -> None:
@@ -431,7 +422,7 @@ async def test_stream_failures_after_output(
     with pytest.raises(ProviderError) as caught:
         await session.stream_turn(seen)
     assert caught.value.message == errors.stream_failed(NAME, detail).message
-    assert seen.events == [AssistantDelta("Half a sent"), AssistantDelta("ence")]
+    assert merged(seen.events) == [AssistantDelta("Half a sentence")]
 
 
 async def test_connection_refused(closed_port: int) -> None:

@@ -12,36 +12,34 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from openai import Omit, omit
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
-    ChatCompletionChunk,
     ChatCompletionContentPartParam,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
 )
-from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
-from openai.types.completion_usage import CompletionUsage
 from openai.types.shared.reasoning_effort import ReasoningEffort
 
 from services.agent.pricing import Usage
 from services.agent.providers import errors, openai_common, replay
 from services.agent.providers.base import (
-    AssistantDelta,
     ExecutedTool,
     OnEvent,
     PromptMessage,
+    ProviderError,
+    ProviderName,
     ProviderTurn,
     SessionConfig,
-    ThinkingDelta,
-    ToolCallDelta,
+    StreamEvent,
     ToolSpec,
 )
-from services.agent.providers.openai_common import media_url, provider_errors, result_json
-from services.agent.providers.streaming import TurnProgress, parse_tool_call
+from services.agent.providers.openai_common import media_url, read_stream, result_json
+from services.agent.providers.sse import SseEvent, loads
+from services.agent.providers.streaming import DeltaMerger, parse_tool_call
 
 # The SDK refuses to start without a key; local servers ignore whatever it sends.
 PLACEHOLDER_KEY = "not-needed"
@@ -94,65 +92,80 @@ def tool_media_message(executed: Sequence[ExecutedTool]) -> ChatCompletionMessag
     return {"role": "user", "content": parts}
 
 
-def usage_of(usage: CompletionUsage | None) -> Usage:
-    if usage is None:
+def usage_of(usage: dict[str, Any] | None) -> Usage:
+    if not usage:
         return Usage()
-    details = usage.prompt_tokens_details
-    cached = details.cached_tokens if details else 0
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
     return Usage.cached_within(
-        usage.prompt_tokens, cached, usage.completion_tokens, usage.total_tokens
+        usage["prompt_tokens"], cached, usage["completion_tokens"], usage["total_tokens"]
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class _PendingCall:
     call_id: str
     name: str
     arguments: list[str] = field(default_factory=list)
 
 
-@dataclass
-class _TurnParser:
-    emit: OnEvent
-    text: list[str] = field(default_factory=list)
-    calls: dict[int, _PendingCall] = field(default_factory=dict)  # by stream index
-    usage: CompletionUsage | None = None
-    finished: bool = False
+class _TurnReader:
+    """One streamed completion: its chunks become StreamEvents (a batch's consecutive
+    deltas merged); tool-call fragments are joined by their stream index."""
 
-    def _pending(self, fragment: ChoiceDeltaToolCall) -> _PendingCall:
-        index = fragment.index
-        if index not in self.calls:
-            fn = fragment.function
+    def __init__(self, name: ProviderName, api_key: str) -> None:
+        self._name = name
+        self._api_key = api_key
+        self._out = DeltaMerger()
+        self.text: list[str] = []
+        self.calls: dict[int, _PendingCall] = {}  # by stream index
+        self.usage: dict[str, Any] | None = None
+        self.finished = False
+        self.failure: ProviderError | None = None
+        self.done = False
+
+    def feed(self, batch: list[SseEvent]) -> list[StreamEvent]:
+        out = self._out
+        for event in batch:
+            if event.data.startswith(b"[DONE]"):
+                self.done = True
+                break
+            chunk = loads(event.data)
+            if chunk.get("error"):
+                self.failure = openai_common.payload_error(chunk, self._name, self._api_key)
+                break
+            if (usage := chunk.get("usage")) is not None:
+                self.usage = usage
+            for choice in (chunk.get("choices") or ())[:1]:
+                self.finished = self.finished or choice.get("finish_reason") is not None
+                delta = choice.get("delta") or {}
+                for name in _REASONING_FIELDS:
+                    thought = delta.get(name)
+                    if isinstance(thought, str) and thought:
+                        out.thinking(thought)
+                        break
+                if content := delta.get("content"):
+                    self.text.append(content)
+                    out.text(content)
+                for fragment in delta.get("tool_calls") or ():
+                    pending = self._pending(fragment)
+                    piece = (fragment.get("function") or {}).get("arguments")
+                    if piece:
+                        pending.arguments.append(piece)
+                        out.arguments(pending.call_id, pending.name, piece)
+        return out.take()
+
+    def _pending(self, fragment: dict[str, Any]) -> _PendingCall:
+        index = fragment["index"]
+        fn = fragment.get("function") or {}
+        pending = self.calls.get(index)
+        if pending is None:
             # The first fragment names the call; a server that omits the id still
             # needs one to pair the result with the call.
-            call_id = fragment.id or f"call_{index}_{secrets.token_hex(4)}"
-            self.calls[index] = _PendingCall(call_id, (fn.name if fn else None) or "")
-        pending = self.calls[index]
-        if not pending.name and fragment.function and fragment.function.name:
-            pending.name = fragment.function.name
+            call_id = fragment.get("id") or f"call_{index}_{secrets.token_hex(4)}"
+            pending = self.calls[index] = _PendingCall(call_id, fn.get("name") or "")
+        elif not pending.name and fn.get("name"):
+            pending.name = fn["name"]
         return pending
-
-    async def handle(self, chunk: ChatCompletionChunk) -> None:
-        if chunk.usage is not None:
-            self.usage = chunk.usage
-        for choice in chunk.choices[:1]:
-            self.finished = self.finished or choice.finish_reason is not None
-            delta = choice.delta
-            extra = delta.model_extra or {}
-            for name in _REASONING_FIELDS:
-                thought = extra.get(name)
-                if isinstance(thought, str) and thought:
-                    await self.emit(ThinkingDelta(thought))
-                    break
-            if delta.content:
-                self.text.append(delta.content)
-                await self.emit(AssistantDelta(delta.content))
-            for fragment in delta.tool_calls or ():
-                pending = self._pending(fragment)
-                piece = fragment.function.arguments if fragment.function else None
-                if piece:
-                    pending.arguments.append(piece)
-                    await self.emit(ToolCallDelta(pending.call_id, pending.name, piece))
 
 
 class OpenAIChatSession(openai_common.OpenAISession):
@@ -167,42 +180,39 @@ class OpenAIChatSession(openai_common.OpenAISession):
         ]
 
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
-        progress = TurnProgress()
-        parser = _TurnParser(progress.forward(on_event))
-        with provider_errors(self._config, progress):
-            stream = await self._client.chat.completions.create(
-                model=self._config.api_name,
-                messages=self._messages,
-                tools=self._tools or omit,
-                stream=True,
-                stream_options={"include_usage": True},
-                reasoning_effort=self._effort(),
-                # OpenAI's Chat Completions takes the same key as Responses; the local
-                # servers (vLLM, Ollama, llama.cpp, LM Studio) ignore unknown fields and
-                # cache by prefix on their own.
-                prompt_cache_key=self._cache_key,
-            )
-            # Leaving this block by any path, cancellation included, closes the
-            # HTTP response so the server stops generating.
-            async with stream:
-                async for chunk in stream:
-                    await parser.handle(chunk)
-        if not parser.finished:
+        config = self._config
+        reader = _TurnReader(config.provider, config.api_key)
+        # The SDK builds and sends the request and checks the status; the body is read
+        # raw (openai_common.read_stream), as the SDK's typed chunks cost ~50x more.
+        request = self._client.chat.completions.with_streaming_response.create(
+            model=config.api_name,
+            messages=self._messages,
+            tools=self._tools or omit,
+            stream=True,
+            stream_options={"include_usage": True},
+            reasoning_effort=self._effort(),
+            # OpenAI's Chat Completions takes the same key as Responses; the local
+            # servers (vLLM, Ollama, llama.cpp, LM Studio) ignore unknown fields and
+            # cache by prefix on their own.
+            prompt_cache_key=self._cache_key,
+        )
+        await read_stream(request, reader, on_event, config)
+        if not reader.finished:
             raise errors.stream_failed(
-                self._config.provider, "the stream ended before the answer was complete"
+                config.provider, "the stream ended before the answer was complete"
             )
-        return self._finish_turn(parser)
+        return self._finish_turn(reader)
 
     def _effort(self) -> ReasoningEffort | Omit:
         if self._config.effort is None:
             return omit
         return cast(ReasoningEffort, self._config.effort)
 
-    def _finish_turn(self, parser: _TurnParser) -> ProviderTurn:
-        pending = [parser.calls[i] for i in sorted(parser.calls)]
+    def _finish_turn(self, reader: _TurnReader) -> ProviderTurn:
+        pending = [reader.calls[i] for i in sorted(reader.calls)]
         calls = [parse_tool_call(p.call_id, p.name, "".join(p.arguments)) for p in pending]
-        text = "".join(parser.text)
-        usage = usage_of(parser.usage)
+        text = "".join(reader.text)
+        usage = usage_of(reader.usage)
         self._add_usage(usage)
         native: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": text}
         if pending:

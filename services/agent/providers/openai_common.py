@@ -4,16 +4,33 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing, contextmanager
+from typing import Any, Protocol
 
+import anyio
+import httpx2
 import openai
-from openai import Omit, omit
+from openai import AsyncAPIResponse, Omit, omit
 
-from services.agent.providers import errors
-from services.agent.providers.base import MediaPart, ProviderError, SessionConfig
+from services.agent.providers import errors, sse
+from services.agent.providers.base import (
+    MediaPart,
+    OnEvent,
+    ProviderError,
+    ProviderName,
+    SessionConfig,
+    StreamEvent,
+)
+from services.agent.providers.errors import redact
 from services.agent.providers.streaming import SdkSession, TurnProgress, lineage_cache_key
+
+# What the SDK itself counts as a broken connection while it reads a body (its
+# `request_exceptions`); reading the body raw, we meet them unwrapped.
+_TRANSPORT_ERRORS = (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
+# How a record of an unexpected shape fails a reader that indexes it directly.
+_SHAPE_ERRORS = (sse.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError)
 
 
 def _detail(err: openai.APIError) -> str:
@@ -50,6 +67,76 @@ def provider_errors(config: SessionConfig, progress: TurnProgress) -> Iterator[N
         raise errors.stream_failed(name, errors.redact(_detail(exc), key)) from exc
     except openai.OpenAIError as exc:
         raise ProviderError(f"{name.display} client error: {errors.redact(str(exc), key)}") from exc
+    except httpx2.TimeoutException as exc:
+        raise errors.timed_out(name) from exc
+    except _TRANSPORT_ERRORS as exc:
+        raise errors.connection_lost(config, progress.streamed) from exc
+    except _SHAPE_ERRORS as exc:
+        raise errors.stream_failed(name, "the server sent data in an unexpected shape") from exc
+
+
+class StreamReader(Protocol):
+    """One turn's records → stream events (see `read_stream`)."""
+
+    # A failure a record reported: raised once the events before it are forwarded.
+    failure: ProviderError | None
+    done: bool  # a `data: [DONE]` record ended the stream
+
+    def feed(self, batch: list[sse.SseEvent]) -> list[StreamEvent]: ...
+
+
+def payload_error(record: Any, name: ProviderName, api_key: str) -> ProviderError | None:
+    """A record `{"error": {...}}` in the middle of a stream, as the SDK reads one."""
+    if not isinstance(record, dict):
+        return None
+    error = record.get("error")
+    if not error:
+        return None
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str) or not message:
+        message = "An error occurred during streaming"
+    return errors.stream_failed(name, redact(message, api_key))
+
+
+async def read_stream(
+    request: AbstractAsyncContextManager[AsyncAPIResponse[Any]],
+    reader: StreamReader,
+    on_event: OnEvent,
+    config: SessionConfig,
+) -> None:
+    """Sends `request` through the SDK (auth, retries, status errors), then reads the body
+    raw: one `reader.feed` per network read, its events forwarded before the next read.
+
+    Leaving by any path, cancellation included, closes the HTTP response at once, so the
+    server stops generating too.
+    """
+    progress = TurnProgress()
+    emit = progress.forward(on_event)
+    async with AsyncExitStack() as stack:
+        with provider_errors(config, progress):
+            response = await stack.enter_async_context(request)
+        batches = sse.event_batches(response.iter_bytes())
+        await stack.enter_async_context(aclosing(batches))
+        while not reader.done:
+            with provider_errors(config, progress):
+                batch = await anext(batches, None)
+                if batch is None:
+                    break
+                events = reader.feed(batch)
+            for event in events:
+                await emit(event)
+            if reader.failure is not None:
+                raise reader.failure
+
+
+def without_none(value: Any) -> Any:
+    """JSON with every null member dropped, at any depth: an output item as the next
+    request sends it back (the SDK's `model_dump(exclude_none=True)` of it)."""
+    if isinstance(value, dict):
+        return {k: without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_none(v) for v in value]
+    return value
 
 
 class OpenAISession(SdkSession):

@@ -1,10 +1,12 @@
 """OpenAI Responses API session: stateless (`store=False`), streamed, tool-calling.
 
-Why `responses.create(stream=True)` and not the `responses.stream()` helper: we only
-need the raw events plus the final `Response` that `response.completed` carries, and
-we handle `error` / `response.failed` events ourselves. The helper adds its own
-accumulation state machine that raises on event-ordering quirks of OpenAI-compatible
-proxies reachable through a custom base URL, without giving us anything we use.
+The SDK sends the request (`responses.with_streaming_response.create(stream=True)`:
+auth, retries, status errors) and the body is read raw: the SDK's typed event per
+record cost ~50x what decoding the few fields the engine needs costs, and a
+create_file streams thousands of records. Not the `responses.stream()` helper either:
+its accumulation state machine raises on event-ordering quirks of OpenAI-compatible
+proxies reachable through a custom base URL. The records read are in
+docs/provider-wire-formats.md (OpenAI Responses).
 """
 
 from __future__ import annotations
@@ -15,12 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from openai import Omit, omit
-from openai.types.responses import (
-    FunctionToolParam,
-    Response,
-    ResponseInputItemParam,
-    ResponseStreamEvent,
-)
+from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 from openai.types.responses.image_detail import ImageDetail
 from openai.types.responses.response_function_call_output_item_list_param import (
     ResponseFunctionCallOutputItemParam,
@@ -34,21 +31,26 @@ from openai.types.shared_params.reasoning_effort import ReasoningEffort
 from services.agent.pricing import Usage
 from services.agent.providers import errors, openai_common, replay
 from services.agent.providers.base import (
-    AssistantDelta,
     ExecutedTool,
     OnEvent,
     PromptMessage,
+    ProviderError,
     ProviderName,
     ProviderTurn,
     SessionConfig,
-    ThinkingDelta,
+    StreamEvent,
     ToolCall,
-    ToolCallDelta,
     ToolSpec,
 )
 from services.agent.providers.errors import redact
-from services.agent.providers.openai_common import media_url, provider_errors, result_json
-from services.agent.providers.streaming import TurnProgress, parse_tool_call
+from services.agent.providers.openai_common import (
+    media_url,
+    read_stream,
+    result_json,
+    without_none,
+)
+from services.agent.providers.sse import SseEvent, loads
+from services.agent.providers.streaming import DeltaMerger, parse_tool_call
 
 # Upstream sends these models images at full resolution; the rest get "high".
 _ORIGINAL_DETAIL_MODELS = frozenset({"gpt-5.5", "gpt-5.6-sol", "gpt-5.6-terra"})
@@ -137,36 +139,139 @@ def tool_output_item(executed: ExecutedTool, detail: ImageDetail) -> ResponseInp
     return {"type": "function_call_output", "call_id": executed.call.id, "output": parts}
 
 
-def usage_of(response: Response) -> Usage:
-    u = response.usage
-    if u is None:
+def usage_of(response: dict[str, Any]) -> Usage:
+    u = response.get("usage")
+    if not u:
         return Usage()
-    cached = u.input_tokens_details.cached_tokens if u.input_tokens_details else 0
-    return Usage.cached_within(u.input_tokens, cached, u.output_tokens, u.total_tokens)
+    cached = (u.get("input_tokens_details") or {}).get("cached_tokens") or 0
+    return Usage.cached_within(u["input_tokens"], cached, u["output_tokens"], u["total_tokens"])
 
 
-@dataclass
+def output_text(response: dict[str, Any]) -> str:
+    """The text of the response's messages (the SDK's `Response.output_text`)."""
+    return "".join(
+        part.get("text", "")
+        for item in response.get("output") or ()
+        if item.get("type") == "message"
+        for part in item.get("content") or ()
+        if part.get("type") == "output_text"
+    )
+
+
+@dataclass(slots=True)
 class _FunctionCall:
     call_id: str
     name: str
-    sent: str = ""  # argument text already forwarded as deltas
+    sent: list[str] = field(default_factory=list)  # argument text already forwarded
 
 
-@dataclass
-class _TurnParser:
-    """Turns one streamed response into StreamEvents and, at the end, a Response."""
+# Records that carry nothing the engine uses, skipped by their `event:` name before any
+# JSON is decoded (a record without a name is decoded and judged by its `type`).
+_IGNORED = frozenset(
+    {
+        "response.created",
+        "response.in_progress",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.done",
+        "response.output_item.done",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_text.done",
+    }
+)
 
-    emit: OnEvent
-    name: ProviderName
-    api_key: str
-    text: list[str] = field(default_factory=list)
-    calls: dict[str, _FunctionCall] = field(default_factory=dict)  # by output item id
-    final: Response | None = None
-    _saw_summary_delta: bool = False
-    _last_part_text: str | None = None
-    _thinking_at: tuple[str, int] | None = None  # (item id, summary index) last thought
 
-    async def _think(self, text: str, where: tuple[str, int]) -> None:
+class _TurnReader:
+    """One streamed response: its records become StreamEvents (a batch's consecutive
+    deltas merged) and, at `response.completed`, the final response's JSON."""
+
+    def __init__(self, name: ProviderName, api_key: str) -> None:
+        self._name = name
+        self._api_key = api_key
+        self._out = DeltaMerger()
+        self.text: list[str] = []
+        self.calls: dict[str, _FunctionCall] = {}  # by output item id
+        self.final: dict[str, Any] | None = None
+        self.failure: ProviderError | None = None
+        self.done = False
+        self._saw_summary_delta = False
+        self._last_part_text: str | None = None
+        self._thinking_at: tuple[str, int] | None = None  # (item id, summary index) last thought
+
+    def feed(self, batch: list[SseEvent]) -> list[StreamEvent]:
+        out = self._out
+        for event in batch:
+            if event.name in _IGNORED:
+                continue
+            if event.data.startswith(b"[DONE]"):
+                self.done = True
+                break
+            record = loads(event.data)
+            kind = record.get("type")
+            if kind == "response.function_call_arguments.delta":
+                call = self.calls.get(record["item_id"])
+                delta = record["delta"]
+                if call is not None and delta:
+                    call.sent.append(delta)
+                    out.arguments(call.call_id, call.name, delta)
+            elif kind == "response.output_text.delta":
+                if delta := record["delta"]:
+                    self.text.append(delta)
+                    out.text(delta)
+            elif self._record(kind, record):
+                break
+        return out.take()
+
+    def _record(self, kind: str, record: dict[str, Any]) -> bool:
+        """Every record but the two deltas of a burst; True when it ended the stream."""
+        match kind:
+            case "response.reasoning_summary_text.delta":
+                self._saw_summary_delta = True
+                self._think(record["delta"], (record["item_id"], record["summary_index"]))
+            case "response.reasoning_text.delta":
+                self._saw_summary_delta = True
+                self._think(record["delta"], (record["item_id"], -1 - record["content_index"]))
+            case "response.reasoning_summary_part.added" | "response.reasoning_summary_part.done":
+                # Some servers send a summary only as whole parts: forward a part's text
+                # when no delta carried it, and only once for added+done.
+                part = record["part"].get("text")
+                if not self._saw_summary_delta and part and part != self._last_part_text:
+                    self._last_part_text = part
+                    self._think(part, (record["item_id"], record["summary_index"]))
+            case "response.output_item.added":
+                item = record["item"]
+                if item.get("type") == "function_call" and item.get("id"):
+                    new = _FunctionCall(item["call_id"], item["name"])
+                    self.calls[item["id"]] = new
+                    self._send_args(new, item.get("arguments") or "")
+            case "response.function_call_arguments.done":
+                done = self.calls.get(record["item_id"])
+                arguments: str = record["arguments"]
+                sent = "".join(done.sent) if done else ""
+                # Forward whatever the deltas missed, so fragments add up to the whole.
+                if done and arguments.startswith(sent):
+                    self._send_args(done, arguments[len(sent) :])
+            case "error":
+                detail = redact(str(record.get("message")), self._api_key)
+                if code := record.get("code"):
+                    detail = f"{detail} ({code})"
+                self.failure = errors.stream_failed(self._name, detail)
+            case "response.failed":
+                err = record["response"].get("error")
+                detail = f"{err['message']} ({err['code']})" if err else "the response failed"
+                self.failure = errors.stream_failed(self._name, redact(detail, self._api_key))
+            case "response.incomplete":
+                details = record["response"].get("incomplete_details") or {}
+                reason = details.get("reason") or "unknown reason"
+                detail = f"the response is incomplete ({reason})"
+                self.failure = errors.stream_failed(self._name, detail)
+            case "response.completed":
+                self.final = record["response"]
+            case _:
+                self.failure = openai_common.payload_error(record, self._name, self._api_key)
+        return self.failure is not None
+
+    def _think(self, text: str, where: tuple[str, int]) -> None:
         if not text:
             return
         # Summary parts arrive as separate paragraphs ("**Title**\n\n…"); without a
@@ -174,62 +279,12 @@ class _TurnParser:
         if self._thinking_at is not None and self._thinking_at != where:
             text = "\n\n" + text
         self._thinking_at = where
-        await self.emit(ThinkingDelta(text))
+        self._out.thinking(text)
 
-    async def _send_args(self, call: _FunctionCall, delta: str) -> None:
+    def _send_args(self, call: _FunctionCall, delta: str) -> None:
         if delta:
-            call.sent += delta
-            await self.emit(ToolCallDelta(call.call_id, call.name, delta))
-
-    async def handle(self, event: ResponseStreamEvent) -> None:
-        match event.type:
-            case "response.output_text.delta":
-                self.text.append(event.delta)
-                await self.emit(AssistantDelta(event.delta))
-            case "response.reasoning_summary_text.delta":
-                self._saw_summary_delta = True
-                await self._think(event.delta, (event.item_id, event.summary_index))
-            case "response.reasoning_text.delta":
-                self._saw_summary_delta = True
-                await self._think(event.delta, (event.item_id, -1 - event.content_index))
-            case "response.reasoning_summary_part.added" | "response.reasoning_summary_part.done":
-                # Some servers send a summary only as whole parts: forward a part's text
-                # when no delta carried it, and only once for added+done.
-                part = event.part.text
-                if not self._saw_summary_delta and part and part != self._last_part_text:
-                    self._last_part_text = part
-                    await self._think(part, (event.item_id, event.summary_index))
-            case "response.output_item.added":
-                item = event.item
-                if item.type == "function_call" and item.id:
-                    new = _FunctionCall(item.call_id, item.name)
-                    self.calls[item.id] = new
-                    await self._send_args(new, item.arguments)
-            case "response.function_call_arguments.delta":
-                if known := self.calls.get(event.item_id):
-                    await self._send_args(known, event.delta)
-            case "response.function_call_arguments.done":
-                done = self.calls.get(event.item_id)
-                # Forward whatever the deltas missed, so fragments add up to the whole.
-                if done and event.arguments.startswith(done.sent):
-                    await self._send_args(done, event.arguments[len(done.sent) :])
-            case "error":
-                detail = redact(event.message, self.api_key)
-                if event.code:
-                    detail = f"{detail} ({event.code})"
-                raise errors.stream_failed(self.name, detail)
-            case "response.failed":
-                err = event.response.error
-                detail = f"{err.message} ({err.code})" if err else "the response failed"
-                raise errors.stream_failed(self.name, redact(detail, self.api_key))
-            case "response.incomplete":
-                details = event.response.incomplete_details
-                reason = details.reason if details and details.reason else "unknown reason"
-                raise errors.stream_failed(self.name, f"the response is incomplete ({reason})")
-            case "response.completed":
-                self.final = event.response
-            case _:
-                pass
+            call.sent.append(delta)
+            self._out.arguments(call.call_id, call.name, delta)
 
 
 class OpenAIResponsesSession(openai_common.OpenAISession):
@@ -247,53 +302,48 @@ class OpenAIResponsesSession(openai_common.OpenAISession):
         ]
 
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
-        progress = TurnProgress()
         config = self._config
-        parser = _TurnParser(progress.forward(on_event), config.provider, config.api_key)
-        with provider_errors(config, progress):
-            stream = await self._client.responses.create(
-                model=self._config.api_name,
-                input=self._input,
-                tools=self._tools,
-                tool_choice="auto",
-                stream=True,
-                store=False,
-                include=["reasoning.encrypted_content"],
-                max_output_tokens=self._config.max_output_tokens,
-                reasoning=self._reasoning(),
-                # The input only ever grows at its end, so each turn's request is the
-                # previous one plus the new items: the key keeps them on one cache.
-                prompt_cache_key=self._cache_key,
-                prompt_cache_retention=(
-                    "24h" if self._config.api_name in _LONG_CACHE_MODELS else omit
-                ),
-            )
-            # Leaving this block by any path, cancellation included, closes the
-            # HTTP response so the upstream generation stops too.
-            async with stream:
-                async for event in stream:
-                    await parser.handle(event)
-        if parser.final is None:
+        reader = _TurnReader(config.provider, config.api_key)
+        # The SDK builds and sends the request and checks the status; the body is read
+        # raw (openai_common.read_stream), as the SDK's typed events cost ~50x more.
+        request = self._client.responses.with_streaming_response.create(
+            model=config.api_name,
+            input=self._input,
+            tools=self._tools,
+            tool_choice="auto",
+            stream=True,
+            store=False,
+            include=["reasoning.encrypted_content"],
+            max_output_tokens=config.max_output_tokens,
+            reasoning=self._reasoning(),
+            # The input only ever grows at its end, so each turn's request is the
+            # previous one plus the new items: the key keeps them on one cache.
+            prompt_cache_key=self._cache_key,
+            prompt_cache_retention="24h" if config.api_name in _LONG_CACHE_MODELS else omit,
+        )
+        await read_stream(request, reader, on_event, config)
+        if reader.final is None:
             raise errors.stream_failed(
                 config.provider, "the stream ended before the response completed"
             )
-        return self._finish_turn(parser, parser.final)
+        return self._finish_turn(reader, reader.final)
 
     def _reasoning(self) -> Reasoning | Omit:
         if self._config.effort is None:
             return omit
         return {"effort": cast(ReasoningEffort, self._config.effort), "summary": "auto"}
 
-    def _finish_turn(self, parser: _TurnParser, final: Response) -> ProviderTurn:
+    def _finish_turn(self, reader: _TurnReader, final: dict[str, Any]) -> ProviderTurn:
+        output: list[dict[str, Any]] = final.get("output") or []
         calls: list[ToolCall] = [
-            parse_tool_call(item.call_id, item.name, item.arguments)
-            for item in final.output
-            if item.type == "function_call"
+            parse_tool_call(item["call_id"], item["name"], item["arguments"])
+            for item in output
+            if item.get("type") == "function_call"
         ]
-        text = "".join(parser.text) or final.output_text
+        text = "".join(reader.text) or output_text(final)
         usage = usage_of(final)
         self._add_usage(usage)
-        native = [item.model_dump(mode="json", exclude_none=True) for item in final.output]
+        native = [without_none(item) for item in output]
         return ProviderTurn(assistant_text=text, tool_calls=calls, usage=usage, native=native)
 
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:

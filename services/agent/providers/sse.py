@@ -15,7 +15,7 @@ says; the sessions then report the stream as ended early.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +73,7 @@ class SseDecoder:
         return events
 
 
-async def event_batches(chunks: AsyncIterable[bytes]) -> AsyncIterator[list[SseEvent]]:
+async def event_batches(chunks: AsyncIterable[bytes]) -> AsyncGenerator[list[SseEvent], None]:
     """The events of a byte stream, one list per read that completed any."""
     decoder = SseDecoder()
     async for chunk in chunks:

@@ -10,14 +10,80 @@ from dataclasses import dataclass
 
 from services.agent.pricing import Usage, cost_usd
 from services.agent.providers.base import (
+    AssistantDelta,
     OnEvent,
     PromptMessage,
     SessionConfig,
     StreamEvent,
+    ThinkingDelta,
     ToolCall,
+    ToolCallDelta,
 )
 
 log = logging.getLogger(__name__)
+
+# The engine replays a create_file fragment longer than this as content that came whole
+# (engine.PreviewReplay). Merged argument fragments stay within it, so a burst that
+# arrived in one read still previews as the stream it was; JSON escapes only shrink
+# when decoded, so raw text this long never decodes to more.
+MAX_MERGED_ARGUMENTS = 200
+
+_TEXT = "\0text"  # merge keys besides tool call ids, which are never NUL-prefixed
+_THINKING = "\0thinking"
+
+
+class DeltaMerger:
+    """The stream events of one batch of records, as few as keep their meaning:
+    consecutive deltas of one kind (text, thinking, one tool call's arguments) become one
+    event, so a burst that arrived in one network read costs the engine one step."""
+
+    __slots__ = ("_events", "_key", "_name", "_pieces", "_size")
+
+    def __init__(self) -> None:
+        self._events: list[StreamEvent] = []
+        self._key = ""
+        self._name = ""
+        self._pieces: list[str] = []
+        self._size = 0
+
+    def text(self, piece: str) -> None:
+        if self._key != _TEXT:
+            self._switch(_TEXT)
+        self._pieces.append(piece)
+
+    def thinking(self, piece: str) -> None:
+        if self._key != _THINKING:
+            self._switch(_THINKING)
+        self._pieces.append(piece)
+
+    def arguments(self, call_id: str, name: str, piece: str) -> None:
+        size = self._size + len(piece)
+        if self._key != call_id or size > MAX_MERGED_ARGUMENTS:
+            self._switch(call_id)
+            self._name = name
+            size = len(piece)
+        self._pieces.append(piece)
+        self._size = size
+
+    def take(self) -> list[StreamEvent]:
+        """The events so far, in stream order; the merger starts over empty."""
+        self._switch("")
+        events, self._events = self._events, []
+        return events
+
+    def _switch(self, key: str) -> None:
+        pieces = self._pieces
+        if pieces:
+            text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+            if self._key == _TEXT:
+                self._events.append(AssistantDelta(text))
+            elif self._key == _THINKING:
+                self._events.append(ThinkingDelta(text))
+            else:
+                self._events.append(ToolCallDelta(self._key, self._name, text))
+            self._pieces = []
+        self._key = key
+        self._size = 0
 
 
 @dataclass(slots=True)
