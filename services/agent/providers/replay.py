@@ -21,7 +21,7 @@ from typing import Any
 
 from services.agent.providers.base import ExecutedTool, ToolCall
 
-# Below this the content costs less than the placeholder saves and is kept.
+# Shorter contents stay: they cost little, and the model keeps seeing what it wrote.
 ELIDE_MIN_CHARS = 2_000
 DEFAULT_PATH = "index.html"
 
