@@ -2,7 +2,9 @@
 
 Every reply follows docs/provider-wire-formats.md (Anthropic): `event:` lines
 are always present (the SDK drops records without one), and each record is
-written on its own so the client really receives a stream.
+written on its own so the client really receives a stream (`delivery` changes that:
+"burst" writes a whole turn at once, "bytes" writes it a few bytes at a time, so
+records arrive split across reads).
 
     fake = FakeAnthropic()
     base_url = await fake.start()          # pass as AsyncAnthropic(base_url=...)
@@ -31,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -66,6 +68,11 @@ class Thinking:
 
 
 @dataclass(frozen=True, slots=True)
+class RedactedThinking:
+    data: str  # opaque: replayed byte for byte
+
+
+@dataclass(frozen=True, slots=True)
 class Text:
     chunks: tuple[str, ...]
 
@@ -85,7 +92,8 @@ class ToolUse:
         return cls(call_id, name, chunked(json.dumps(arguments), size))
 
 
-Block = Thinking | Text | ToolUse
+Block = Thinking | RedactedThinking | Text | ToolUse
+Delivery = Literal["records", "burst", "bytes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +120,8 @@ class Turn:
     error: StreamError | None = None
     hang: bool = False  # after the blocks, hold the stream open until the client leaves
     drop: bool = False  # after the blocks, cut the connection without ending the stream
+    delivery: Delivery = "records"
+    cut: bool = False  # end the body cleanly in the middle of the last record
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +174,12 @@ class FakeAnthropic:
         error: StreamError | None = None,
         hang: bool = False,
         drop: bool = False,
+        delivery: Delivery = "records",
+        cut: bool = False,
     ) -> None:
-        self._replies.append(Turn(blocks, usage or TurnUsage(), stop_reason, error, hang, drop))
+        self._replies.append(
+            Turn(blocks, usage or TurnUsage(), stop_reason, error, hang, drop, delivery, cut)
+        )
 
     def add_http_error(self, status: int, message: str | None = None) -> None:
         error_type = ERROR_TYPES.get(status, "api_error")
@@ -197,8 +211,16 @@ class FakeAnthropic:
         )
         await response.prepare(request)
         try:
-            for name, data in _turn_events(reply, str(body.get("model", "")), len(self.requests)):
-                await response.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            records = [
+                f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                for name, data in _turn_events(
+                    reply, str(body.get("model", "")), len(self.requests)
+                )
+            ]
+            if reply.cut:
+                records[-1] = records[-1][: len(records[-1]) // 2]
+            for piece in writes(records, reply.delivery):
+                await response.write(piece)
             if reply.hang:
                 await self._stopping.wait()
             if reply.drop and request.transport is not None:
@@ -209,6 +231,16 @@ class FakeAnthropic:
             raise
         await response.write_eof()
         return response
+
+
+def writes(records: list[bytes], delivery: Delivery) -> list[bytes]:
+    """The pieces a reply is written in: one per record, all at once, or a few bytes each."""
+    if delivery == "burst":
+        return [b"".join(records)]
+    if delivery == "bytes":
+        whole = b"".join(records)
+        return [whole[i : i + 5] for i in range(0, len(whole), 5)]
+    return records
 
 
 def _error_response(error: HttpError) -> web.Response:
@@ -278,6 +310,8 @@ def _block_events(index: int, block: Block) -> list[tuple[str, dict[str, Any]]]:
         events = [start({"type": "thinking", "thinking": "", "signature": ""})]
         events += [delta({"type": "thinking_delta", "thinking": c}) for c in block.chunks]
         events.append(delta({"type": "signature_delta", "signature": block.signature}))
+    elif isinstance(block, RedactedThinking):
+        events = [start({"type": "redacted_thinking", "data": block.data})]
     elif isinstance(block, Text):
         events = [start({"type": "text", "text": ""})]
         events += [delta({"type": "text_delta", "text": c}) for c in block.chunks]

@@ -14,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anthropic
 import httpx2
-from anthropic.lib.streaming import AsyncMessageStreamManager, ParsedMessageStreamEvent
+from anthropic import AsyncAPIResponse
 from anthropic.types import (
     CacheControlEphemeralParam,
     MessageParam,
@@ -30,8 +30,7 @@ from anthropic.types import (
     ToolParam,
 )
 
-from services.agent.pricing import Usage
-from services.agent.providers import base, errors, replay
+from services.agent.providers import base, errors, raw_stream, replay, sse
 from services.agent.providers.anthropic_images import (
     EncodedImage,
     ImageDecodeError,
@@ -39,8 +38,9 @@ from services.agent.providers.anthropic_images import (
     max_dimension_for,
     parse_data_url,
 )
-from services.agent.providers.base import ExecutedTool, ProviderError, ProviderTurn, ToolCall
-from services.agent.providers.streaming import SdkSession, TurnProgress, parse_tool_call
+from services.agent.providers.anthropic_stream import MessageReader
+from services.agent.providers.base import ExecutedTool, ProviderError, ProviderTurn
+from services.agent.providers.streaming import SdkSession, TurnProgress
 
 logger = logging.getLogger(__name__)
 
@@ -74,13 +74,6 @@ class _LocalImage:
 
 # A conversation item: a JSON-ready block, or an image still to be encoded.
 Item = Block | _LocalImage
-
-
-@dataclass(slots=True)
-class _ToolInput:
-    id: str
-    name: str
-    chunks: list[str] = field(default_factory=list)
 
 
 class AnthropicSession(SdkSession):
@@ -120,32 +113,17 @@ class AnthropicSession(SdkSession):
         messages = await asyncio.to_thread(self._render_messages)
         progress = TurnProgress()
         emit = progress.forward(on_event)
-        text: list[str] = []
-        tool_inputs: dict[int, _ToolInput] = {}
+        reader = MessageReader(self._config)
+        mapped = errors.MappedErrors(lambda exc: _provider_error(exc, self._config, progress))
         async with AsyncExitStack() as stack:
-            with self._mapped_errors(progress):
-                stream = await stack.enter_async_context(self._open_stream(messages))
-            while True:
-                with self._mapped_errors(progress):
-                    event = await anext(stream, None)
-                if event is None:
-                    break
-                for out in _stream_events(event, tool_inputs, text):
-                    await emit(out)
-            with self._mapped_errors(progress):
-                final = await stream.get_final_message()
-
-        usage = _usage_of(final.usage)
-        self._add_usage(usage)
-        calls: list[ToolCall] = []
-        replay: list[Any] = []
-        for index, block in enumerate(final.content):
-            if block.type == "tool_use":
-                calls.append(_tool_call(block.id, block.name, block.input, tool_inputs.get(index)))
-            replay_block = _replay_block(block)
-            if replay_block is not None:
-                replay.append(replay_block)
-        return ProviderTurn("".join(text), calls, usage, native=replay)
+            # The SDK sends the request, retries and raises on an error status; the
+            # body it hands back is read raw (anthropic_stream).
+            with mapped:
+                response = await stack.enter_async_context(self._open_stream(messages))
+            await raw_stream.forward(response.iter_bytes(), reader, emit, mapped)
+        turn = reader.turn()
+        self._add_usage(turn.usage)
+        return ProviderTurn(turn.text, turn.calls, turn.usage, native=turn.replay)
 
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
         if not isinstance(turn.native, list) or not executed:
@@ -158,7 +136,9 @@ class AnthropicSession(SdkSession):
     async def _close_client(self) -> None:
         await self._client.close()
 
-    def _open_stream(self, messages: list[MessageParam]) -> AsyncMessageStreamManager[Any]:
+    def _open_stream(
+        self, messages: list[MessageParam]
+    ) -> AbstractAsyncContextManager[AsyncAPIResponse[Any]]:
         config = self._config
         extra_body: dict[str, Any] | None = None
         thinking: anthropic.types.ThinkingConfigParam | anthropic.Omit = anthropic.omit
@@ -173,7 +153,8 @@ class AnthropicSession(SdkSession):
         system: str | list[TextBlockParam] | anthropic.Omit = self._system or anthropic.omit
         if self._caching:
             system, messages = _with_breakpoints(self._system, messages)
-        return self._client.messages.stream(
+        return self._client.messages.with_streaming_response.create(
+            stream=True,
             model=config.api_name,
             max_tokens=config.max_output_tokens,
             system=system,
@@ -193,25 +174,6 @@ class AnthropicSession(SdkSession):
             for m in self._messages
         ]
         return cast(list[MessageParam], rendered)
-
-    @contextmanager
-    def _mapped_errors(self, progress: TurnProgress) -> Iterator[None]:
-        config = self._config
-        try:
-            yield
-        except anthropic.AnthropicError as exc:
-            raise _provider_error(exc, config, progress.streamed) from exc
-        # Once the body streams, transport failures surface from the SDK's HTTP
-        # library unwrapped.
-        except httpx2.TimeoutException as exc:
-            raise errors.timed_out(config.provider) from exc
-        except httpx2.TransportError as exc:
-            raise errors.connection_lost(config, progress.streamed) from exc
-        except ValueError as exc:
-            # The SDK parses streamed tool arguments as they arrive and gives up on
-            # malformed JSON by raising ValueError; the stream cannot continue after it.
-            detail = "the model sent malformed tool arguments"
-            raise errors.stream_failed(config.provider, detail) from exc
 
 
 _EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
@@ -259,99 +221,32 @@ def _mark_last_block(message: MessageParam) -> MessageParam:
 
 
 def _provider_error(
-    exc: anthropic.AnthropicError, config: base.SessionConfig, streamed: bool
-) -> ProviderError:
-    """The one place where SDK exceptions become user-facing errors.
+    exc: Exception, config: base.SessionConfig, progress: TurnProgress
+) -> ProviderError | None:
+    """The one place where SDK and transport exceptions become user-facing errors.
 
     Order matters: a timeout is a connection error, and every HTTP error is a status error.
     """
     name = config.provider
-    if isinstance(exc, anthropic.APITimeoutError):
+    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
         return errors.timed_out(name)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return errors.connection_lost(config, streamed)
+    # Once the body streams, transport failures surface from the SDK's HTTP library
+    # unwrapped.
+    if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
+        return errors.connection_lost(config, progress.streamed)
     if isinstance(exc, anthropic.APIStatusError):
-        if exc.status_code == 200:
-            # An `event: error` record inside an already accepted stream.
-            return errors.stream_failed(name, errors.redact(_status_detail(exc), config.api_key))
         return errors.status_error(config, exc.status_code, _status_detail(exc))
-    if isinstance(exc, anthropic.APIResponseValidationError):
+    if isinstance(exc, anthropic.AnthropicError):
+        return errors.stream_failed(name, type(exc).__name__)
+    if isinstance(exc, sse.JSONDecodeError | KeyError | TypeError | AttributeError):
         return errors.stream_failed(name, "the server sent data in an unexpected shape")
-    return errors.stream_failed(name, type(exc).__name__)
+    return None
 
 
 def _status_detail(exc: anthropic.APIStatusError) -> str:
     if exc.api_message:
         return f"{exc.type}: {exc.api_message}" if exc.type else exc.api_message
     return f"HTTP {exc.status_code}"
-
-
-def _stream_events(
-    event: ParsedMessageStreamEvent[Any], tool_inputs: dict[int, _ToolInput], text: list[str]
-) -> Iterator[base.StreamEvent]:
-    """Our stream events for one SDK event. The helper events the SDK adds
-    (`text`, `thinking`, `input_json`, …) repeat raw deltas and are ignored."""
-    if event.type == "content_block_start":
-        block = event.content_block
-        if block.type == "tool_use":
-            tool_input = _ToolInput(block.id, block.name)
-            tool_inputs[event.index] = tool_input
-            if block.input:
-                # Arguments that arrive whole, without deltas.
-                whole = json.dumps(block.input)
-                tool_input.chunks.append(whole)
-                yield base.ToolCallDelta(block.id, block.name, whole)
-    elif event.type == "content_block_delta":
-        delta = event.delta
-        if delta.type == "text_delta" and delta.text:
-            text.append(delta.text)
-            yield base.AssistantDelta(delta.text)
-        elif delta.type == "thinking_delta" and delta.thinking:
-            yield base.ThinkingDelta(delta.thinking)
-        elif delta.type == "input_json_delta" and delta.partial_json:
-            pending = tool_inputs.get(event.index)
-            if pending is not None:
-                pending.chunks.append(delta.partial_json)
-                yield base.ToolCallDelta(pending.id, pending.name, delta.partial_json)
-
-
-def _tool_call(call_id: str, name: str, parsed: object, tool_input: _ToolInput | None) -> ToolCall:
-    """The call's arguments, judged on the raw text: the SDK's own parse is lenient
-    about truncated JSON, which would pass a cut-off file as complete."""
-    if tool_input is None or not tool_input.chunks:
-        if isinstance(parsed, dict):
-            return ToolCall(call_id, name, parsed)
-        return ToolCall(call_id, name, {}, invalid_json=json.dumps(parsed))
-    return parse_tool_call(call_id, name, "".join(tool_input.chunks))
-
-
-def _replay_block(block: Any) -> Any:
-    """An assistant content block as the next request must carry it back."""
-    if block.type == "thinking":
-        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    if block.type == "redacted_thinking":
-        return {"type": "redacted_thinking", "data": block.data}
-    if block.type == "text":
-        # The API rejects empty text blocks; they carry nothing anyway.
-        return {"type": "text", "text": block.text} if block.text else None
-    if block.type == "tool_use":
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    # Anything else (server tool blocks) goes back as the SDK object; the SDK serialises it.
-    return block
-
-
-def _usage_of(usage: anthropic.types.Usage) -> Usage:
-    input_tokens = usage.input_tokens or 0
-    output_tokens = usage.output_tokens or 0
-    cache_read = usage.cache_read_input_tokens or 0
-    cache_write = usage.cache_creation_input_tokens or 0
-    return Usage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-        total_tokens=input_tokens + output_tokens + cache_read + cache_write,
-    )
 
 
 def _tool_param(name: str, description: str, schema: dict[str, Any]) -> ToolParam:

@@ -6,6 +6,9 @@ back go through `redact` first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import TracebackType
+
 from services.agent.providers.base import ProviderError, ProviderName, SessionConfig
 
 
@@ -88,3 +91,31 @@ def status_error(config: SessionConfig, status: int, detail: str) -> ProviderErr
     if status >= 500:
         return upstream_failed(name, status)
     return bad_request(name, f"{redact(detail, config.api_key)} ({status})")
+
+
+class MappedErrors:
+    """A `with` block whose exceptions leave as the ProviderError `convert` makes of
+    them; one it returns None for (not a provider failure) goes on unchanged.
+
+    A class rather than a generator context manager: the sessions enter one for
+    every network read, and this costs a fraction of a `@contextmanager`.
+    """
+
+    __slots__ = ("_convert",)
+
+    def __init__(self, convert: Callable[[Exception], ProviderError | None]) -> None:
+        self._convert = convert
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if isinstance(exc, Exception) and not isinstance(exc, ProviderError):
+            error = self._convert(exc)
+            if error is not None:
+                raise error from exc

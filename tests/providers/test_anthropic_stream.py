@@ -1,0 +1,173 @@
+"""AnthropicSession's raw stream reading: bursts, split records, early ends, errors."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anthropic
+import pytest
+
+from services.agent.providers import errors
+from services.agent.providers.anthropic import AnthropicSession
+from services.agent.providers.base import (
+    AssistantDelta,
+    ExecutedTool,
+    ProviderError,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallDelta,
+)
+from services.agent.providers.streaming import MAX_MERGED_ARGUMENTS
+from tests.fakes.anthropic_server import (
+    FakeAnthropic,
+    RedactedThinking,
+    StreamError,
+    Text,
+    Thinking,
+    ToolUse,
+    TurnUsage,
+)
+from tests.fakes.sse_writes import merged
+from tests.providers.test_anthropic import FAKE_KEY, NAME, SIGNATURE_1, Recorder, make_config
+
+PAGE = "<!DOCTYPE html><html><body>" + '<p class="row">a "quoted" row</p>\n' * 60 + "</body></html>"
+CREATE_ARGS = {"path": "index.html", "content": PAGE}
+ENDED_EARLY = errors.stream_failed(NAME, "the stream ended early, before the reply was complete")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeAnthropic]:
+    server = FakeAnthropic()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def session(fake: FakeAnthropic) -> AsyncIterator[AnthropicSession]:
+    client = anthropic.AsyncAnthropic(
+        api_key=FAKE_KEY, base_url=fake.base_url, max_retries=0, _strict_response_validation=True
+    )
+    yield AnthropicSession(make_config(fake.base_url), client=client)
+    await client.close()
+
+
+async def test_a_burst_reaches_the_engine_as_one_event_per_run(
+    fake: FakeAnthropic, session: AnthropicSession
+) -> None:
+    create = ToolUse.of("toolu_1", "create_file", CREATE_ARGS, size=8)
+    fake.add_turn(
+        Thinking.of("Plan the page first.", signature=SIGNATURE_1, size=3),
+        Text.of("I'll create index.html.", size=2),
+        create,
+        delivery="burst",
+    )
+    events = Recorder()
+
+    turn = await session.stream_turn(events)
+
+    # The whole turn came in one read: one event for the thinking, one for the text,
+    # and the tool's 8-byte fragments joined into as few as the preview allows.
+    assert events.events[:2] == [
+        ThinkingDelta("Plan the page first."),
+        AssistantDelta("I'll create index.html."),
+    ]
+    arguments = events.events[2:]
+    assert all(isinstance(e, ToolCallDelta) and e.call_id == "toolu_1" for e in arguments)
+    assert merged(arguments) == [
+        ToolCallDelta("toolu_1", "create_file", "".join(create.json_chunks))
+    ]
+    sizes = [len(e.arguments_delta) for e in arguments if isinstance(e, ToolCallDelta)]
+    assert max(sizes) <= MAX_MERGED_ARGUMENTS
+    assert len(sizes) * 10 < len(create.json_chunks)
+    assert turn.tool_calls == [ToolCall("toolu_1", "create_file", CREATE_ARGS)]
+    assert turn.assistant_text == "I'll create index.html."
+
+
+async def test_records_split_across_reads_decode_as_whole_ones(
+    fake: FakeAnthropic, session: AnthropicSession
+) -> None:
+    text = Text.of("Caf\u00e9 \u2014 ready \U0001f600", size=4)
+    create = ToolUse.of("toolu_2", "create_file", {"path": "a.html", "content": "<p>\u00e9</p>"})
+    fake.add_turn(text, create, usage=TurnUsage(70, 30, 500, 20), delivery="bytes")
+    events = Recorder()
+
+    turn = await session.stream_turn(events)
+
+    assert merged(events.events) == [
+        AssistantDelta("Caf\u00e9 \u2014 ready \U0001f600"),
+        ToolCallDelta("toolu_2", "create_file", "".join(create.json_chunks)),
+    ]
+    assert turn.tool_calls == [
+        ToolCall("toolu_2", "create_file", {"path": "a.html", "content": "<p>\u00e9</p>"})
+    ]
+    assert (turn.usage.input_tokens, turn.usage.cache_read_tokens) == (70, 500)
+    assert (turn.usage.output_tokens, turn.usage.cache_write_tokens) == (30, 20)
+
+
+@pytest.mark.parametrize("delivery", ["records", "burst"])
+async def test_a_stream_cut_mid_record_fails_as_ended_early(
+    fake: FakeAnthropic, session: AnthropicSession, delivery: str
+) -> None:
+    fake.add_turn(Text.of("Working on"), cut=True, delivery=delivery)  # type: ignore[arg-type]
+    events = Recorder()
+
+    with pytest.raises(ProviderError) as caught:
+        await session.stream_turn(events)
+
+    assert caught.value.message == ENDED_EARLY.message
+    assert merged(events.events) == [AssistantDelta("Working on")]
+
+
+async def test_an_error_record_in_a_burst_fails_after_the_deltas_before_it(
+    fake: FakeAnthropic, session: AnthropicSession
+) -> None:
+    fake.add_turn(
+        Text.of("Working on it", size=3),
+        error=StreamError("overloaded_error", f"Overloaded for key {FAKE_KEY}"),
+        delivery="burst",
+    )
+    events = Recorder()
+
+    with pytest.raises(ProviderError) as caught:
+        await session.stream_turn(events)
+
+    assert caught.value.message == (
+        errors.stream_failed(NAME, "overloaded_error: Overloaded for key ***").message
+    )
+    assert events.events == [AssistantDelta("Working on it")]
+
+
+async def test_thinking_and_redacted_thinking_replay_exactly(
+    fake: FakeAnthropic, session: AnthropicSession
+) -> None:
+    redacted = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"
+    fake.add_turn(
+        RedactedThinking(redacted),
+        Thinking.of("Then the page.", signature=SIGNATURE_1, size=5),
+        ToolUse.of("toolu_3", "create_file", {"path": "index.html", "content": "<p>x</p>"}),
+        delivery="burst",
+    )
+    fake.add_turn(Text.of("Done."))
+
+    turn = await session.stream_turn(Recorder())
+    session.append_tool_results(turn, [ExecutedTool(turn.tool_calls[0], True, {"ok": True})])
+    await session.stream_turn(Recorder())
+
+    replayed = fake.requests[1].body["messages"][1]["content"]
+    assert [{k: v for k, v in b.items() if k != "cache_control"} for b in replayed] == [
+        {"type": "redacted_thinking", "data": redacted},
+        {"type": "thinking", "thinking": "Then the page.", "signature": SIGNATURE_1},
+        {
+            "type": "tool_use",
+            "id": "toolu_3",
+            "name": "create_file",
+            "input": {"path": "index.html", "content": "<p>x</p>"},
+        },
+    ]
