@@ -2,7 +2,8 @@
 
 Replies follow docs/provider-wire-formats.md (Gemini): `data: <json>` records
 with a space after the colon and no `event:` lines (the SDK rejects both
-deviations), one scripted part per chunk, each chunk written on its own.
+deviations), one scripted part per chunk, each chunk written on its own (`delivery`
+changes that as in the Anthropic fake: "burst" or "bytes").
 
     fake = FakeGemini()
     base_url = await fake.start()      # pass as HttpOptions(base_url=...)
@@ -39,6 +40,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes import serve_on_loopback
+from tests.fakes.anthropic_server import Delivery, writes
 from tests.fakes.prompt_cache import PrefixCache, gemini_text
 
 # The `status` the real API sends with each HTTP code.
@@ -102,6 +104,11 @@ class Turn:
     error: HttpError | None = None  # sent as a `data: {"error": …}` record after the parts
     hang: bool = False  # after the parts, hold the stream open until the client leaves
     drop: bool = False  # after the parts, cut the connection without ending the stream
+    delivery: Delivery = "records"
+    cut: bool = False  # end the body cleanly in the middle of the last record
+    # Ends the turn with finishReason CONTINUATION and this continuationToken: the
+    # client must send the request again with it (the next reply goes on from there).
+    continuation: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +157,13 @@ class FakeGemini:
         error: HttpError | None = None,
         hang: bool = False,
         drop: bool = False,
+        delivery: Delivery = "records",
+        cut: bool = False,
+        continuation: bytes | None = None,
     ) -> None:
-        self._replies.append(Turn(parts, usage or TurnUsage(), error, hang, drop))
+        self._replies.append(
+            Turn(parts, usage or TurnUsage(), error, hang, drop, delivery, cut, continuation)
+        )
 
     def add_http_error(self, code: int, message: str | None = None) -> None:
         self._replies.append(http_error(code, message))
@@ -192,8 +204,14 @@ class FakeGemini:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         try:
-            for record in _turn_records(reply, model, len(self.requests)):
-                await response.write(f"data: {json.dumps(record)}\r\n\r\n".encode())
+            records = [
+                f"data: {json.dumps(record)}\r\n\r\n".encode()
+                for record in _turn_records(reply, model, len(self.requests))
+            ]
+            if reply.cut:
+                records[-1] = records[-1][: len(records[-1]) // 2]
+            for piece in writes(records, reply.delivery):
+                await response.write(piece)
             if reply.hang:
                 await self._stopping.wait()
             if reply.drop and request.transport is not None:
@@ -257,6 +275,9 @@ def _turn_records(turn: Turn, model: str, number: int) -> list[dict[str, Any]]:
         }
         if last:
             candidate["finishReason"] = "STOP"
+            if turn.continuation is not None:
+                candidate["finishReason"] = "CONTINUATION"
+                candidate["continuationToken"] = base64.b64encode(turn.continuation).decode()
         records.append(
             {
                 "candidates": [candidate],

@@ -13,25 +13,23 @@ loop, so `append_tool_results` only queues the results and the next
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import mimetypes
-import secrets
-from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import aclosing, contextmanager
-from dataclasses import dataclass, field
-from typing import cast
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
+import httpx2
 import pydantic
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from services.agent.pricing import Usage
-from services.agent.providers import base, errors, replay
+from services.agent.providers import base, errors, gemini_stream, raw_stream, replay, sse
 from services.agent.providers.anthropic_images import parse_data_url
-from services.agent.providers.base import ExecutedTool, MediaPart, ProviderTurn, ToolCall
+from services.agent.providers.base import ExecutedTool, MediaPart, ProviderError, ProviderTurn
+from services.agent.providers.gemini_stream import ChunkReader, open_stream
 from services.agent.providers.streaming import SdkSession, TurnProgress
 
 logger = logging.getLogger(__name__)
@@ -55,17 +53,8 @@ _SIGNATURES: tuple[tuple[bytes, int, str], ...] = (
 class _ModelTurn:
     """The native side of a ProviderTurn: the model content to send back."""
 
-    content: types.Content
+    parts: tuple[dict[str, Any], ...]  # as streamed (gemini_stream)
     generated_ids: frozenset[str]  # call ids we made up because the API sent none
-
-
-@dataclass(slots=True)
-class _TurnState:
-    parts: list[types.Part] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)
-    calls: list[ToolCall] = field(default_factory=list)
-    generated_ids: set[str] = field(default_factory=set)
-    usage: types.GenerateContentResponseUsageMetadata | None = None
 
 
 class GeminiSession(SdkSession):
@@ -86,34 +75,45 @@ class GeminiSession(SdkSession):
         await self._add_pending_results()
         progress = TurnProgress()
         emit = progress.forward(on_event)
-        state = _TurnState()
-        with self._mapped_errors(progress):
-            stream = await self._client.aio.models.generate_content_stream(
-                model=self._config.api_name, contents=list(self._contents), config=self._generation
-            )
-        async with aclosing(
-            cast(AsyncGenerator[types.GenerateContentResponse, None], stream)
-        ) as chunks:
-            while True:
-                with self._mapped_errors(progress):
-                    # The SDK puts no limit on a streamed body; a silent server must not
-                    # hold the turn forever.
-                    async with asyncio.timeout(self._config.request_timeout_s):
-                        chunk = await anext(chunks, None)
-                if chunk is None:
-                    break
-                for event in _chunk_events(chunk, state):
-                    await emit(event)
+        reader = ChunkReader(self._config)
+        mapped = errors.MappedErrors(lambda exc: _provider_error(exc, self._config, progress))
+        generation = self._generation
+        while True:
+            await self._read_hop(generation, reader, emit, mapped)
+            # A reply cut at the per-request limit goes on in a new request, as the
+            # SDK's own stream does (automatic continuation).
+            token = reader.next_hop()
+            if token is None:
+                break
+            generation = self._generation.model_copy(update={"continuation_token": token})
+        turn = reader.turn()
+        self._add_usage(turn.usage)
+        native = _ModelTurn(tuple(turn.parts), frozenset(turn.generated_ids))
+        return ProviderTurn(turn.text, turn.calls, turn.usage, native=native)
 
-        usage = _usage_of(state.usage)
-        self._add_usage(usage)
-        native = _ModelTurn(
-            types.Content(role="model", parts=state.parts), frozenset(state.generated_ids)
-        )
-        return ProviderTurn("".join(state.text), state.calls, usage, native=native)
+    async def _read_hop(
+        self,
+        generation: types.GenerateContentConfig,
+        reader: ChunkReader,
+        emit: base.OnEvent,
+        mapped: errors.MappedErrors,
+    ) -> None:
+        """One request of the turn, its body read to the end."""
+        # The SDK puts no limit on a streamed body; a silent server must not hold the
+        # turn forever, so the request and every read get the whole timeout.
+        timeout_s = self._config.request_timeout_s
+        with mapped:
+            async with asyncio.timeout(timeout_s):
+                body = await open_stream(
+                    self._client, self._config.api_name, list(self._contents), generation
+                )
+        try:
+            await raw_stream.forward(body.chunks(), reader, emit, mapped, timeout_s)
+        finally:
+            await body.close()
 
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
-        if not isinstance(turn.native, _ModelTurn) or not turn.native.content.parts:
+        if not isinstance(turn.native, _ModelTurn) or not turn.native.parts:
             raise ValueError("Gemini turn is missing the model content to send back")
         self._pending.append((turn.native, list(executed)))
 
@@ -124,79 +124,35 @@ class GeminiSession(SdkSession):
         pending, self._pending = self._pending, []
         for model_turn, executed in pending:
             parts = [await _function_response(t, model_turn.generated_ids) for t in executed]
-            self._contents.append(
-                model_turn.content.model_copy(
-                    update={"parts": replay.gemini_parts(model_turn.content.parts or [], executed)}
-                )
-            )
+            model_parts = replay.gemini_parts(gemini_stream.model_parts(model_turn.parts), executed)
+            self._contents.append(types.Content(role="model", parts=model_parts))
             self._contents.append(types.Content(role="user", parts=parts))
 
-    @contextmanager
-    def _mapped_errors(self, progress: TurnProgress) -> Iterator[None]:
-        config = self._config
-        try:
-            yield
-        except genai_errors.APIError as exc:
-            # Gemini answers a wrong key with 400 INVALID_ARGUMENT, not 401.
-            status = 401 if _is_invalid_key(exc) else int(exc.code or 0)
-            detail = str(exc.message or exc.status or "request failed")
-            raise errors.status_error(config, status, detail) from exc
-        except TimeoutError as exc:
-            raise errors.timed_out(config.provider) from exc
-        except aiohttp.ClientError as exc:
-            # The SDK turns HTTP statuses into APIError; what is left is the transport.
-            raise errors.connection_lost(config, progress.streamed) from exc
-        except (genai_errors.UnknownApiResponseError, pydantic.ValidationError) as exc:
-            detail = "the server sent an unreadable response"
-            raise errors.stream_failed(config.provider, detail) from exc
 
-
-def _is_invalid_key(exc: genai_errors.APIError) -> bool:
-    text = f"{exc.message} {exc.details}"
-    return exc.code == 400 and ("API_KEY_INVALID" in text or "API key not valid" in text)
-
-
-def _chunk_events(
-    chunk: types.GenerateContentResponse, state: _TurnState
-) -> Iterator[base.StreamEvent]:
-    if chunk.usage_metadata is not None:
-        state.usage = chunk.usage_metadata
-    candidate = chunk.candidates[0] if chunk.candidates else None
-    if candidate is None or candidate.content is None or not candidate.content.parts:
-        return
-    for part in candidate.content.parts:
-        # Every part is kept, even empty ones: a signature may ride on any of them.
-        state.parts.append(part)
-        if part.function_call is not None:
-            call = part.function_call
-            call_id = call.id
-            if not call_id:
-                call_id = f"tool-{secrets.token_hex(6)}"
-                state.generated_ids.add(call_id)
-            name = call.name or "unknown_tool"
-            arguments = dict(call.args or {})
-            state.calls.append(ToolCall(call_id, name, arguments))
-            # Gemini sends arguments whole, so they arrive as one fragment (the engine
-            # replays a whole create_file content as a paced preview: PreviewReplay).
-            yield base.ToolCallDelta(call_id, name, json.dumps(arguments))
-        elif part.text:
-            if part.thought:
-                yield base.ThinkingDelta(part.text)
-            else:
-                state.text.append(part.text)
-                yield base.AssistantDelta(part.text)
-
-
-def _usage_of(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
-    if meta is None:
-        return Usage()
-    return Usage.cached_within(
-        meta.prompt_token_count or 0,
-        meta.cached_content_token_count,
-        # Gemini counts thinking apart; Usage's output includes it.
-        (meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
-        meta.total_token_count or 0,
-    )
+def _provider_error(
+    exc: Exception, config: base.SessionConfig, progress: TurnProgress
+) -> ProviderError | None:
+    """The one place where SDK and transport exceptions become user-facing errors."""
+    if isinstance(exc, genai_errors.APIError):
+        message = str(exc.message or exc.status or "")
+        return gemini_stream.api_failure(config, int(exc.code or 0), message, str(exc.details))
+    if isinstance(exc, TimeoutError | httpx2.TimeoutException):
+        return errors.timed_out(config.provider)
+    if isinstance(exc, aiohttp.ClientError | httpx2.TransportError):
+        # The SDK turns HTTP statuses into APIError; what is left is the transport.
+        return errors.connection_lost(config, progress.streamed)
+    if isinstance(
+        exc,
+        genai_errors.UnknownApiResponseError
+        | pydantic.ValidationError
+        | sse.JSONDecodeError
+        | KeyError
+        | TypeError
+        | AttributeError,
+    ):
+        detail = "the server sent an unreadable response"
+        return errors.stream_failed(config.provider, detail)
+    return None
 
 
 def _http_options(config: base.SessionConfig) -> types.HttpOptions:
