@@ -437,17 +437,19 @@ def report(rows: Sequence[Row], trees: Sequence[Tree], options: Options) -> None
         limits = [capacity_limit_ms(ours), capacity_limit_ms(base)]
         what = f"capacity knee (p99 > {limits[0]:.0f} / {limits[1]:.0f} ms or not completing)"
         print(knee_line(what, ours, base, limits))
-    print("CPU per model delta (robust to a busy machine) and where one core per agent would fill:")
+    print(
+        "CPU per model delta the fakes wrote (robust to a busy machine; once the agents fall "
+        "behind it undercounts their cost) and where one core per agent would fill:"
+    )
     for r in sorted(rows, key=lambda r: (r.tree, r.generations)):
         print(f"  {r.tree} N={r.generations}: {cost_line(r)}")
-    ours_rows = [r for r in rows if r.tree == trees[0].name]
+    ours_rows = by_tree[trees[0].name]
     limit = 2 * (knee(ours_rows) or ours_rows[-1].generations)
-    checked = [r for r in ours_rows if r.generations <= limit]
-    silent = sum(r.silent for r in checked)
-    covered = max(r.generations for r in checked) >= limit
+    sizes = [r.generations for r in ours_rows]
+    silent = {r.generations: r.silent for r in ours_rows}
+    covered = "covered" if max(sizes) >= limit else f"NOT covered: measure up to N={limit}"
     print(
-        f"silent endings, {trees[0].name}, N ≤ {limit}: {silent}"
-        + ("" if covered else f" (only measured up to N={checked[-1].generations})")
+        f"silent endings, {trees[0].name}, per N: {silent}; twice the knee is N={limit}: {covered}"
     )
 
 
