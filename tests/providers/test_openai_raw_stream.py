@@ -202,3 +202,17 @@ async def test_an_error_record_in_a_burst_ends_the_turn_after_what_came_before(
     assert caught.value.message == errors.stream_failed(api.provider, api.error_detail).message
     assert KEY not in caught.value.message
     assert seen.events == [AssistantDelta("ab")]
+
+
+CHAT = next(a for a in APIS if a.id == "chat")
+
+
+@pytest.mark.parametrize("api", [CHAT], ids=["chat"])  # only it ends with [DONE]
+async def test_reading_stops_at_done_even_if_the_body_stays_open(api: Api, run: Run) -> None:
+    body = frames(api, [Text(["Hi"])])
+    assert body[-1] == b"data: [DONE]\n\n"
+    held = asyncio.Event()
+    seen = Recorder()
+    turn = await run([b"".join(body), held.wait], seen)
+    held.set()
+    assert turn.assistant_text == "Hi"

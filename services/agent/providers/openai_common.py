@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Protocol
 
 import anyio
@@ -14,14 +14,13 @@ import httpx2
 import openai
 from openai import AsyncAPIResponse, Omit, omit
 
-from services.agent.providers import errors, sse
+from services.agent.providers import errors, raw_stream, sse
 from services.agent.providers.base import (
     MediaPart,
     OnEvent,
     ProviderError,
     ProviderName,
     SessionConfig,
-    StreamEvent,
 )
 from services.agent.providers.errors import redact
 from services.agent.providers.streaming import SdkSession, TurnProgress, lineage_cache_key
@@ -42,47 +41,37 @@ def _detail(err: openai.APIError) -> str:
     return err.message
 
 
-@contextmanager
-def provider_errors(config: SessionConfig, progress: TurnProgress) -> Iterator[None]:
-    """Turns every SDK exception raised inside the block into a user-facing ProviderError.
+def provider_error(
+    exc: Exception, config: SessionConfig, progress: TurnProgress
+) -> ProviderError | None:
+    """The user-facing error for an SDK or transport exception; None: not a provider
+    failure (it goes on unchanged).
 
-    The order of the `except` clauses matters: the SDK's timeout error is a connection
-    error, and every status error is an `APIError`.
+    Order matters: a timeout is a connection error, and every status error is an
+    `APIError`. Reading the body raw, we meet the transport's own exceptions, which the
+    SDK's typed stream wrapped as its connection errors.
     """
     name, key = config.provider, config.api_key
-    try:
-        yield
-    except ProviderError:
-        raise
-    except openai.APITimeoutError as exc:
-        raise errors.timed_out(name) from exc
-    except openai.APIConnectionError as exc:
-        raise errors.connection_lost(config, progress.streamed) from exc
-    except openai.APIStatusError as exc:
-        raise errors.status_error(config, exc.status_code, _detail(exc)) from exc
-    except openai.APIResponseValidationError as exc:
-        raise errors.stream_failed(name, "the server sent data in an unexpected shape") from exc
-    except openai.APIError as exc:
-        # A payload with an "error" key in the middle of a stream.
-        raise errors.stream_failed(name, errors.redact(_detail(exc), key)) from exc
-    except openai.OpenAIError as exc:
-        raise ProviderError(f"{name.display} client error: {errors.redact(str(exc), key)}") from exc
-    except httpx2.TimeoutException as exc:
-        raise errors.timed_out(name) from exc
-    except _TRANSPORT_ERRORS as exc:
-        raise errors.connection_lost(config, progress.streamed) from exc
-    except _SHAPE_ERRORS as exc:
-        raise errors.stream_failed(name, "the server sent data in an unexpected shape") from exc
+    if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
+        return errors.timed_out(name)
+    if isinstance(exc, (openai.APIConnectionError, *_TRANSPORT_ERRORS)):
+        return errors.connection_lost(config, progress.streamed)
+    if isinstance(exc, openai.APIStatusError):
+        return errors.status_error(config, exc.status_code, _detail(exc))
+    if isinstance(exc, (openai.APIResponseValidationError, *_SHAPE_ERRORS)):
+        return errors.stream_failed(name, "the server sent data in an unexpected shape")
+    if isinstance(exc, openai.APIError):
+        return errors.stream_failed(name, errors.redact(_detail(exc), key))
+    if isinstance(exc, openai.OpenAIError):
+        return ProviderError(f"{name.display} client error: {errors.redact(str(exc), key)}")
+    return None
 
 
-class StreamReader(Protocol):
-    """One turn's records → stream events (see `read_stream`)."""
+class StreamReader(raw_stream.BatchReader, Protocol):
+    """A turn's records → stream events; `done` once a `data: [DONE]` record ended the
+    stream (the SDK stops reading there, and so do we)."""
 
-    # A failure a record reported: raised once the events before it are forwarded.
-    failure: ProviderError | None
-    done: bool  # a `data: [DONE]` record ended the stream
-
-    def feed(self, batch: list[sse.SseEvent]) -> list[StreamEvent]: ...
+    done: bool
 
 
 def payload_error(record: Any, name: ProviderName, api_key: str) -> ProviderError | None:
@@ -105,28 +94,26 @@ async def read_stream(
     config: SessionConfig,
 ) -> None:
     """Sends `request` through the SDK (auth, retries, status errors), then reads the body
-    raw: one `reader.feed` per network read, its events forwarded before the next read.
+    raw (`raw_stream.forward`: one `reader.feed` per network read, its events forwarded
+    before the next read) up to `[DONE]` or the end of the body.
 
     Leaving by any path, cancellation included, closes the HTTP response at once, so the
     server stops generating too.
     """
     progress = TurnProgress()
-    emit = progress.forward(on_event)
+    mapped = errors.MappedErrors(lambda exc: provider_error(exc, config, progress))
     async with AsyncExitStack() as stack:
-        with provider_errors(config, progress):
+        with mapped:
             response = await stack.enter_async_context(request)
-        batches = sse.event_batches(response.iter_bytes())
-        await stack.enter_async_context(aclosing(batches))
-        while not reader.done:
-            with provider_errors(config, progress):
-                batch = await anext(batches, None)
-                if batch is None:
-                    break
-                events = reader.feed(batch)
-            for event in events:
-                await emit(event)
-            if reader.failure is not None:
-                raise reader.failure
+        chunks = _until_done(response.iter_bytes(), reader)
+        await raw_stream.forward(chunks, reader, progress.forward(on_event), mapped)
+
+
+async def _until_done(chunks: AsyncIterator[bytes], reader: StreamReader) -> AsyncIterator[bytes]:
+    async for chunk in chunks:
+        yield chunk
+        if reader.done:
+            return
 
 
 def without_none(value: Any) -> Any:
