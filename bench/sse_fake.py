@@ -110,9 +110,9 @@ class Reply:
         assert len(stamped) == page.stamps, "the stamps must fall on whole deltas"
         deltas = []
         for i in stamped:
-            before, after = frames[i].split(PLACEHOLDER)
+            before, after = (part.encode() for part in frames[i].split(PLACEHOLDER))
             size = len(before) + STAMP_CHARS + len(after)
-            deltas.append((b"%x\r\n%s" % (size, before.encode()), after.encode() + b"\r\n"))
+            deltas.append((b"%x\r\n%s" % (size, before), after + b"\r\n"))
         escaped = json.dumps(template)[1:-1]
         rest = "".join(frames[stamped[-1] + 1 :])
         closing = responses_turn([Text(["Done: the page is in index.html."])]).frames
