@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anthropic
 import pytest
@@ -13,6 +15,7 @@ from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
     ProviderError,
+    ProviderTurn,
     ThinkingDelta,
     ToolCall,
     ToolCallDelta,
@@ -27,7 +30,7 @@ from tests.fakes.anthropic_server import (
     ToolUse,
     TurnUsage,
 )
-from tests.fakes.sse_writes import merged
+from tests.fakes.sse_writes import SseWrites, Step, merged
 from tests.providers.test_anthropic import FAKE_KEY, NAME, SIGNATURE_1, Recorder, make_config
 
 PAGE = "<!DOCTYPE html><html><body>" + '<p class="row">a "quoted" row</p>\n' * 60 + "</body></html>"
@@ -171,3 +174,87 @@ async def test_thinking_and_redacted_thinking_replay_exactly(
             "input": {"path": "index.html", "content": "<p>x</p>"},
         },
     ]
+
+
+def record(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def text_delta(text: str, index: int = 0) -> bytes:
+    delta = {"type": "text_delta", "text": text}
+    return record(
+        "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+    )
+
+
+MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": []}
+OPENING = record(
+    "message_start",
+    {
+        "type": "message_start",
+        "message": {**MESSAGE, "usage": {"input_tokens": 9, "output_tokens": 1}},
+    },
+) + record(
+    "content_block_start",
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+)
+CLOSING = record(
+    "message_delta",
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 4}},
+) + record("message_stop", {"type": "message_stop"})
+
+
+async def scripted_turn(steps: list[Step], events: Recorder) -> ProviderTurn:
+    writes = SseWrites(steps)
+    origin = await writes.start()
+    session = AnthropicSession(make_config(origin))
+    try:
+        return await session.stream_turn(events)
+    finally:
+        await session.close()
+        await writes.stop()
+
+
+async def test_a_record_cut_between_two_reads_waits_for_its_rest() -> None:
+    events = Recorder()
+    second = text_delta("world \u00e9")
+    # The rest of the cut record is written only after the client acted on the first
+    # part, so it really arrives in a later read.
+    steps: list[Step] = [OPENING + text_delta("Hello ") + second[:30], events.first.wait]
+    turn = await scripted_turn([*steps, second[30:] + b": keep-alive\n\n" + CLOSING], events)
+
+    assert events.events == [AssistantDelta("Hello "), AssistantDelta("world \u00e9")]
+    assert (turn.assistant_text, turn.usage.input_tokens, turn.usage.output_tokens) == (
+        "Hello world \u00e9",
+        9,
+        4,
+    )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        text_delta("orphan", index=7),  # a delta for a block that never started
+        b"event: content_block_delta\ndata: {not json\n\n",
+        record("content_block_delta", {"type": "content_block_delta", "index": 0}),
+    ],
+)
+async def test_a_malformed_record_fails_the_turn_plainly(bad: bytes) -> None:
+    with pytest.raises(ProviderError) as caught:
+        await scripted_turn([OPENING + text_delta("Hi") + bad + CLOSING], Recorder())
+
+    assert caught.value.message == (
+        errors.stream_failed(NAME, "the server sent data in an unexpected shape").message
+    )
+
+
+async def test_pings_comments_and_nameless_records_are_skipped() -> None:
+    nameless = b'data: {"type": "content_block_delta"}\n\n'
+    ping = record("ping", {"type": "ping"})
+    events = Recorder()
+
+    turn = await scripted_turn(
+        [OPENING + ping + nameless + b": hi\n\n" + text_delta("ok") + CLOSING], events
+    )
+
+    assert (events.events, turn.assistant_text) == ([AssistantDelta("ok")], "ok")

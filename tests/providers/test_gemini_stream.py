@@ -18,6 +18,7 @@ from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
     ProviderError,
+    ProviderTurn,
     ThinkingDelta,
     ToolCall,
     ToolCallDelta,
@@ -25,7 +26,7 @@ from services.agent.providers.base import (
 from services.agent.providers.gemini import GeminiSession, _generation_config
 from services.agent.providers.gemini_stream import open_stream
 from tests.fakes.gemini_server import Call, FakeGemini, Say, Thought, TurnUsage, http_error
-from tests.fakes.sse_writes import merged
+from tests.fakes.sse_writes import SseWrites, Step, merged
 from tests.providers.test_gemini import (
     FAKE_KEY,
     MODEL,
@@ -262,3 +263,50 @@ async def test_a_reply_cut_at_the_request_limit_continues_in_a_new_request(
     assert "continuationToken" not in first
     assert decode(second.pop("continuationToken")) == token
     assert second == first  # the same request otherwise
+
+
+def chunk(text: str, *, finish: str | None = None) -> bytes:
+    candidate: dict[str, object] = {"content": {"parts": [{"text": text}], "role": "model"}}
+    if finish:
+        candidate["finishReason"] = finish
+    return f"data: {json.dumps({'candidates': [candidate]})}\r\n\r\n".encode()
+
+
+async def scripted_turn(steps: list[Step], events: Recorder) -> ProviderTurn:
+    writes = SseWrites(steps)
+    origin = await writes.start()
+    session = GeminiSession(make_config(origin))
+    try:
+        return await session.stream_turn(events)
+    finally:
+        await session.close()
+        await writes.stop()
+
+
+async def test_a_record_cut_between_two_reads_waits_for_its_rest() -> None:
+    events = Recorder()
+    second = chunk("world \u00e9", finish="STOP")
+    # The rest of the cut record is written only after the client acted on the first
+    # part, so it really arrives in a later read.
+    steps: list[Step] = [chunk("Hello ") + second[:30], events.first.wait, second[30:]]
+    turn = await scripted_turn(steps, events)
+
+    assert events.events == [AssistantDelta("Hello "), AssistantDelta("world \u00e9")]
+    assert turn.assistant_text == "Hello world \u00e9"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"data: {not json\r\n\r\n",
+        b'data: {"candidates": [{"content": {"parts": [{"functionCall": {"args": 3}}]}}]}\r\n\r\n',
+        b'data: {"candidates": "none"}\r\n\r\n',
+    ],
+)
+async def test_a_malformed_record_fails_the_turn_plainly(bad: bytes) -> None:
+    with pytest.raises(ProviderError) as caught:
+        await scripted_turn([chunk("Hi") + bad + chunk("!", finish="STOP")], Recorder())
+
+    assert caught.value.message == (
+        errors.stream_failed(NAME, "the server sent an unreadable response").message
+    )
