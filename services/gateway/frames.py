@@ -309,14 +309,23 @@ class FrameBuilder:
 
     def _append_snapshot(self, index: int, content: str) -> list[Frame]:
         code = self._variant(index)
+        held = code.text()[: code.shown] if code.known else ""
+        code.replace(content)
         # The usual snapshot (create_file's, the final one) only confirms what was
         # streamed: the client gets the text it lacks, if any, not the file again.
-        if code.known and not content.startswith(code.text()[: code.shown]):
-            code.known = False
-        code.replace(content)
-        if code.known and code.length == code.shown:
-            code.dirty, code.due = False, None
-            return []
+        if code.known and content.startswith(held):
+            if code.length == code.shown:
+                code.dirty, code.due = False, None
+                return []
+            return self._code_frame(index, code, self._clock())
+        # create_file keeps the document only, so text streamed after `</html>` (a
+        # newline, most often) is gone from the file: the client cuts its tail.
+        if code.known and held.startswith(content):
+            assert code.appends is not None
+            code.appends.mark_sent(self._clock())
+            code.shown, code.dirty, code.due = code.length, False, None
+            return [frame("appendCode", index, offset=utf16_len(content), value="")]
+        code.known = False
         return self._code_frame(index, code, self._clock())
 
     def _code_frame(self, index: int, code: _VariantCode, now: float) -> list[Frame]:
@@ -338,6 +347,11 @@ class FrameBuilder:
         code.due = None
         code.policy.mark_sent(now, len(text.encode()))
         return [frame("setCode", index, value=text)]
+
+
+def utf16_len(text: str) -> int:
+    """The length a browser gives `text` (UTF-16 code units): an offset it can slice at."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 def encode(out: Frame) -> str:

@@ -40,6 +40,10 @@ def client_code(frames: list[Frame], variant: int = 0, start: str = "") -> str:
             continue
         if f["type"] == "setCode":
             code = f["value"]
+        elif f["type"] == "appendCode" and "offset" in f:
+            # Offsets count UTF-16 code units, as the browser's strings do.
+            units = code.encode("utf-16-le")[: 2 * f["offset"]]
+            code = units.decode("utf-16-le") + f["value"]
         elif f["type"] == "appendCode":
             code += f["value"]
     return code
@@ -109,6 +113,23 @@ def test_the_create_file_snapshot_sends_only_what_the_client_lacks() -> None:
         "variantComplete",
     ]
     assert "".join(f["value"] for f in frames if f["type"] == "appendCode") == page
+
+
+def test_a_file_cut_after_its_end_cuts_the_client_tail_not_resends_it() -> None:
+    clock = Clock()
+    b = appending(clock)
+    streamed = "<html><p>🚀</p></html>\n"
+    frames = b.on_event(delta(0, streamed))
+    # create_file keeps the document: the newline after </html> is not in the file.
+    frames += b.on_event(snapshot(streamed.rstrip()))
+    # 21 code points, 22 UTF-16 units: the emoji is two in a browser's string.
+    assert frames[1:] == [{"type": "appendCode", "variantIndex": 0, "offset": 22, "value": ""}]
+    assert client_code(frames) == streamed.rstrip()
+    # Appends go on from the cut.
+    clock.now += 1
+    assert b.on_event(delta(len(streamed) - 1, "<!-- -->")) == [
+        {"type": "appendCode", "variantIndex": 0, "value": "<!-- -->"}
+    ]
 
 
 def test_pending_appends_leave_before_tool_frames() -> None:

@@ -50,6 +50,21 @@ test("an empty or malformed append changes nothing", () => {
   assert.equal(c.variants[0].code, "<p>");
 });
 
+test("an offset cuts the code's tail there first (a tool kept less than was streamed)", () => {
+  const c = commit(1);
+  applyFrame(c, { type: "appendCode", variantIndex: 0, value: "<html>🚀</html>\n" });
+  // The offset counts UTF-16 code units, as JavaScript strings do: the emoji is two.
+  const change = applyFrame(c, { type: "appendCode", variantIndex: 0, offset: 15, value: "" });
+  assert.equal(change.code, true);
+  assert.equal(c.variants[0].code, "<html>🚀</html>");
+  applyFrame(c, { type: "appendCode", variantIndex: 0, offset: 6, value: "ok</html>" });
+  assert.equal(c.variants[0].code, "<html>ok</html>");
+  for (const offset of [-1, 99, 1.5, "3", null]) {
+    assert.equal(applyFrame(c, { type: "appendCode", variantIndex: 0, offset, value: "x" }).code, false);
+  }
+  assert.equal(c.variants[0].code, "<html>ok</html>");
+});
+
 test("the appended code is what the variant completes with, for follow-ups", () => {
   const c = commit(1);
   applyFrame(c, { type: "appendCode", variantIndex: 0, value: "<html>" });

@@ -103,6 +103,24 @@ function finalize(variant, status, now) {
 }
 
 /**
+ * Applies an `appendCode` frame: `value` goes at the end of the code, or at `offset` (a
+ * string index) when the server cut the code's tail there. True when the code changed;
+ * a malformed frame changes nothing.
+ */
+function appendCode(variant, { value, offset }) {
+  if (typeof value !== "string") return false;
+  if (offset === undefined) {
+    variant.code += value;
+    return value !== "";
+  }
+  if (!Number.isInteger(offset) || offset < 0 || offset > variant.code.length) return false;
+  const code = variant.code.slice(0, offset) + value;
+  const changed = code !== variant.code;
+  variant.code = code;
+  return changed;
+}
+
+/**
  * Folds one frame into `commit`. Returns {variant, header, code, events, layout, error}:
  * the index of the variant touched, what changed, and the events to re-render.
  */
@@ -178,10 +196,7 @@ export function applyFrame(commit, frame, now = performance.now()) {
       change.code = true;
       break;
     case "appendCode": // ours (codeStream "append"): only the text not yet sent
-      if (typeof frame.value === "string" && frame.value) {
-        variant.code += frame.value;
-        change.code = true;
-      }
+      change.code = appendCode(variant, frame);
       break;
     case "usage": // ours: one model turn's tokens and cost
       variant.usage = addUsage(variant.usage, frame.data);
