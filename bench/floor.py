@@ -52,7 +52,8 @@ ROOT: Final = SCRIPT.parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: find bench/
 
 from bench.floor_streams import PROVIDERS, Provider, arguments_for, serve  # noqa: E402
-from bench.load import MODEL_KEYS, cpu_seconds, spawn  # noqa: E402
+from bench.load import MODEL_KEYS  # noqa: E402
+from bench.procs import cpu_seconds, spawn  # noqa: E402
 
 TARGET_RATIO: Final = 5.0
 
@@ -287,7 +288,7 @@ def report(rows: Sequence[Row], options: Options) -> None:
         line += f"{row.ratio:>7.1f}x  {met:<13}"
         if before and row.baseline_us is not None:
             line += f"  {row.baseline_us:>22.2f}{row.baseline_us / row.agent_us:>9.1f}x"
-        print(line)
+        print(line.rstrip())
     print(
         f"floor: httpx line by line + json.loads per data line, CPU per event; agent: its"
         f" process CPU per delta, best of {options.runs}; writes of {options.write_bytes} B"
