@@ -117,6 +117,7 @@ class RecordedRequest:
     model: str
     headers: dict[str, str]
     body: dict[str, Any]
+    peer: str = ""  # the client's address: the same one means a reused connection
 
 
 Reply = Turn | HttpError
@@ -192,7 +193,10 @@ class FakeGemini:
         ):
             return _error_response(http_error(404, f"fake: no route {request.path}"))
         body = await request.json()
-        self.requests.append(RecordedRequest(request.path, model, dict(request.headers), body))
+        peer = str(request.transport.get_extra_info("peername")) if request.transport else ""
+        self.requests.append(
+            RecordedRequest(request.path, model, dict(request.headers), body, peer)
+        )
         if not self._replies:
             return _error_response(http_error(500, "fake: no scripted reply left"))
         reply = self._replies.pop(0)

@@ -310,3 +310,17 @@ async def test_a_malformed_record_fails_the_turn_plainly(bad: bytes) -> None:
     assert caught.value.message == (
         errors.stream_failed(NAME, "the server sent an unreadable response").message
     )
+
+
+async def test_the_next_turn_reuses_the_connection(fake: FakeGemini, client: genai.Client) -> None:
+    fake.add_turn(Call("create_file", CREATE_ARGS, id="call-1"))
+    fake.add_turn(Say("Done."))
+    session = GeminiSession(make_config(fake.base_url), client=client)
+
+    turn = await session.stream_turn(Recorder())
+    session.append_tool_results(turn, [ExecutedTool(turn.tool_calls[0], True, {"ok": True})])
+    await session.stream_turn(Recorder())
+
+    first, second = fake.requests
+    assert first.peer
+    assert second.peer == first.peer

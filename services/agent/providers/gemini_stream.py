@@ -59,7 +59,8 @@ class StreamBody:
         return self._response.aiter_bytes()  # type: ignore[no-any-return]
 
     async def close(self) -> None:
-        """Closes the connection at once (a cancelled turn must stop the model)."""
+        """Closes the connection at once if the body is unread (a cancelled turn must
+        stop the model); one read to its end has already gone back to the pool."""
         if isinstance(self._response, aiohttp.ClientResponse):
             self._response.close()
         else:
