@@ -210,6 +210,8 @@ def agent_env(data_dir: Path, origin: str, tools_port: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in MODEL_KEYS}
     env.update({"S2C_DATA_DIR": str(data_dir), "NO_PROXY": "127.0.0.1", "S2C_LOG_FORMAT": "json"})
     env.update({"S2C_PREVIEW_REPLAY_MS": "0", "S2C_TOOLS_ADDR": f"127.0.0.1:{tools_port}"})
+    # No model here takes a screenshot: the tool worker need not start a browser.
+    env["S2C_SCREENSHOTS"] = "0"
     for provider in PROVIDERS.values():
         env.update(provider.env(origin))
     return env
