@@ -136,6 +136,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    peer: str = ""  # the client's address: the same one means a reused connection
 
 
 Reply = Turn | HttpError
@@ -191,7 +192,8 @@ class FakeAnthropic:
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        self.requests.append(RecordedRequest(request.path, dict(request.headers), body))
+        peer = str(request.transport.get_extra_info("peername")) if request.transport else ""
+        self.requests.append(RecordedRequest(request.path, dict(request.headers), body, peer))
         if not self._replies:
             return _error_response(HttpError(500, "fake: no scripted reply left", "api_error"))
         reply = self._replies.pop(0)

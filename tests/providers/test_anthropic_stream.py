@@ -258,3 +258,18 @@ async def test_pings_comments_and_nameless_records_are_skipped() -> None:
     )
 
     assert (events.events, turn.assistant_text) == ([AssistantDelta("ok")], "ok")
+
+
+async def test_the_next_turn_reuses_the_connection(
+    fake: FakeAnthropic, session: AnthropicSession
+) -> None:
+    fake.add_turn(ToolUse.of("toolu_4", "create_file", {"path": "a.html", "content": "<p>"}))
+    fake.add_turn(Text.of("Done."))
+
+    turn = await session.stream_turn(Recorder())
+    session.append_tool_results(turn, [ExecutedTool(turn.tool_calls[0], True, {"ok": True})])
+    await session.stream_turn(Recorder())
+
+    first, second = fake.requests
+    assert first.peer
+    assert second.peer == first.peer
