@@ -38,7 +38,7 @@ import aiohttp
 ROOT: Final = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: find bench/
 
-from bench.load import PARAMS, frame_type  # noqa: E402
+from bench.loadmodel_client import PARAMS, frame_type  # noqa: E402
 from bench.sse_fake import STAMP_CHARS, Page  # noqa: E402
 
 SET_CODE: Final = '{"type":"setCode","variantIndex":'

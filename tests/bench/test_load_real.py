@@ -9,17 +9,8 @@ from pathlib import Path
 import pytest
 
 from bench.load_client import Generation
-from bench.load_real import (
-    ROOT,
-    TARGET_P99_MS,
-    Options,
-    Row,
-    Tree,
-    capacity_limit_ms,
-    knee,
-    knee_line,
-    measure,
-)
+from bench.load_real import ROOT, Options, Tree, measure
+from bench.load_real_report import TARGET_P99_MS, Row, capacity_limit_ms, knee, knee_line
 from bench.sse_fake import Page, Reply
 
 pytestmark = pytest.mark.e2e  # real processes: fakes, tools, an agent, gateway, clients
