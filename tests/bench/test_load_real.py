@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,6 @@ from bench.load_client import Generation
 from bench.load_real import ROOT, Options, Tree, measure
 from bench.load_real_report import TARGET_P99_MS, Row, capacity_limit_ms, knee, knee_line
 from bench.sse_fake import Page, Reply
-
-pytestmark = pytest.mark.e2e  # real processes: fakes, tools, an agent, gateway, clients
 
 
 def set_code(page: Page, stamps: list[int], variant: int = 0) -> str:
@@ -44,7 +41,8 @@ def test_the_fake_renders_whole_argument_deltas_that_join_to_the_page() -> None:
     assert reply.closing.endswith(b"0\r\n\r\n")
 
 
-async def test_a_tiny_run_fills_every_field_of_its_row(tmp_path: Path) -> None:
+@pytest.mark.e2e  # real processes: fakes, tools, an agent, the gateway, a client
+async def test_a_tiny_run_fills_every_field_of_its_row() -> None:
     options = Options(stamps=100, ramp_s=2.0, window_s=2.0, fakes=1, clients=1)
     row = await measure(Tree("ours", ROOT, 1), 2, options)
     assert isinstance(row, Row)
