@@ -208,18 +208,18 @@ def replay_stream(
 GRPC_TRANSPORT = 5 + 9
 
 
-def wire_bytes(events: Sequence[pb.GenerationEvent], *, trim_ids: bool = False) -> int:
+def wire_bytes(events: Sequence[pb.GenerationEvent], *, with_ids: bool = False) -> int:
     """The events' protobuf size plus framing, as if each went in a message of its own
-    (what a paced stream does). `trim_ids`: with `generation_id` and `event_id` left
-    empty, what less per-event identity would save (the wire does not do that)."""
-    if not trim_ids:
+    (what a paced stream does). `with_ids`: as if each carried its `generation_id` and
+    `event_id`, as code_deltas did before they left them empty."""
+    if not with_ids:
         return sum(e.ByteSize() + GRPC_TRANSPORT for e in events)
     total = 0
     for event in events:
-        trimmed = pb.GenerationEvent()
-        trimmed.CopyFrom(event)
-        trimmed.generation_id, trimmed.event_id = "", ""
-        total += trimmed.ByteSize() + GRPC_TRANSPORT
+        named = pb.GenerationEvent()
+        named.CopyFrom(event)
+        named.generation_id, named.event_id = GENERATION_ID, CALL_ID
+        total += named.ByteSize() + GRPC_TRANSPORT
     return total
 
 

@@ -19,8 +19,8 @@ Run alone: `.venv/bin/python bench/preview.py` (under a minute on two idle cores
    their payload (code text against the content: append-only, nothing resent) and their
    wire bytes (protobuf and framing).
 5. The code tick's frontier: the agent's code tick against setCode freshness and bytes,
-   gRPC freshness and wire bytes (also with the event ids trimmed, which the wire does
-   not do), for the 30 KB page at 50 deltas/s.
+   gRPC freshness and wire bytes (also as they were with every code_delta carrying its
+   generation and tool-call ids), for the 30 KB page at 50 deltas/s.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from bench.chain import VARIANT, delta_lags, payload_bytes, replay_stream, wire_
 from bench.chain import Replay as Chain
 from bench.rescan import UPSTREAM_STEP, run_rescan_baseline, run_rescan_regex
 from services.agent.argscan import ArgumentScanner
-from services.agent.eventlog import DEFAULT_TICK_S
+from services.agent.eventlog import DEFAULT_CODE_TICK_S, DEFAULT_TICK_S
 from services.gateway.frames import encode, frame
 from services.gateway.preview_policy import PreviewPolicyConfig
 
@@ -264,14 +264,14 @@ def frontier(page_kb: int, rate: float, config: PreviewPolicyConfig) -> list[lis
         lags = delta_lags(chain.code_seen, chain.arrivals)
         events = chain.code_deltas
         rows.append(
-            [f"{tick * 1e3:.0f}" + (" (default)" if tick == DEFAULT_TICK_S else "")]
+            [f"{tick * 1e3:.0f}" + (" (default)" if tick == DEFAULT_CODE_TICK_S else "")]
             + [f"{page.lag_q(q) * 1e3:.0f}" for q in (0.5, 0.99)]
             + [f"{page.bytes / up.bytes:.2f}x"]
             + [f"{quantile(lags, q) * 1e3:.0f}" for q in (0.5, 0.99)]
             + [f"{len(events)}", f"{len(events) / (chain.arrivals[-1][0] or 1):.0f}"]
             + [f"{payload_bytes(events, content) / utf8:.2f}x"]
             + [f"{wire_bytes(events) / utf8:.2f}x"]
-            + [f"{wire_bytes(events, trim_ids=True) / utf8:.2f}x"]
+            + [f"{wire_bytes(events, with_ids=True) / utf8:.2f}x"]
         )
     return rows
 
@@ -428,8 +428,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     table(
         f"5. The code tick's frontier, {page_kb} KB @ 50 deltas/s: setCode (delta to visible, "
         "bytes vs upstream's rule) and gRPC code_delta (delta to visible, events, bytes vs "
-        "content; trimmed: generation_id and event_id left empty, not what the wire does)",
-        "code tick ms|setCode p50|p99|bytes|gRPC p50|p99|events|per s|payload|wire|trimmed",
+        "content; with ids: each carrying generation_id and event_id, as before)",
+        "code tick ms|setCode p50|p99|bytes|gRPC p50|p99|events|per s|payload|wire|with ids",
         frontier(page_kb, page_rate, config),
     )
     mid = 100 if 100 in base_sizes else base_sizes[-1]

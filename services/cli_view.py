@@ -254,12 +254,25 @@ class Reporter(Protocol):
 
 
 class JsonLines:
-    """`--json`: each event as one JSON line on stdout, nothing else there."""
+    """`--json`: each event as one JSON line on stdout, nothing else there. Every line names
+    its generation and, for tool calls, the call: a `code_delta`'s, which the agent leaves
+    empty as the stream implies them (agent_service.proto), are filled in."""
+
+    def __init__(self) -> None:
+        self._generation_id = ""
+        self._calls: dict[int, str] = {}  # variant -> its latest tool_start's event_id
 
     def event(self, event: pb.GenerationEvent) -> None:
         line = json_format.MessageToDict(
             event, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
         )
+        if event.HasField("code_delta"):
+            line["generation_id"] = event.generation_id or self._generation_id
+            line["event_id"] = event.event_id or self._calls.get(event.variant_index, "")
+        else:
+            self._generation_id = event.generation_id or self._generation_id
+            if event.HasField("tool_start"):
+                self._calls[event.variant_index] = event.event_id
         sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 

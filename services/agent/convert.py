@@ -178,9 +178,14 @@ GENERATION_WIDE = (ev.VariantCount, ev.GenerationError, ev.GenerationComplete)
 
 def event_to_proto(event: ev.Event) -> pb.GenerationEvent:
     """Each payload class is the oneof member of the same name, field for field."""
-    out = pb.GenerationEvent(
-        generation_id=event.generation_id, sequence=event.sequence, event_id=event.event_id
-    )
+    if isinstance(event.payload, ev.CodeDelta):
+        # The one event sent per model delta: its ids are implied (the stream's generation,
+        # the variant's latest tool_start; agent_service.proto), and were ~70 % of its bytes.
+        out = pb.GenerationEvent(sequence=event.sequence)
+    else:
+        out = pb.GenerationEvent(
+            generation_id=event.generation_id, sequence=event.sequence, event_id=event.event_id
+        )
     # Unset, not 0, for generation-wide events: 0 would name the first variant.
     if not isinstance(event.payload, GENERATION_WIDE):
         out.variant_index = event.variant_index

@@ -5,18 +5,13 @@ log entry, one gRPC message and a wake-up on every side per token — the agent'
 cost under load. So the log commits a stream's first delta at once (the UI shows thinking,
 text and the preview without delay) and merges the deltas that continue it — same
 variant, same message or tool call, contiguous code — into one pending event that is
-committed on the next *tick*, at most `tick_s` later. Code is paced by the same tick but
-on its leading edge: a code delta arriving a tick after the last commit is committed at
-once, later ones within that tick join it. Anything else (a tool start, a snapshot, a
+committed on the next *tick*, at most `tick_s` later. Code is paced by a shorter
+`code_tick_s` and on its leading edge: a code delta arriving a code tick after the last
+commit is committed at once, later ones within that tick join it. The gateway's `setCode`
+shows the whole file, so every millisecond code waits here is one the preview lags by
+(docs/architecture.md, "The code tick": a longer one costs setCode freshness for bytes,
+and the bytes are cut per event instead). Anything else (a tool start, a snapshot, a
 completion) commits every pending delta first and wakes watchers at once.
-
-Why code waits up to a whole tick (docs/architecture.md, "The code tick"): every
-`code_delta` costs about 100 bytes besides its text (its ids, the message and HTTP/2
-framing), whatever it carries, so the tick bounds that cost to one event per tick and
-stream — any stream faster than about 12,000 characters a second stays within 1.2x its
-content — while gRPC clients still see code within one tick and the gateway's `setCode`,
-paced at 50 ms or more anyway, keeps its freshness targets (bench/preview.py, table 5).
-Committing sooner only ever adds events: a size threshold would split bursts for nothing.
 
 One timer per generation and tick replaces a timer per stream, and watchers wake once
 per tick, reading everything committed since, so a batched stream carries many events per
@@ -46,6 +41,11 @@ RECORD_OVERHEAD = 160  # a record's tuple and string headers (CPython 3.11, 64-b
 # under what a reader notices (25 updates a second). The gateway sends what a batch
 # carries, so this is also the pace of the browser's text frames.
 DEFAULT_TICK_S = 0.04
+# Code commits at most this often: at 50 deltas/s each delta goes out at once, a burst is
+# merged into one event per 10 ms (100 messages/s per stream at most). The gateway's
+# setCode timer waits this long for the next batch (preview_policy.arrival_grace_s).
+# bench/preview.py table 5: 40 ms would halve the events but cost setCode 21 ms at p50.
+DEFAULT_CODE_TICK_S = 0.01
 
 Streamed = AssistantDelta | ThinkingDelta | CodeDelta
 
@@ -77,7 +77,7 @@ class EventLog:
     ) -> None:
         self._generation_id = generation_id
         self._tick_s = tick_s
-        self._code_tick_s = tick_s if code_tick_s is None else code_tick_s
+        self._code_tick_s = min(tick_s, DEFAULT_CODE_TICK_S) if code_tick_s is None else code_tick_s
         self._ticked_at = -float("inf")  # loop time of the last tick
         self._records: list[tuple[Any, ...]] = []
         self._open: dict[int, _Stream] = {}

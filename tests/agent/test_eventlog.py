@@ -186,9 +186,10 @@ async def test_the_code_tick_is_never_longer_than_the_tick() -> None:
     assert [e.payload for e in await read_now(log)] == [CodeDelta(0, "a"), CodeDelta(1, "b")]
 
 
-async def test_code_is_paced_by_the_tick_itself_unless_told_otherwise() -> None:
-    # Each code_delta costs ~100 bytes of ids and framing: a paced stream must leave as one
-    # event per tick (the first at once), not one per model delta.
+async def test_a_burst_within_the_default_code_tick_leaves_as_one_event() -> None:
+    # The default code tick (10 ms) is far shorter than this tick: the first delta goes
+    # out at once, the burst after it as one event, and code arriving within the code
+    # tick of that commit waits for the next.
     log = EventLog("g", tick_s=3600)
     for i in range(5):
         log.publish(0, "call-1", CodeDelta(3 * i, f"<{i}>"))

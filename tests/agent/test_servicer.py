@@ -151,6 +151,34 @@ async def test_generation_wide_events_name_no_variant(tmp_path: Path) -> None:
     assert scoped == {0, 1}  # variant 0 is named explicitly, not by a default
 
 
+async def test_code_deltas_leave_the_ids_the_stream_implies_empty(tmp_path: Path) -> None:
+    # agent_service.proto: a code_delta belongs to the stream's generation and to the tool
+    # call of its variant's latest tool_start; every other event still names both.
+    async with running_suite(tmp_path) as suite:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
+            request = pb.GenerateCodeRequest(
+                input_mode=pb.INPUT_MODE_TEXT, prompt=pb.Prompt(text="A café"), variant_count=2
+            )
+            _, events = await drain(pb_grpc.AgentServiceStub(channel).GenerateCode(request))
+    generation_id = events[0].generation_id
+    assert events[0].WhichOneof("payload") == "variant_count"
+    assert generation_id
+    open_call: dict[int, str] = {}
+    code_deltas = 0
+    for event in events:
+        kind = event.WhichOneof("payload")
+        if kind == "code_delta":
+            code_deltas += 1
+            assert (event.generation_id, event.event_id) == ("", "")
+            assert open_call[event.variant_index] == "create_file"
+            continue
+        assert event.generation_id == generation_id, kind
+        if kind == "tool_start":
+            assert event.event_id
+            open_call[event.variant_index] = event.tool_start.name
+    assert code_deltas >= 2
+
+
 BIG = 900 * 1024  # a file near the tool's limit: several such snapshots exceed 1 MiB
 
 

@@ -106,6 +106,9 @@ async def test_image_input_json_streams_every_event_as_one_line(
     wide = {"variant_count", "generation_error", "generation_complete"}
     assert all(("variant_index" in e) == (payload(e) not in wide) for e in events)
     assert all("event_id" in e for e in events)
+    # A code_delta's ids, empty on the wire, are filled in from the stream.
+    calls = {e["event_id"] for e in events if payload(e) == "tool_start"} - {""}
+    assert {e["event_id"] for e in events if payload(e) == "code_delta"} <= calls
     assert payload(events[0]) == "variant_count"
     assert events[0]["variant_count"] == {"count": 1, "models": ["demo"]}
     assert payload(events[-1]) == "generation_complete"
