@@ -53,10 +53,10 @@ class PreviewPolicyConfig:
     # long, so a paused stream never leaves the preview behind.
     idle_s: float = 0.1
     # The timer for a pending change fires this long after it is due: while a stream runs,
-    # the agent delivers code on its tick (40 ms, leading edge), and a frame sent as a
+    # the agent delivers code at least every 10 ms (its code tick), and a frame sent as a
     # batch arrives carries everything up to that moment, where one sent by a timer just
-    # before a batch leaves that batch waiting a whole interval. The timer mostly serves a
-    # stream that has stopped (at 50 deltas/s, 0 to 50 ms here give the same freshness).
+    # before a batch leaves that batch waiting a whole interval. The timer only serves a
+    # stream that has stopped.
     arrival_grace_s: float = 0.01
     # `appendCode` clients (`AppendPolicy`): the least time between two appends of one
     # variant. Each frame costs ~50 bytes of JSON around its text, so this trades bytes for
