@@ -386,6 +386,9 @@ class ReceivedRequest:
     path: str
     headers: CIMultiDict[str]
     json: dict[str, Any]
+    # The client's end of the TCP connection the request came on: requests with the
+    # same one shared a kept-alive connection.
+    peer: tuple[str, int] | None = None
 
 
 class FakeOpenAI:
@@ -460,7 +463,11 @@ class FakeOpenAI:
             body = await request.json()
         except json.JSONDecodeError:
             body = {}
-        self.requests.append(ReceivedRequest(request.path, CIMultiDict(request.headers), body))
+        transport = request.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        self.requests.append(
+            ReceivedRequest(request.path, CIMultiDict(request.headers), body, peer)
+        )
         queue = self._queues.get(request.path)
         if not queue:
             nothing = http_error(500, f"FakeOpenAI: no reply queued for {request.path}")

@@ -31,6 +31,7 @@ from services.agent.providers.base import (
     ToolCallDelta,
     ToolSpec,
 )
+from services.agent.providers.clients import PooledSession
 from services.agent.providers.factory import ProviderSessions, SessionRequest
 from services.agent.providers.openai_chat import OpenAIChatSession
 from services.agent.settings import AgentSettings
@@ -420,7 +421,8 @@ async def test_the_registry_entry_builds_the_session_for_the_local_server(
     env = Credentials.of(openai=Endpoint(KEY, "http://127.0.0.1:9/v1"))
     settings = AgentSettings(credentials=env, local_base_url=fake.base_url, provider_max_retries=0)
     session = through_registry(settings)
-    assert isinstance(session, OpenAIChatSession)
+    assert isinstance(session, PooledSession)
+    assert isinstance(session.inner, OpenAIChatSession)
     seen = Recorder()
     await session.stream_turn(seen)
     await session.close()

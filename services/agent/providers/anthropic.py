@@ -76,6 +76,19 @@ class _LocalImage:
 Item = Block | _LocalImage
 
 
+def new_client(config: base.SessionConfig) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        api_key=config.api_key,
+        base_url=config.base_url,
+        max_retries=config.max_retries,
+        timeout=config.request_timeout_s,
+    )
+
+
+async def close_client(client: anthropic.AsyncAnthropic) -> None:
+    await client.close()
+
+
 class AnthropicSession(SdkSession):
     """One variant's conversation with a Claude model."""
 
@@ -89,12 +102,7 @@ class AnthropicSession(SdkSession):
         """`prompt_caching=False` sends no cache breakpoints (the cost bench's baseline)."""
         super().__init__(config, owns_client=client is None)
         self._caching = prompt_caching
-        self._client = client or anthropic.AsyncAnthropic(
-            api_key=config.api_key,
-            base_url=config.base_url,
-            max_retries=config.max_retries,
-            timeout=config.request_timeout_s,
-        )
+        self._client = client or new_client(config)
         self._system = ""
         self._messages: list[dict[str, Any]] = []
         prompt = list(config.messages)
@@ -134,7 +142,7 @@ class AnthropicSession(SdkSession):
         self._messages.append({"role": "user", "content": [_tool_result(t) for t in executed]})
 
     async def _close_client(self) -> None:
-        await self._client.close()
+        await close_client(self._client)
 
     def _open_stream(
         self, messages: list[MessageParam]

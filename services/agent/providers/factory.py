@@ -16,6 +16,7 @@ from services.agent.providers.base import (
     SessionConfig,
     ToolSpec,
 )
+from services.agent.providers.clients import ClientPool
 from services.agent.providers.scripted import ScriptedSession
 from services.agent.settings import AgentSettings
 from services.common.credentials import CredentialsError
@@ -38,10 +39,16 @@ SessionFactory = Callable[[SessionRequest], ProviderSession]
 
 
 class ProviderSessions:
-    """The `SessionFactory` the agent runs with: a session of the model's own provider."""
+    """The `SessionFactory` the agent runs with: a session of the model's own provider,
+    its SDK client shared with the sessions of the same credentials (clients.py). Its
+    owner calls `aclose` once no session runs any more."""
 
     def __init__(self, settings: AgentSettings) -> None:
         self._settings = settings
+        self.clients = ClientPool()
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
 
     def __call__(self, wanted: SessionRequest) -> ProviderSession:
         spec, request, tools = wanted.spec, wanted.request, wanted.tools
@@ -76,5 +83,6 @@ class ProviderSessions:
                 messages=wanted.messages,
                 tools=tools,
                 max_retries=self._settings.provider_max_retries,
-            )
+            ),
+            self.clients,
         )

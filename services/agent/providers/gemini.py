@@ -57,14 +57,20 @@ class _ModelTurn:
     generated_ids: frozenset[str]  # call ids we made up because the API sent none
 
 
+def new_client(config: base.SessionConfig) -> genai.Client:
+    return genai.Client(vertexai=False, api_key=config.api_key, http_options=_http_options(config))
+
+
+async def close_client(client: genai.Client) -> None:
+    await client.aio.aclose()
+
+
 class GeminiSession(SdkSession):
     """One variant's conversation with a Gemini model."""
 
     def __init__(self, config: base.SessionConfig, *, client: genai.Client | None = None) -> None:
         super().__init__(config, owns_client=client is None)
-        self._client = client or genai.Client(
-            vertexai=False, api_key=config.api_key, http_options=_http_options(config)
-        )
+        self._client = client or new_client(config)
         prompt = list(config.messages)
         system = prompt.pop(0).text if prompt and prompt[0].role == "system" else ""
         self._contents = [c for c in (_content_of(m) for m in prompt) if c is not None]
@@ -118,7 +124,7 @@ class GeminiSession(SdkSession):
         self._pending.append((turn.native, list(executed)))
 
     async def _close_client(self) -> None:
-        await self._client.aio.aclose()
+        await close_client(self._client)
 
     async def _add_pending_results(self) -> None:
         pending, self._pending = self._pending, []

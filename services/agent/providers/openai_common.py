@@ -144,24 +144,34 @@ class OpenAISession(SdkSession):
         prompt_caching: bool = True,
     ) -> None:
         """`prompt_caching=False` sends no cache key (the cost bench's baseline)."""
-        api_key = config.api_key or self.keyless_placeholder
-        if client is None and not api_key:
-            raise errors.missing_key(config.provider)
         super().__init__(config, owns_client=client is None)
-        self._client = client or openai.AsyncOpenAI(
+        self._client = client or self.new_client(config)
+        self._cache_key: str | Omit = lineage_cache_key(config.messages) if prompt_caching else omit
+        self._start(config)
+
+    @classmethod
+    def new_client(cls, config: SessionConfig) -> openai.AsyncOpenAI:
+        """The SDK client this session class builds for `config` (the agent's client pool
+        calls it once per distinct credential)."""
+        api_key = config.api_key or cls.keyless_placeholder
+        if not api_key:
+            raise errors.missing_key(config.provider)
+        return openai.AsyncOpenAI(
             api_key=api_key,
             base_url=config.base_url,
             max_retries=config.max_retries,
             timeout=config.request_timeout_s,
         )
-        self._cache_key: str | Omit = lineage_cache_key(config.messages) if prompt_caching else omit
-        self._start(config)
 
     def _start(self, config: SessionConfig) -> None:
         raise NotImplementedError
 
     async def _close_client(self) -> None:
-        await self._client.close()
+        await close_client(self._client)
+
+
+async def close_client(client: openai.AsyncOpenAI) -> None:
+    await client.close()
 
 
 def media_url(part: MediaPart) -> str:

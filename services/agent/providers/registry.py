@@ -2,13 +2,15 @@
 
 A `ProviderSpec` is all the agent knows about a provider: its id, how texts name it,
 which credential source (services/common/credentials.py) its key and base URL come
-from, its session class, its catalogue models and the models its variants get when its
-key is the only one. The factory, the catalogue, model selection and `ListModels` read
+from, how its session is built (around an SDK client from the agent's pool,
+clients.py), its catalogue models and the models its variants get when its key is the
+only one. The factory, the catalogue, model selection and `ListModels` read
 this list; nothing else names a provider. Sessions are imported when first built: the
 SDKs take seconds to import and most processes use one of them at most.
 
-To add a provider: a session module under `providers/`, one entry in `PROVIDERS`, and
-its test file (docs/architecture.md, "To add …").
+To add a provider: a session module under `providers/` (with the functions that build
+and close its SDK client), one entry in `PROVIDERS`, and its test file
+(docs/architecture.md, "To add …").
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.agent.providers.base import ProviderName, ProviderSession, SessionConfig
+from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.settings import AgentSettings
 from services.common.credentials import BY_ID
 
@@ -53,7 +56,8 @@ class ProviderSpec:
     id: str  # `ModelSpec.provider` and `Model.provider` in ListModels
     display_name: str  # in error texts, e.g. "Could not connect to OpenAI"
     credential: str  # id of the credential source it uses
-    session: Callable[[SessionConfig], ProviderSession]
+    # The session for a config, its SDK client from the agent's pool (`ClientPool.session`).
+    session: Callable[[SessionConfig, ClientPool], ProviderSession]
     models: tuple[ModelFamily, ...] = ()
     # Model ids for the variants when this provider's key is the only one (cycled).
     alone: tuple[str, ...] = ()
@@ -72,28 +76,34 @@ class ProviderSpec:
         return ProviderName(self.display_name, BY_ID[self.credential].key_envs[0])
 
 
-def _openai_responses(config: SessionConfig) -> ProviderSession:
-    from services.agent.providers.openai_responses import OpenAIResponsesSession
+def _openai_responses(config: SessionConfig, clients: ClientPool) -> ProviderSession:
+    from services.agent.providers.openai_common import close_client
+    from services.agent.providers.openai_responses import OpenAIResponsesSession as Session
 
-    return OpenAIResponsesSession(config)
-
-
-def _anthropic(config: SessionConfig) -> ProviderSession:
-    from services.agent.providers.anthropic import AnthropicSession
-
-    return AnthropicSession(config)
+    kind = ClientKind("openai", Session.new_client, close_client)
+    return clients.session(config, kind, lambda client: Session(config, client=client))
 
 
-def _gemini(config: SessionConfig) -> ProviderSession:
-    from services.agent.providers.gemini import GeminiSession
+def _anthropic(config: SessionConfig, clients: ClientPool) -> ProviderSession:
+    from services.agent.providers.anthropic import AnthropicSession, close_client, new_client
 
-    return GeminiSession(config)
+    kind = ClientKind("anthropic", new_client, close_client)
+    return clients.session(config, kind, lambda client: AnthropicSession(config, client=client))
 
 
-def _openai_chat(config: SessionConfig) -> ProviderSession:
-    from services.agent.providers.openai_chat import OpenAIChatSession
+def _gemini(config: SessionConfig, clients: ClientPool) -> ProviderSession:
+    from services.agent.providers.gemini import GeminiSession, close_client, new_client
 
-    return OpenAIChatSession(config)
+    kind = ClientKind("gemini", new_client, close_client)
+    return clients.session(config, kind, lambda client: GeminiSession(config, client=client))
+
+
+def _openai_chat(config: SessionConfig, clients: ClientPool) -> ProviderSession:
+    from services.agent.providers.openai_chat import OpenAIChatSession as Session
+    from services.agent.providers.openai_common import close_client
+
+    kind = ClientKind("openai-compatible", Session.new_client, close_client)
+    return clients.session(config, kind, lambda client: Session(config, client=client))
 
 
 _EFFORTS = ("none", "low", "medium", "high", "xhigh")
