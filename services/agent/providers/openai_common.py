@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Protocol
 
@@ -105,15 +104,11 @@ async def read_stream(
     async with AsyncExitStack() as stack:
         with mapped:
             response = await stack.enter_async_context(request)
-        chunks = _until_done(response.iter_bytes(), reader)
-        await raw_stream.forward(chunks, reader, progress.forward(on_event), mapped)
-
-
-async def _until_done(chunks: AsyncIterator[bytes], reader: StreamReader) -> AsyncIterator[bytes]:
-    async for chunk in chunks:
-        yield chunk
-        if reader.done:
-            return
+        # The httpx response's own iterator: the SDK's `iter_bytes` only wraps it, one
+        # more generator to resume per network read.
+        chunks = response.http_response.aiter_bytes()
+        emit = progress.forward(on_event)
+        await raw_stream.forward(chunks, reader, emit, mapped, ended=lambda: reader.done)
 
 
 def without_none(value: Any) -> Any:
