@@ -43,9 +43,9 @@ class AgentServer(GrpcService):
             StorageHealth(STORE_NAME, self.metrics.storage),
         )
         # The providers' SDK clients are ours to close only when we built the factory.
-        self._providers: ProviderSessions | None = None
+        self.providers: ProviderSessions | None = None
         if sessions is None:
-            sessions = self._providers = ProviderSessions(settings)
+            sessions = self.providers = ProviderSessions(settings)
         self.manager = GenerationManager(settings, self.tools, sessions, self.metrics, self.store)
         self._background: list[asyncio.Task[None]] = []
 
@@ -62,8 +62,8 @@ class AgentServer(GrpcService):
             await self.store.open()
             opening.push_async_callback(self.store.close)
             opening.push_async_callback(self.tools.close)
-            if self._providers is not None:
-                opening.push_async_callback(self._providers.aclose)
+            if self.providers is not None:
+                opening.push_async_callback(self.providers.aclose)
             open_metrics_port(opening, self.metrics.registry, self.settings.metrics_listen)
             resources = opening.pop_all()
         # The drain: generations nobody streams get the same grace as the RPCs.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from openai import AsyncOpenAI
@@ -20,6 +22,7 @@ from services.agent.providers.base import (
 from services.agent.providers.clients import ClientKind, ClientPool, PooledSession
 from services.agent.providers.factory import ProviderSessions, SessionRequest
 from services.agent.providers.openai_responses import OpenAIResponsesSession
+from services.agent.server import AgentServer
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials, Endpoint
 from tests.fakes.openai_server import FakeOpenAI, Text, responses_turn
@@ -220,3 +223,24 @@ async def test_concurrent_sessions_on_one_fake_share_one_client(fake: FakeOpenAI
     assert not _client(variants[0]).is_closed()
     await sessions.aclose()
     assert _client(variants[0]).is_closed()
+
+
+async def test_the_agent_server_closes_its_clients_after_it_stopped(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    settings = replace(
+        _settings(KEY, fake.base_url),
+        listen="127.0.0.1:0",
+        tools_addr="127.0.0.1:9",  # never called: no generation runs
+        data_dir=tmp_path,
+        metrics_listen="",
+    )
+    agent = AgentServer(settings)
+    await agent.start()
+    assert agent.providers is not None
+    session = _session(agent.providers)
+    client = _client(session)
+    await session.close()
+    assert not client.is_closed()  # idle, kept for the next session
+    await agent.stop(grace_s=0.0)
+    assert client.is_closed()
