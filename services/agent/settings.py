@@ -65,8 +65,9 @@ class AgentSettings:
     preview_replay_s: float = 1.0
     # Admission: a generation that would take the variants running on this agent past
     # this is refused at once (RESOURCE_EXHAUSTED), so admitted ones keep their latency;
-    # one generation alone is always admitted. 0: no bound (docs/architecture.md).
-    max_running_variants: int = 400
+    # one generation alone is always admitted. 0: no bound. 120: what one core serves on
+    # the real provider path with room to spare (docs/architecture.md, measured).
+    max_running_variants: int = 120
 
     @property
     def credential_policy(self) -> CredentialPolicy:
@@ -105,5 +106,5 @@ class AgentSettings:
             retained_generations=settings_env.bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
             retained_bytes=settings_env.bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
             retained_seconds=settings_env.bound(env, "S2C_RETAIN_SECONDS", "300", float),
-            max_running_variants=settings_env.bound(env, "S2C_MAX_RUNNING_VARIANTS", "400", int),
+            max_running_variants=settings_env.bound(env, "S2C_MAX_RUNNING_VARIANTS", "120", int),
         )
