@@ -7,7 +7,6 @@ import base64
 import io
 import json
 import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -24,7 +23,6 @@ from services.agent.providers.base import (
     PromptMessage,
     ProviderError,
     SessionConfig,
-    StreamEvent,
     ThinkingDelta,
     ToolCall,
     ToolCallDelta,
@@ -39,8 +37,10 @@ from tests.fakes.anthropic_server import (
     TurnUsage,
 )
 from tests.fakes.sse_writes import merged
+from tests.providers import sessions
+from tests.providers.sessions import Recorder
 
-FAKE_KEY = "sk-ant-FAKE-do-not-leak-0123456789"
+FAKE_KEY = sessions.ANTHROPIC_KEY
 MODEL = "claude-opus-4-8"
 # Signatures are opaque base64; these carry the characters a careless re-encode would change.
 SIGNATURE_1 = "EqQBCkgIARABGAIiQF+ake/Sig+nature=="
@@ -125,37 +125,8 @@ def make_config(
     )
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[StreamEvent] = []
-        self.first = asyncio.Event()
-
-    async def __call__(self, event: StreamEvent) -> None:
-        self.events.append(event)
-        self.first.set()
-
-
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    monkeypatch.setenv("no_proxy", "127.0.0.1")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    server = FakeAnthropic()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-async def client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = anthropic.AsyncAnthropic(
-        api_key=FAKE_KEY, base_url=fake.base_url, max_retries=0, _strict_response_validation=True
-    )
-    yield sdk
-    await sdk.close()
+fake = sessions.anthropic_fake
+client = sessions.anthropic_client
 
 
 async def test_a_tool_loop_streams_deltas_and_replays_the_conversation(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,21 +26,14 @@ from services.agent.server import AgentServer
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials, Endpoint
 from tests.fakes.openai_server import FakeOpenAI, Text, responses_turn
-from tests.providers.test_openai_responses import CREATE_FILE, KEY, Recorder, config
+from tests.providers import sessions
+from tests.providers.sessions import Recorder
+from tests.providers.test_openai_responses import CREATE_FILE, KEY, config
 
 MODEL = "gpt-5.4-mini (low thinking)"
 
 
-@pytest.fixture(autouse=True)
-def _bypass_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI() as server:
-        yield server
+fake = sessions.openai_fake
 
 
 def _settings(key: str, base_url: str) -> AgentSettings:

@@ -7,12 +7,10 @@ import base64
 import json
 import re
 import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from google import genai
-from google.genai import types
 
 from services.agent.pricing import Usage, cost_usd
 from services.agent.providers import errors, registry
@@ -24,7 +22,6 @@ from services.agent.providers.base import (
     ProviderError,
     ProviderTurn,
     SessionConfig,
-    StreamEvent,
     ThinkingDelta,
     ToolCall,
     ToolCallDelta,
@@ -33,8 +30,10 @@ from services.agent.providers.base import (
 from services.agent.providers.gemini import GeminiSession
 from tests.fakes.gemini_server import Call, FakeGemini, Say, Thought, TurnUsage, http_error
 from tests.fakes.sse_writes import merged
+from tests.providers import sessions
+from tests.providers.sessions import Recorder
 
-FAKE_KEY = "AIzaFAKE-do-not-leak-0123456789"
+FAKE_KEY = sessions.GEMINI_KEY
 MODEL = "gemini-3.5-flash"
 # Bytes whose standard base64 has `+` and `/`, which the SDK echoes URL-safe.
 SIGNATURE_1 = bytes(range(250, 256)) + b"thought-1"
@@ -103,43 +102,8 @@ def make_config(
     )
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[StreamEvent] = []
-        self.first = asyncio.Event()
-
-    async def __call__(self, event: StreamEvent) -> None:
-        self.events.append(event)
-        self.first.set()
-
-
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    monkeypatch.setenv("no_proxy", "127.0.0.1")
-    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeGemini]:
-    server = FakeGemini()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-async def client(fake: FakeGemini) -> AsyncIterator[genai.Client]:
-    sdk = genai.Client(
-        api_key=FAKE_KEY,
-        http_options=types.HttpOptions(
-            base_url=fake.base_url,
-            api_version="v1beta",
-            retry_options=types.HttpRetryOptions(attempts=1),
-        ),
-    )
-    yield sdk
-    await sdk.aio.aclose()
+fake = sessions.gemini_fake
+client = sessions.gemini_client
 
 
 async def test_a_tool_loop_streams_deltas_and_replays_the_conversation(

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
 
-import pytest
 from google import genai
 
 from services.agent.domain import FileState
@@ -16,30 +14,11 @@ from services.agent.providers.base import ToolCall, ToolSpec
 from services.agent.providers.gemini import GeminiSession
 from services.agent.tooling import ToolContext, ToolOutcome
 from tests.fakes.gemini_server import Call, FakeGemini, Say
+from tests.providers import sessions
 from tests.providers.test_gemini import TOOLS, make_config
-from tests.providers.test_gemini_stream import sdk_client
 
-
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    monkeypatch.setenv("no_proxy", "127.0.0.1")
-    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeGemini]:
-    server = FakeGemini()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-async def client(fake: FakeGemini) -> AsyncIterator[genai.Client]:
-    sdk = sdk_client(fake.base_url)
-    yield sdk
-    await sdk.aio.aclose()
+fake = sessions.gemini_fake
+client = sessions.gemini_client
 
 
 class VirtualClock:
@@ -59,7 +38,7 @@ class CreateFileTools:
     """create_file only; remembers how many code deltas had been emitted when it ran."""
 
     def __init__(self, emitted: list[tuple[str, Payload]]) -> None:
-        self._emitted = emitted
+        self.emitted = emitted
         self.deltas_before_run: int | None = None
 
     async def list_tools(self, context: ToolContext) -> list[ToolSpec]:
@@ -68,7 +47,7 @@ class CreateFileTools:
     async def execute(
         self, call: ToolCall, file: FileState | None, context: ToolContext
     ) -> ToolOutcome:
-        self.deltas_before_run = sum(isinstance(p, CodeDelta) for _, p in self._emitted)
+        self.deltas_before_run = sum(isinstance(p, CodeDelta) for _, p in self.emitted)
         content = call.arguments["content"]
         return ToolOutcome(
             True,
@@ -78,24 +57,32 @@ class CreateFileTools:
         )
 
 
-async def test_a_whole_create_file_is_replayed_as_a_paced_preview(
-    fake: FakeGemini, client: genai.Client
-) -> None:
-    page = "<!DOCTYPE html><html><body>" + "<p>row \u00e9</p>" * 480 + "</body></html>"
+def one_variant(
+    fake: FakeGemini, client: genai.Client, page: str, tools: CreateFileTools, replay: PreviewReplay
+) -> VariantEngine:
+    """One variant on the Gemini session, whose model creates `page` in one call-1 and
+    then is done; the variant emits into `tools.emitted`."""
     fake.add_turn(Call("create_file", {"path": "index.html", "content": page}, id="call-1"))
     fake.add_turn(Say("Done."))
-    emitted: list[tuple[str, Payload]] = []
-    tools = CreateFileTools(emitted)
-    clock = VirtualClock()
-    engine = VariantEngine(
+    return VariantEngine(
         index=0,
         session=GeminiSession(make_config(fake.base_url), client=client),
         tools=tools,
         context=ToolContext(),
-        emit=lambda event_id, payload: emitted.append((event_id, payload)),
+        emit=lambda event_id, payload: tools.emitted.append((event_id, payload)),
         budget=CostBudget(None),
-        preview_replay=PreviewReplay(1.0, clock.sleep),
+        preview_replay=replay,
     )
+
+
+async def test_a_whole_create_file_is_replayed_as_a_paced_preview(
+    fake: FakeGemini, client: genai.Client
+) -> None:
+    page = "<!DOCTYPE html><html><body>" + "<p>row \u00e9</p>" * 480 + "</body></html>"
+    emitted: list[tuple[str, Payload]] = []
+    tools = CreateFileTools(emitted)
+    clock = VirtualClock()
+    engine = one_variant(fake, client, page, tools, PreviewReplay(1.0, clock.sleep))
 
     assert await engine.run() == page
 
@@ -122,17 +109,7 @@ async def test_a_whole_create_file_is_one_delta_with_the_replay_off(
     fake: FakeGemini, client: genai.Client
 ) -> None:
     page = "<html><body>" + "x" * 3000 + "</body></html>"
-    fake.add_turn(Call("create_file", {"path": "index.html", "content": page}, id="call-1"))
-    fake.add_turn(Say("Done."))
     emitted: list[tuple[str, Payload]] = []
-    engine = VariantEngine(
-        index=0,
-        session=GeminiSession(make_config(fake.base_url), client=client),
-        tools=CreateFileTools(emitted),
-        context=ToolContext(),
-        emit=lambda event_id, payload: emitted.append((event_id, payload)),
-        budget=CostBudget(None),
-        preview_replay=PreviewReplay(0.0),
-    )
+    engine = one_variant(fake, client, page, CreateFileTools(emitted), PreviewReplay(0.0))
     await engine.run()
     assert [p for _, p in emitted if isinstance(p, CodeDelta)] == [CodeDelta(0, page)]

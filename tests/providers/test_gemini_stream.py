@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator
 from importlib.metadata import version
 
 import httpx2
@@ -26,13 +25,14 @@ from services.agent.providers.base import (
 from services.agent.providers.gemini import GeminiSession, _generation_config
 from services.agent.providers.gemini_stream import open_stream
 from tests.fakes.gemini_server import Call, FakeGemini, Say, Thought, TurnUsage, http_error
-from tests.fakes.sse_writes import SseWrites, Step, merged
+from tests.fakes.sse_writes import Step, merged
+from tests.providers import sessions
+from tests.providers.sessions import Recorder, gemini_sdk
 from tests.providers.test_gemini import (
     FAKE_KEY,
     MODEL,
     NAME,
     SIGNATURE_1,
-    Recorder,
     decode,
     make_config,
     signature,
@@ -42,38 +42,8 @@ ENDED_EARLY = errors.stream_failed(NAME, "the stream ended early, before the rep
 CREATE_ARGS = {"path": "index.html", "content": "<html><body>\u00e9</body></html>"}
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    monkeypatch.setenv("no_proxy", "127.0.0.1")
-    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeGemini]:
-    server = FakeGemini()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-def sdk_client(base_url: str, **options: object) -> genai.Client:
-    return genai.Client(
-        api_key=FAKE_KEY,
-        http_options=types.HttpOptions(
-            base_url=base_url,
-            api_version="v1beta",
-            retry_options=types.HttpRetryOptions(attempts=1),
-            **options,  # type: ignore[arg-type]
-        ),
-    )
-
-
-@pytest.fixture
-async def client(fake: FakeGemini) -> AsyncIterator[genai.Client]:
-    sdk = sdk_client(fake.base_url)
-    yield sdk
-    await sdk.aio.aclose()
+fake = sessions.gemini_fake
+client = sessions.gemini_client
 
 
 def test_the_private_sdk_parts_the_adapter_names_are_there() -> None:
@@ -91,7 +61,7 @@ def test_the_private_sdk_parts_the_adapter_names_are_there() -> None:
     assert list(send) == ["self", "http_request", "http_options", "stream"]
     assert "response_stream" in HttpResponse(headers={}).__dict__
     assert callable(types.Part._from_response)
-    assert isinstance(sdk_client("http://127.0.0.1:9")._api_client, BaseApiClient)
+    assert isinstance(gemini_sdk("http://127.0.0.1:9")._api_client, BaseApiClient)
 
 
 async def test_the_adapter_sends_the_request_the_sdk_method_sends(
@@ -193,10 +163,9 @@ async def test_a_stream_cut_mid_record_fails_as_ended_early(
     session = GeminiSession(make_config(fake.base_url), client=client)
     events = Recorder()
 
-    with pytest.raises(ProviderError) as caught:
-        await session.stream_turn(events)
+    failure = await sessions.failure_of(session, events)
 
-    assert caught.value.message == ENDED_EARLY.message
+    assert failure.message == ENDED_EARLY.message
     assert merged(events.events) == [AssistantDelta("Working ")]
 
 
@@ -212,16 +181,15 @@ async def test_an_error_record_in_a_burst_fails_after_the_deltas_before_it(
     session = GeminiSession(make_config(fake.base_url), client=client)
     events = Recorder()
 
-    with pytest.raises(ProviderError) as caught:
-        await session.stream_turn(events)
+    failure = await sessions.failure_of(session, events)
 
-    assert caught.value.message == "Gemini rejected the request: Invalid value near *** (400)"
+    assert failure.message == "Gemini rejected the request: Invalid value near *** (400)"
     assert events.events == [AssistantDelta("Working on it")]
 
 
 async def test_the_httpx_transport_streams_too(fake: FakeGemini) -> None:
     async with httpx2.AsyncClient() as http:
-        client = sdk_client(fake.base_url, httpx_async_client=http)
+        client = gemini_sdk(fake.base_url, httpx_async_client=http)
         fake.add_turn(Thought("Plan."), Say("Hello "), Say("there."), delivery="burst")
         session = GeminiSession(make_config(fake.base_url), client=client)
         events = Recorder()
@@ -273,14 +241,9 @@ def chunk(text: str, *, finish: str | None = None) -> bytes:
 
 
 async def scripted_turn(steps: list[Step], events: Recorder) -> ProviderTurn:
-    writes = SseWrites(steps)
-    origin = await writes.start()
-    session = GeminiSession(make_config(origin))
-    try:
-        return await session.stream_turn(events)
-    finally:
-        await session.close()
-        await writes.stop()
+    return await sessions.scripted_turn(
+        lambda origin: GeminiSession(make_config(origin)), steps, events
+    )
 
 
 async def test_a_record_cut_between_two_reads_waits_for_its_rest() -> None:
@@ -310,17 +273,3 @@ async def test_a_malformed_record_fails_the_turn_plainly(bad: bytes) -> None:
     assert caught.value.message == (
         errors.stream_failed(NAME, "the server sent an unreadable response").message
     )
-
-
-async def test_the_next_turn_reuses_the_connection(fake: FakeGemini, client: genai.Client) -> None:
-    fake.add_turn(Call("create_file", CREATE_ARGS, id="call-1"))
-    fake.add_turn(Say("Done."))
-    session = GeminiSession(make_config(fake.base_url), client=client)
-
-    turn = await session.stream_turn(Recorder())
-    session.append_tool_results(turn, [ExecutedTool(turn.tool_calls[0], True, {"ok": True})])
-    await session.stream_turn(Recorder())
-
-    first, second = fake.requests
-    assert first.peer
-    assert second.peer == first.peer

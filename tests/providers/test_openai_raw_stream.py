@@ -26,7 +26,6 @@ from services.agent.providers.base import (
     ProviderName,
     ProviderSession,
     SessionConfig,
-    StreamEvent,
     ToolCallDelta,
     ToolSpec,
 )
@@ -35,6 +34,7 @@ from services.agent.providers.openai_responses import OpenAIResponsesSession
 from services.agent.providers.streaming import MAX_MERGED_ARGUMENTS
 from tests.fakes.openai_server import FunctionCall, Item, SseReply, Text, chat_turn, responses_turn
 from tests.fakes.sse_writes import SseWrites, Step
+from tests.providers.sessions import Recorder
 
 KEY = "sk-test-DO-NOT-LEAK-91b2"
 CREATE_FILE = ToolSpec("create_file", "Create a file", {"type": "object", "properties": {}})
@@ -71,22 +71,6 @@ APIS = [
         "Overloaded, key ***",
     ),
 ]
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[StreamEvent] = []
-        self.first = asyncio.Event()
-
-    async def __call__(self, event: StreamEvent) -> None:
-        self.events.append(event)
-        self.first.set()
-
-
-@pytest.fixture(autouse=True)
-def _bypass_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
 
 
 @pytest.fixture(params=APIS, ids=[a.id for a in APIS])

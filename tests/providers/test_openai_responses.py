@@ -40,6 +40,8 @@ from tests.fakes.openai_server import (
     responses_turn,
 )
 from tests.fakes.sse_writes import merged
+from tests.providers import sessions
+from tests.providers.sessions import Recorder
 
 KEY = "sk-test-DO-NOT-LEAK-7f3a9c"
 PNG = b"\x89PNG\r\n\x1a\nfake-png-bytes"
@@ -75,30 +77,7 @@ SCREENSHOT = ToolSpec("screenshot_preview", "Screenshot the page", {})
 EMPTY_STRICT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[StreamEvent] = []
-        self.first = asyncio.Event()
-
-    async def __call__(self, event: StreamEvent) -> None:
-        self.events.append(event)
-        self.first.set()
-
-    def drain(self) -> list[StreamEvent]:
-        out, self.events = self.events, []
-        return out
-
-
-@pytest.fixture(autouse=True)
-def _bypass_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI() as server:
-        yield server
+fake = sessions.openai_fake
 
 
 @pytest.fixture

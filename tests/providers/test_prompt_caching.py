@@ -68,11 +68,6 @@ async def ignore(event: StreamEvent) -> None:
     del event
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-
-
 def test_the_lineage_key_is_shared_by_variants_and_updates_of_one_root() -> None:
     first, second = update_messages(), update_messages()
     assert lineage_cache_key(first) == lineage_cache_key(second)
