@@ -26,14 +26,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import urllib.request
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,11 +39,12 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script: find bench/
+
+from bench.procs import Proc, free_port, kill_all, start  # noqa: E402
+
 MODEL_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "S2C_MODELS")
-
-
-Process = asyncio.subprocess.Process
-_DRAINS: set[asyncio.Task[None]] = set()  # referenced, so they are not collected mid-read
+CLI = ("-m", "services.cli")
 
 
 @dataclass(frozen=True)
@@ -72,12 +70,6 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def gauges(port: int) -> tuple[int, float]:
     """Retained generations and MB, from the agent's /metrics."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
@@ -88,38 +80,6 @@ def gauges(port: int) -> tuple[int, float]:
             name, value = line.split()
             values[name] = float(value)
     return int(values["s2c_agent_retained_generations"]), values["s2c_agent_retained_bytes"] / 1e6
-
-
-async def start(name: str, args: Sequence[str], env: dict[str, str]) -> tuple[Process, int]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "services.cli",
-        name,
-        *args,
-        env=env,
-        cwd=ROOT,
-        stderr=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.DEVNULL,
-    )
-    assert process.stderr is not None
-    while line := await asyncio.wait_for(process.stderr.readline(), 60):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if record.get("msg") == f"{name} listening":
-            # Keep reading, so a chatty process never blocks on a full pipe.
-            task = asyncio.get_running_loop().create_task(_drain(process.stderr))
-            _DRAINS.add(task)
-            task.add_done_callback(_DRAINS.discard)
-            return process, int(record["port"])
-    raise RuntimeError(f"{name} exited before listening")
-
-
-async def _drain(stream: asyncio.StreamReader) -> None:
-    while await stream.readline():
-        pass
 
 
 async def measure(policy: Policy, args: argparse.Namespace) -> list[tuple[float, int, float]]:
@@ -135,21 +95,22 @@ async def measure(policy: Policy, args: argparse.Namespace) -> list[tuple[float,
             **policy.env,
         }
     )
-    processes: list[Process] = []
+    processes: list[Proc] = []
     try:
-        tools, tools_port = await start(
-            "tools", ["--listen", "127.0.0.1:0", "--metrics-listen", ""], env
+        tools = await start(
+            "tools", [*CLI, "tools", "--listen", "127.0.0.1:0", "--metrics-listen", ""], env
         )
         processes.append(tools)
         metrics_port = free_port()
-        agent, agent_port = await start(
+        metrics = f"127.0.0.1:{metrics_port}"
+        agent = await start(
             "agent",
-            ["--listen", "127.0.0.1:0", "--metrics-listen", f"127.0.0.1:{metrics_port}"],
-            {**env, "S2C_TOOLS_ADDR": f"127.0.0.1:{tools_port}"},
+            [*CLI, "agent", "--listen", "127.0.0.1:0", "--metrics-listen", metrics],
+            {**env, "S2C_TOOLS_ADDR": f"127.0.0.1:{tools.port}"},
         )
         processes.append(agent)
         rows: list[tuple[float, int, float]] = []
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{agent_port}") as channel:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{agent.port}") as channel:
             stub = pb_grpc.AgentServiceStub(channel)
             finished = 0
             marks = sorted(args.marks)
@@ -184,10 +145,7 @@ async def measure(policy: Policy, args: argparse.Namespace) -> list[tuple[float,
                         )
         return rows
     finally:
-        for process in processes:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+        await kill_all(processes)
         shutil.rmtree(data_dir, ignore_errors=True)
 
 

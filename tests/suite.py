@@ -12,16 +12,20 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import grpc
 from aiohttp import web
 from PIL import Image
+from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
 
 from services.agent.server import AgentServer
 from services.agent.settings import AgentSettings
+from services.common.credentials import Credentials, Endpoint
 from services.gateway.access import AccessSettings
 from services.gateway.app import create_app
 from services.gateway.settings import GatewaySettings
 from services.tools.server import ToolsServer
 from services.tools.settings import ToolsSettings
+from tests.fakes.recording_worker import RecordingToolService
 
 
 def png_data_url(width: int = 64, height: int = 48, color: str = "#3366cc") -> str:
@@ -54,6 +58,33 @@ def create_params(**overrides: Any) -> dict[str, Any]:
     return params
 
 
+def update_params(old: str, **overrides: Any) -> dict[str, Any]:
+    """The params frame for "Make it new" on a page whose current code is `old`."""
+    return create_params(
+        generationType="update",
+        prompt={"text": "Make it new", "images": [], "videos": []},
+        history=[
+            {"role": "user", "text": "A page", "images": [], "videos": []},
+            {"role": "assistant", "text": old, "images": [], "videos": []},
+            {"role": "user", "text": "Make it new", "images": [], "videos": []},
+        ],
+        fileState={"path": "index.html", "content": old},
+        **overrides,
+    )
+
+
+def fake_providers(**base_urls: str) -> AgentSettings:
+    """The agent reaching each named provider only at its fake's URL, with no retries (a
+    scripted failure shows at once) and the demo model unpaced."""
+    return AgentSettings(
+        demo_pace_s=0.0,
+        provider_max_retries=0,
+        credentials=Credentials.of(
+            **{name: Endpoint(base_url=url) for name, url in base_urls.items()}
+        ),
+    )
+
+
 @dataclass
 class WsResult:
     frames: list[dict[str, Any]] = field(default_factory=list)
@@ -72,6 +103,34 @@ class WsResult:
     def last_code(self, variant: int) -> str:
         codes = self.of("setCode", variant)
         return str(codes[-1]["value"]) if codes else ""
+
+
+async def close_once_coding(url: str, code: int) -> int | None:
+    """Starts a create like the upstream UI, closes the socket with `code` at the first
+    `setCode` (the generation is surely running then) and returns the echoed close code."""
+    async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
+        await ws.send_str(json.dumps(create_params()))
+        async for message in ws:
+            if json.loads(message.data)["type"] == "setCode":
+                break
+        await ws.close(code=code)
+        return ws.close_code
+
+
+@asynccontextmanager
+async def recording_tools(tools_port: int) -> AsyncIterator[tuple[RecordingToolService, int]]:
+    """A recorder in front of the tool worker on `tools_port`, and the port it serves on."""
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{tools_port}")
+    recorder = RecordingToolService(tpb_grpc.ToolServiceStub(channel))
+    server = grpc.aio.server()
+    tpb_grpc.add_ToolServiceServicer_to_server(recorder, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        yield recorder, port
+    finally:
+        await server.stop(None)
+        await channel.close()
 
 
 async def run_ws(url: str, params: Any, *, raw: str | None = None) -> WsResult:

@@ -21,15 +21,14 @@ from typing import Any
 import grpc
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page, Route, WebSocket, async_playwright, expect
+from playwright.async_api import Browser, Page, WebSocket, expect
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
-from tests.suite import running_suite
+from tests.browser.pages import chromium, load_ui, local_page
+from tests.suite import Suite, running_suite
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 GENERATION_TIMEOUT_MS = 30_000
 # Slow enough that the drop and the re-attach both land while the variants still stream.
 DEMO_PACE_S = 0.03
@@ -136,37 +135,39 @@ class Sockets:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            await browser.close()
+    async with chromium() as browser:
+        yield browser
 
 
 @asynccontextmanager
 async def ui(browser: Browser, url: str) -> AsyncIterator[tuple[Page, Sockets]]:
-    context = await browser.new_context(viewport={"width": 1440, "height": 900})
-    page = await context.new_page()
     sockets = Sockets()
     errors: list[str] = []
-
-    async def local_only(route: Route) -> None:
-        if route.request.url.startswith(url + "/"):
-            await route.continue_()
-        else:
-            await route.abort()
-
-    await context.route("**/*", local_only)
-    page.on("websocket", sockets.watch)
-    page.on("pageerror", lambda error: errors.append(f"{error.message}\n{error.stack}"))
-    try:
-        await page.goto(url + "/")
-        await expect(page.locator("html")).to_have_attribute("data-ready", "true")
+    async with local_page(browser, url) as page:
+        page.on("websocket", sockets.watch)
+        page.on("pageerror", lambda error: errors.append(f"{error.message}\n{error.stack}"))
+        await load_ui(page, url + "/")
         yield page, sockets
         assert [e for e in errors if url in e] == [], "the UI's own modules threw"
-    finally:
-        await context.close()
+
+
+@asynccontextmanager
+async def behind_proxy(tmp_path: Path) -> AsyncIterator[tuple[Suite, CuttableProxy, str]]:
+    """A paced demo suite, and the URL of a proxy to its gateway that the test can cut."""
+    async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=DEMO_PACE_S)) as suite:
+        proxy = CuttableProxy(suite.gateway_port)
+        await proxy.start()
+        try:
+            yield suite, proxy, f"http://127.0.0.1:{proxy.port}"
+        finally:
+            await proxy.close()
+
+
+async def generate_then_cut(page: Page, sockets: Sockets, proxy: CuttableProxy) -> None:
+    """Start a generation and cut the network once it streams."""
+    await generate(page)
+    await sockets.first_thinking.wait()
+    proxy.cut()
 
 
 async def generate(page: Page) -> None:
@@ -217,30 +218,22 @@ def seqs(frames: list[dict[str, Any]]) -> list[int]:
 async def test_a_dropped_connection_reattaches_and_loses_nothing(
     tmp_path: Path, browser: Browser
 ) -> None:
-    async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=DEMO_PACE_S)) as suite:
-        proxy = CuttableProxy(suite.gateway_port)
-        await proxy.start()
-        url = f"http://127.0.0.1:{proxy.port}"
-        try:
-            async with ui(browser, url) as (page, sockets):
-                await generate(page)
-                undisturbed = await settled_page(page)
-                assert len(sockets.used()) == 1
+    async with behind_proxy(tmp_path) as (suite, proxy, url):
+        async with ui(browser, url) as (page, sockets):
+            await generate(page)
+            undisturbed = await settled_page(page)
+            assert len(sockets.used()) == 1
 
-            async with ui(browser, url) as (page, sockets):
-                await generate(page)
-                await sockets.first_thinking.wait()
-                proxy.cut()
-                runbar = page.get_by_test_id("run-status")
-                await expect(runbar).to_have_attribute("data-state", "reconnecting")
-                await expect(runbar).to_contain_text("reconnecting")
-                await proxy.refused.wait()  # the UI tried again while the network was down
-                proxy.heal()
-                await expect(runbar).to_have_attribute("data-state", "running")
-                dropped_then_resumed = await settled_page(page)
-                [(params, first), (resume, second)] = sockets.used()
-        finally:
-            await proxy.close()
+        async with ui(browser, url) as (page, sockets):
+            await generate_then_cut(page, sockets, proxy)
+            runbar = page.get_by_test_id("run-status")
+            await expect(runbar).to_have_attribute("data-state", "reconnecting")
+            await expect(runbar).to_contain_text("reconnecting")
+            await proxy.refused.wait()  # the UI tried again while the network was down
+            proxy.heal()
+            await expect(runbar).to_have_attribute("data-state", "running")
+            dropped_then_resumed = await settled_page(page)
+            [(params, first), (resume, second)] = sockets.used()
         [create, dropped] = suite.agent.manager.generations()
 
     assert dropped_then_resumed == undisturbed
@@ -271,39 +264,31 @@ async def test_a_dropped_connection_reattaches_and_loses_nothing(
 async def test_a_generation_cancelled_while_disconnected_ends_as_cancelled(
     tmp_path: Path, browser: Browser
 ) -> None:
-    async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=DEMO_PACE_S)) as suite:
-        proxy = CuttableProxy(suite.gateway_port)
-        await proxy.start()
-        url = f"http://127.0.0.1:{proxy.port}"
-        try:
-            async with ui(browser, url) as (page, sockets):
-                await generate(page)
-                await sockets.first_thinking.wait()
-                proxy.cut()
-                await proxy.refused.wait()
-                # Cancelled elsewhere (another client, the API) while this page is away.
-                [generation] = suite.agent.manager.generations()
-                async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
-                    await pb_grpc.AgentServiceStub(channel).CancelGeneration(
-                        pb.CancelGenerationRequest(generation_id=generation.id)
-                    )
-                assert generation.task is not None
-                await asyncio.wait({generation.task})
-                proxy.heal()
+    async with behind_proxy(tmp_path) as (suite, proxy, url):
+        async with ui(browser, url) as (page, sockets):
+            await generate_then_cut(page, sockets, proxy)
+            await proxy.refused.wait()
+            # Cancelled elsewhere (another client, the API) while this page is away.
+            [generation] = suite.agent.manager.generations()
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
+                await pb_grpc.AgentServiceStub(channel).CancelGeneration(
+                    pb.CancelGenerationRequest(generation_id=generation.id)
+                )
+            assert generation.task is not None
+            await asyncio.wait({generation.task})
+            proxy.heal()
 
-                # The re-attached stream says how it ended: cancelled, not failed or done.
-                runbar = page.get_by_test_id("run-status")
-                await expect(runbar).to_have_attribute("data-state", "cancelled")
-                await expect(
-                    page.get_by_test_id("toast").filter(has_text="The generation was cancelled.")
-                ).to_be_visible()
-                for i in range(2):
-                    await expect(page.get_by_test_id(f"variant-{i}-message")).to_contain_text(
-                        "cancelled"
-                    )
-                await expect(page.get_by_test_id("generate-button")).to_be_enabled()
-                [_, (resume, _)] = sockets.used()
-        finally:
-            await proxy.close()
+            # The re-attached stream says how it ended: cancelled, not failed or done.
+            runbar = page.get_by_test_id("run-status")
+            await expect(runbar).to_have_attribute("data-state", "cancelled")
+            await expect(
+                page.get_by_test_id("toast").filter(has_text="The generation was cancelled.")
+            ).to_be_visible()
+            for i in range(2):
+                await expect(page.get_by_test_id(f"variant-{i}-message")).to_contain_text(
+                    "cancelled"
+                )
+            await expect(page.get_by_test_id("generate-button")).to_be_enabled()
+            [_, (resume, _)] = sockets.used()
     assert generation.status == "cancelled"
     assert resume[0]["resumeGenerationId"] == generation.id

@@ -27,10 +27,7 @@ from playwright.async_api import (
     Browser,
     Error,
     Page,
-    Route,
-    ViewportSize,
     WebSocket,
-    async_playwright,
     expect,
 )
 
@@ -40,13 +37,12 @@ from services.common.credentials import CREDENTIALS
 from services.gateway.access import AccessSettings
 from services.gateway.settings import GatewaySettings
 from services.tools.settings import ToolsSettings
+from tests.browser.pages import CHROMIUM_ARGS as BASE_CHROMIUM_ARGS
+from tests.browser.pages import chromium, load_ui, local_page
 from tests.suite import Suite, running_suite
 
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
+    *BASE_CHROMIUM_ARGS,
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
@@ -54,7 +50,6 @@ CHROMIUM_ARGS = [
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 DOCS_SCREENSHOTS = REPO / "docs" / "screenshots"
-VIEWPORT: ViewportSize = {"width": 1440, "height": 900}
 GENERATION_TIMEOUT_MS = 30_000
 TOKEN = "ui-test-token-0123456789"
 KEY_FIELDS = ("openAiApiKey", "anthropicApiKey", "geminiApiKey", "replicateApiKey", "openAiBaseURL")
@@ -81,12 +76,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            await browser.close()
+    async with chromium(CHROMIUM_ARGS) as browser:
+        yield browser
 
 
 @asynccontextmanager
@@ -94,39 +85,27 @@ async def open_ui(
     browser: Browser, suite: Suite, *, query: str = ""
 ) -> AsyncIterator[tuple[Page, Recorder]]:
     """The UI in a fresh browser context (own storage), closed afterwards."""
-    context = await browser.new_context(viewport=VIEWPORT, accept_downloads=True)
-    page = await context.new_page()
     recorder = Recorder()
+    async with local_page(
+        browser, suite.http_url, on_external=recorder.external.append, accept_downloads=True
+    ) as page:
 
-    async def local_only(route: Route) -> None:
-        if route.request.url.startswith(suite.http_url + "/"):
-            await route.continue_()
-            return
-        if route.request.frame == page.main_frame:
-            recorder.external.append(route.request.url)
-        await route.abort()
+        def on_websocket(ws: WebSocket) -> None:
+            frames: list[dict[str, Any]] = []
+            recorder.sockets.append(frames)
+            ws.on("framesent", lambda payload: frames.append(json.loads(payload)))
 
-    def on_websocket(ws: WebSocket) -> None:
-        frames: list[dict[str, Any]] = []
-        recorder.sockets.append(frames)
-        ws.on("framesent", lambda payload: frames.append(json.loads(payload)))
+        page.on("websocket", on_websocket)
 
-    await context.route("**/*", local_only)
-    page.on("websocket", on_websocket)
+        def on_page_error(error: Error) -> None:
+            # Preview pages throw too (their CDN scripts are blocked here); only the UI's
+            # own modules count.
+            if suite.http_url in (error.stack or ""):
+                recorder.errors.append(f"{error.message}\n{error.stack}")
 
-    def on_page_error(error: Error) -> None:
-        # Preview pages throw too (their CDN scripts are blocked here); only the UI's
-        # own modules count.
-        if suite.http_url in (error.stack or ""):
-            recorder.errors.append(f"{error.message}\n{error.stack}")
-
-    page.on("pageerror", on_page_error)
-    try:
-        await page.goto(suite.http_url + "/" + query)
-        await expect(page.locator("html")).to_have_attribute("data-ready", "true")
+        page.on("pageerror", on_page_error)
+        await load_ui(page, suite.http_url + "/" + query)
         yield page, recorder
-    finally:
-        await context.close()
 
 
 def screenshot_png(path: Path) -> Path:

@@ -23,19 +23,18 @@ import aiohttp
 import pytest
 import pytest_asyncio
 from aiohttp import web
-from playwright.async_api import Browser, Error, Page, Route, WebSocket, async_playwright, expect
+from playwright.async_api import Browser, Error, Page, WebSocket, expect
 
 from services.agent.models import CATALOGUE
 from services.agent.pricing import PRICES
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials, Endpoint
 from services.tools.settings import ToolsSettings
+from tests.browser.pages import chromium, load_ui, local_page
 from tests.fakes.openai_server import FakeOpenAI, TokenUsage, chat_turn, responses_turn
 from tests.fakes.openai_server import Text as OText
 from tests.suite import Suite, running_suite
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 GENERATION_TIMEOUT_MS = 30_000
 PAGE = "<!DOCTYPE html><html><body><h1>Hello from a model</h1></body></html>"
 
@@ -62,49 +61,31 @@ class Seen:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            await browser.close()
+    async with chromium() as browser:
+        yield browser
 
 
 @asynccontextmanager
 async def open_ui(browser: Browser, suite: Suite) -> AsyncIterator[tuple[Page, Seen]]:
-    context = await browser.new_context(viewport={"width": 1440, "height": 900})
-    page = await context.new_page()
     seen = Seen()
+    async with local_page(browser, suite.http_url, on_external=seen.external.append) as page:
 
-    async def local_only(route: Route) -> None:
-        if route.request.url.startswith(suite.http_url + "/"):
-            await route.continue_()
-            return
-        if route.request.frame == page.main_frame:
-            seen.external.append(route.request.url)
-        await route.abort()
+        def on_websocket(ws: WebSocket) -> None:
+            sent: list[dict[str, Any]] = []
+            received: list[dict[str, Any]] = []
+            seen.sent.append(sent)
+            seen.received.append(received)
+            ws.on("framesent", lambda payload: sent.append(json.loads(payload)))
+            ws.on("framereceived", lambda payload: received.append(json.loads(payload)))
 
-    def on_websocket(ws: WebSocket) -> None:
-        sent: list[dict[str, Any]] = []
-        received: list[dict[str, Any]] = []
-        seen.sent.append(sent)
-        seen.received.append(received)
-        ws.on("framesent", lambda payload: sent.append(json.loads(payload)))
-        ws.on("framereceived", lambda payload: received.append(json.loads(payload)))
+        def on_page_error(error: Error) -> None:
+            if suite.http_url in (error.stack or ""):
+                seen.errors.append(f"{error.message}\n{error.stack}")
 
-    def on_page_error(error: Error) -> None:
-        if suite.http_url in (error.stack or ""):
-            seen.errors.append(f"{error.message}\n{error.stack}")
-
-    await context.route("**/*", local_only)
-    page.on("websocket", on_websocket)
-    page.on("pageerror", on_page_error)
-    try:
-        await page.goto(suite.http_url + "/")
-        await expect(page.locator("html")).to_have_attribute("data-ready", "true")
+        page.on("websocket", on_websocket)
+        page.on("pageerror", on_page_error)
+        await load_ui(page, suite.http_url + "/")
         yield page, seen
-    finally:
-        await context.close()
 
 
 async def wait_done(page: Page, variants: int = 2) -> None:

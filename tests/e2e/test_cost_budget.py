@@ -16,11 +16,11 @@ from typing import Any
 import aiohttp
 
 from services.agent.settings import AgentSettings
-from services.common.credentials import Credentials, Endpoint
 from tests.fakes.anthropic_server import FakeAnthropic, Text, ToolUse, TurnUsage
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Pause, TokenUsage, responses_turn
 from tests.fakes.openai_server import Text as OText
-from tests.suite import WsResult, create_params, running_suite
+from tests.suite import WsResult, fake_providers, running_suite
+from tests.suite import update_params as suite_update_params
 
 OLD = "<!DOCTYPE html><html><body><h1>Old</h1></body></html>"
 NEW = "<!DOCTYPE html><html><body><h1>New</h1></body></html>"
@@ -31,29 +31,11 @@ MIDDLING = TokenUsage(input=500_000, output=0)  # $1.2500
 
 
 def update_params() -> dict[str, Any]:
-    return create_params(
-        generationType="update",
-        prompt={"text": "Make it new", "images": [], "videos": []},
-        history=[
-            {"role": "user", "text": "A page", "images": [], "videos": []},
-            {"role": "assistant", "text": OLD, "images": [], "videos": []},
-            {"role": "user", "text": "Make it new", "images": [], "videos": []},
-        ],
-        fileState={"path": "index.html", "content": OLD},
-        openAiApiKey="sk-openai-test",
-        anthropicApiKey="sk-ant-test",
-    )
+    return suite_update_params(OLD, openAiApiKey="sk-openai-test", anthropicApiKey="sk-ant-test")
 
 
 def agent_settings(openai: FakeOpenAI, anthropic: FakeAnthropic) -> AgentSettings:
-    return AgentSettings(
-        demo_pace_s=0.0,
-        provider_max_retries=0,
-        credentials=Credentials.of(
-            openai=Endpoint(base_url=openai.base_url),
-            anthropic=Endpoint(base_url=anthropic.base_url),
-        ),
-    )
+    return fake_providers(openai=openai.base_url, anthropic=anthropic.base_url)
 
 
 def script_openai(fake: FakeOpenAI, usage: TokenUsage) -> None:

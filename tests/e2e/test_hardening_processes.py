@@ -6,16 +6,12 @@ worker apply it through their public ports.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import aiohttp
-import grpc
-from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
 
-from tests.fakes.recording_worker import RecordingToolService
 from tests.processes import base_env, running_processes, start_service
-from tests.suite import create_params, run_ws
+from tests.suite import close_once_coding, create_params, recording_tools, run_ws
 
 REQUEST_KEYS = {
     "openAiApiKey": "sk-REQUEST-openai-least-privilege-3e9d1a7c5b",
@@ -51,15 +47,8 @@ async def test_design_systems_are_bounded_and_refuse_lone_surrogates(tmp_path: P
 async def test_a_cancel_close_is_echoed_as_4333(tmp_path: Path) -> None:
     # A paced demo model, so the generation is surely running when the browser leaves.
     async with running_processes(tmp_path, {"S2C_DEMO_PACE_MS": "50"}) as suite:
-        async with aiohttp.ClientSession() as session:
-            async with session.ws_connect(suite.ws_url) as ws:
-                await ws.send_str(json.dumps(create_params()))
-                async for message in ws:
-                    if json.loads(message.data)["type"] == "setCode":
-                        break
-                await ws.close(code=4333)
-                # The upstream UI shows its "cancelled" toast only for an echoed 4333.
-                assert ws.close_code == 4333
+        # The upstream UI shows its "cancelled" toast only for an echoed 4333.
+        assert await close_once_coding(suite.ws_url, 4333) == 4333
         cancelled = await suite.agent.wait_for_log(
             lambda record: (
                 record.get("msg") == "generation finished" and record.get("status") == "cancelled"
@@ -71,27 +60,20 @@ async def test_a_cancel_close_is_echoed_as_4333(tmp_path: Path) -> None:
 async def test_browser_model_keys_never_reach_a_tool_worker_process(tmp_path: Path) -> None:
     env = {**base_env(tmp_path), "S2C_MODELS": "demo"}
     tools = await start_service("tools", ["--listen", "127.0.0.1:0"], env)
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{tools.port}")
-    recorder = RecordingToolService(tpb_grpc.ToolServiceStub(channel))
-    server = grpc.aio.server()
-    tpb_grpc.add_ToolServiceServicer_to_server(recorder, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    agent = await start_service(
-        "agent", ["--listen", "127.0.0.1:0"], {**env, "S2C_TOOLS_ADDR": f"127.0.0.1:{port}"}
-    )
-    gateway = await start_service(
-        "gateway", ["--port", "0"], {**env, "S2C_AGENT_ADDR": f"127.0.0.1:{agent.port}"}
-    )
-    try:
-        url = f"ws://127.0.0.1:{gateway.port}/generate-code"
-        result = await run_ws(url, create_params(**REQUEST_KEYS))
-    finally:
-        for service in (gateway, agent, tools):
-            service.process.kill()
-            await service.process.wait()
-        await server.stop(None)
-        await channel.close()
+    async with recording_tools(tools.port) as (recorder, port):
+        agent = await start_service(
+            "agent", ["--listen", "127.0.0.1:0"], {**env, "S2C_TOOLS_ADDR": f"127.0.0.1:{port}"}
+        )
+        gateway = await start_service(
+            "gateway", ["--port", "0"], {**env, "S2C_AGENT_ADDR": f"127.0.0.1:{agent.port}"}
+        )
+        try:
+            url = f"ws://127.0.0.1:{gateway.port}/generate-code"
+            result = await run_ws(url, create_params(**REQUEST_KEYS))
+        finally:
+            for service in (gateway, agent, tools):
+                service.process.kill()
+                await service.process.wait()
     assert result.close_code == 1000, result.frames
     assert result.of("variantComplete")
     assert recorder.seen, "the agent never called the tool worker"

@@ -35,9 +35,8 @@ from services.common.errors import bad_request_violations
 from services.tools.server import ToolsServer
 from services.tools.settings import ToolsSettings
 from tests.fakes import serve_on_loopback
-from tests.fakes.recording_worker import RecordingToolService
 from tests.processes import Processes, running_processes
-from tests.suite import create_params, png_data_url, run_ws
+from tests.suite import create_params, png_data_url, recording_tools, run_ws
 
 ENV_KEYS = {
     "OPENAI_API_KEY": "sk-ENV-openai-exfil-5b2d4f607f3a9c1e",
@@ -263,52 +262,47 @@ async def test_tool_workers_never_receive_model_keys(tmp_path: Path) -> None:
         ToolsSettings(listen="127.0.0.1:0", data_dir=tmp_path, screenshots_enabled=False)
     )
     await tools.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{tools.port}")
-    recorder = RecordingToolService(tpb_grpc.ToolServiceStub(channel))
-    server = grpc.aio.server()
-    tpb_grpc.add_ToolServiceServicer_to_server(recorder, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    agent = AgentServer(
-        AgentSettings(
-            listen="127.0.0.1:0",
-            tools_addr=f"127.0.0.1:{port}",
-            data_dir=tmp_path,
-            demo_pace_s=0.0,
-            pinned_models=("demo",),
-        )
-    )
-    await agent.start()
-    credentials = common_pb2.Credentials(
-        providers={
-            "openai": common_pb2.ProviderCredentials(
-                api_key=REQUEST_OPENAI_KEY, base_url="http://127.0.0.1:9/v1"
-            ),
-            "anthropic": common_pb2.ProviderCredentials(
-                api_key="sk-ant-REQUEST-model-key", base_url="http://127.0.0.1:9"
-            ),
-            "gemini": common_pb2.ProviderCredentials(api_key="AIza-REQUEST-tool-key"),
-            "replicate": common_pb2.ProviderCredentials(api_key=REQUEST_REPLICATE_TOKEN),
-        }
-    )
     try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{agent.port}") as agent_channel:
-            stub = pb_grpc.AgentServiceStub(agent_channel)
-            request = pb.GenerateCodeRequest(
-                input_mode=pb.INPUT_MODE_TEXT,
-                prompt=pb.Prompt(text="a pricing page"),
-                variant_count=1,
-                credentials=credentials,
+        async with recording_tools(tools.port) as (recorder, port):
+            agent = AgentServer(
+                AgentSettings(
+                    listen="127.0.0.1:0",
+                    tools_addr=f"127.0.0.1:{port}",
+                    data_dir=tmp_path,
+                    demo_pace_s=0.0,
+                    pinned_models=("demo",),
+                )
             )
-            call = stub.GenerateCode(request, timeout=TIMEOUT_S)
-            events = [e async for message in call for e in message.events]
-            await stub.GetCapabilities(
-                pb.GetCapabilitiesRequest(credentials=credentials), timeout=TIMEOUT_S
+            await agent.start()
+            credentials = common_pb2.Credentials(
+                providers={
+                    "openai": common_pb2.ProviderCredentials(
+                        api_key=REQUEST_OPENAI_KEY, base_url="http://127.0.0.1:9/v1"
+                    ),
+                    "anthropic": common_pb2.ProviderCredentials(
+                        api_key="sk-ant-REQUEST-model-key", base_url="http://127.0.0.1:9"
+                    ),
+                    "gemini": common_pb2.ProviderCredentials(api_key="AIza-REQUEST-tool-key"),
+                    "replicate": common_pb2.ProviderCredentials(api_key=REQUEST_REPLICATE_TOKEN),
+                }
             )
+            try:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{agent.port}") as agent_channel:
+                    stub = pb_grpc.AgentServiceStub(agent_channel)
+                    request = pb.GenerateCodeRequest(
+                        input_mode=pb.INPUT_MODE_TEXT,
+                        prompt=pb.Prompt(text="a pricing page"),
+                        variant_count=1,
+                        credentials=credentials,
+                    )
+                    call = stub.GenerateCode(request, timeout=TIMEOUT_S)
+                    events = [e async for message in call for e in message.events]
+                    await stub.GetCapabilities(
+                        pb.GetCapabilitiesRequest(credentials=credentials), timeout=TIMEOUT_S
+                    )
+            finally:
+                await agent.stop(grace_s=0.0)
     finally:
-        await agent.stop(grace_s=0.0)
-        await server.stop(0)
-        await channel.close()
         await tools.stop()
     assert any(e.HasField("variant_complete") for e in events)
     methods = [method for method, _ in recorder.seen]

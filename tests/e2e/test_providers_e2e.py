@@ -16,7 +16,6 @@ import aiohttp
 import pytest
 
 from services.agent.settings import AgentSettings
-from services.common.credentials import Credentials, Endpoint
 from tests.fakes.anthropic_server import FakeAnthropic, Text, Thinking, ToolUse
 from tests.fakes.openai_server import (
     FakeOpenAI,
@@ -27,7 +26,8 @@ from tests.fakes.openai_server import (
     responses_turn,
 )
 from tests.fakes.openai_server import Text as OText
-from tests.suite import WsResult, create_params, run_ws, running_suite
+from tests.suite import WsResult, fake_providers, run_ws, running_suite
+from tests.suite import update_params as suite_update_params
 
 OLD = "<!DOCTYPE html><html><body><h1>Old</h1></body></html>"
 NEW = "<!DOCTYPE html><html><body><h1>Brand new page</h1><p>" + "x" * 300 + "</p></body></html>"
@@ -37,15 +37,8 @@ ANTHROPIC_KEY = "sk-ant-RECOGNISABLE-5678"
 
 
 def update_params(**overrides: Any) -> dict[str, Any]:
-    return create_params(
-        generationType="update",
-        prompt={"text": "Make it new", "images": [], "videos": []},
-        history=[
-            {"role": "user", "text": "A page", "images": [], "videos": []},
-            {"role": "assistant", "text": OLD, "images": [], "videos": []},
-            {"role": "user", "text": "Make it new", "images": [], "videos": []},
-        ],
-        fileState={"path": "index.html", "content": OLD},
+    return suite_update_params(
+        OLD,
         optionCodes=[OLD, OLD],
         openAiApiKey=OPENAI_KEY,
         anthropicApiKey=ANTHROPIC_KEY,
@@ -61,14 +54,7 @@ def fakes(
 
 
 def agent_settings(openai: FakeOpenAI, anthropic: FakeAnthropic) -> AgentSettings:
-    return AgentSettings(
-        demo_pace_s=0.0,
-        provider_max_retries=0,
-        credentials=Credentials.of(
-            openai=Endpoint(base_url=openai.base_url),
-            anthropic=Endpoint(base_url=anthropic.base_url),
-        ),
-    )
+    return fake_providers(openai=openai.base_url, anthropic=anthropic.base_url)
 
 
 def script_anthropic(fake: FakeAnthropic) -> None:

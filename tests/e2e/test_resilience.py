@@ -14,7 +14,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from tests.processes import Processes, base_env, running_processes, start_service
-from tests.suite import Suite, create_params, run_ws, running_suite
+from tests.suite import Suite, close_once_coding, create_params, run_ws, running_suite
 
 
 async def test_agent_killed_mid_generation_closes_the_record_as_interrupted(
@@ -104,13 +104,7 @@ async def test_a_dropped_resumable_browser_reattaches_without_loss(tmp_path: Pat
 
 async def test_a_non_resumable_drop_cancels_at_once(tmp_path: Path) -> None:
     async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=0.05)) as suite:
-        async with aiohttp.ClientSession() as session:
-            async with session.ws_connect(suite.ws_url) as ws:
-                await ws.send_str(json.dumps(create_params()))
-                async for message in ws:
-                    if json.loads(message.data)["type"] == "setCode":
-                        break
-                await ws.close(code=1001)
+        await close_once_coding(suite.ws_url, 1001)
         generation = suite.agent.manager.generations()[0]
         assert generation.task is not None
         await asyncio.wait({generation.task}, timeout=10)

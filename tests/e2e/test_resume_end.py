@@ -20,20 +20,15 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.gateway.relay import CANCELLED, INTERRUPTED
-from tests.processes import Service, base_env, start_service
+from tests.processes import Processes, Service, base_env, start_service
 from tests.suite import WsResult, create_params
 
 
 @dataclass
-class Suite:
-    env: dict[str, str]
-    tools: Service
-    agent: Service
-    gateway: Service
+class Suite(Processes):
+    """The three processes, with the environment they restart in."""
 
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.gateway.port}/generate-code"
+    env: dict[str, str]
 
     async def restart_gateway(self) -> None:
         self.gateway.process.kill()
@@ -62,7 +57,7 @@ async def suite(data_dir: Path, **extra: str) -> AsyncIterator[Suite]:
     env = base_env(data_dir, {"S2C_DEMO_PACE_MS": "15", **extra})
     tools = await start_service("tools", ["--listen", "127.0.0.1:0"], env)
     agent = await start_agent(env, tools)
-    running = Suite(env, tools, agent, await start_gateway(env, agent))
+    running = Suite(tools, agent, await start_gateway(env, agent), env)
     try:
         yield running
     finally:

@@ -14,13 +14,11 @@ from typing import Any
 
 import pytest
 
-from services.agent.settings import AgentSettings
-from services.common.credentials import Credentials, Endpoint
 from tests.fakes.anthropic_server import FakeAnthropic, Text
 from tests.fakes.gemini_server import FakeGemini, Say
 from tests.fakes.openai_server import FakeOpenAI, responses_turn
 from tests.fakes.openai_server import Text as OText
-from tests.suite import create_params, run_ws, running_suite
+from tests.suite import create_params, fake_providers, run_ws, running_suite
 
 OPUS_MED = "claude-opus-4-8 (medium effort)"
 OPUS_HIGH = "claude-opus-4-8 (high effort)"
@@ -80,14 +78,10 @@ async def test_variant_models_frame_has_upstreams_ids(
         fake_openai.add_response(responses_turn([OText(["Done."])]))
         fake_anthropic.add_turn(Text.of("Done."))
         fake_gemini.add_turn(Say("Done."))
-    settings = AgentSettings(
-        demo_pace_s=0.0,
-        provider_max_retries=0,
-        credentials=Credentials.of(
-            openai=Endpoint(base_url=fake_openai.base_url),
-            anthropic=Endpoint(base_url=fake_anthropic.base_url),
-            gemini=Endpoint(base_url=fake_gemini.base_url),
-        ),
+    settings = fake_providers(
+        openai=fake_openai.base_url,
+        anthropic=fake_anthropic.base_url,
+        gemini=fake_gemini.base_url,
     )
     frame = create_params(isAssetExtractionEnabled=False, **params)
     frame.update({KEYS[k]: f"key-{k}" for k in keys})

@@ -19,11 +19,10 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
-from services.common.credentials import Credentials, Endpoint
 from services.common.errors import bad_request_violations
 from tests.fakes.gemini_server import FakeGemini, Say
 from tests.fakes.openai_server import FakeOpenAI
-from tests.suite import create_params, run_ws, running_suite
+from tests.suite import create_params, fake_providers, run_ws, running_suite
 
 VIDEO = "data:video/mp4;base64," + base64.b64encode(b"\0\0\0\x18ftypmp42" + b"\0" * 64).decode()
 GEMINI_VIDEO = [
@@ -46,14 +45,7 @@ def video_params(**overrides: object) -> dict[str, object]:
 
 
 def settings(openai: FakeOpenAI, gemini: FakeGemini) -> AgentSettings:
-    return AgentSettings(
-        demo_pace_s=0.0,
-        provider_max_retries=0,
-        credentials=Credentials.of(
-            openai=Endpoint(base_url=openai.base_url),
-            gemini=Endpoint(base_url=gemini.base_url),
-        ),
-    )
+    return fake_providers(openai=openai.base_url, gemini=gemini.base_url)
 
 
 def sent_video(gemini: FakeGemini) -> bool:

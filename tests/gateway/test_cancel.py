@@ -9,21 +9,14 @@ from pathlib import Path
 import aiohttp
 
 from services.agent.settings import AgentSettings
-from tests.suite import create_params, running_suite
+from tests.suite import close_once_coding, create_params, running_suite
 
 
 async def test_client_close_4333_cancels_the_generation(tmp_path: Path) -> None:
     # A slow demo model, so the generation is surely still running when we close.
     async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=0.05)) as suite:
-        async with aiohttp.ClientSession() as session:
-            async with session.ws_connect(suite.ws_url) as ws:
-                await ws.send_str(json.dumps(create_params()))
-                async for message in ws:
-                    if json.loads(message.data)["type"] == "setCode":
-                        break
-                await ws.close(code=4333)
-                # Echoed like upstream's server: the upstream UI shows "cancelled" on 4333.
-                assert ws.close_code == 4333
+        # Echoed like upstream's server: the upstream UI shows "cancelled" on 4333.
+        assert await close_once_coding(suite.ws_url, 4333) == 4333
         generations = suite.agent.manager.generations()
         assert len(generations) == 1
         generation = generations[0]
