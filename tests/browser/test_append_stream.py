@@ -16,10 +16,8 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from services.agent.settings import AgentSettings
-from tests.browser.test_reconnect import browser, generate, settled_page, ui
+from tests.browser.test_reconnect import generate, settled_page, ui
 from tests.suite import running_suite
-
-__all__ = ["browser"]  # the module's Chromium fixture, shared with the reconnect tests
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -20,13 +20,12 @@ from typing import Any
 
 import grpc
 import pytest
-import pytest_asyncio
 from playwright.async_api import Browser, Page, WebSocket, expect
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
-from tests.browser.pages import chromium, load_ui, local_page
+from tests.browser.pages import load_ui, local_page
 from tests.suite import Suite, running_suite
 
 GENERATION_TIMEOUT_MS = 30_000
@@ -131,12 +130,6 @@ class Sockets:
     def used(self) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
         """The sockets that got through (refused ones never sent a frame)."""
         return [(s, r) for s, r in zip(self.sent, self.received, strict=True) if s]
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as browser:
-        yield browser
 
 
 @asynccontextmanager

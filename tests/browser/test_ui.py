@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from PIL import Image, ImageDraw
 from playwright.async_api import (
     Browser,
@@ -38,7 +37,7 @@ from services.gateway.access import AccessSettings
 from services.gateway.settings import GatewaySettings
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM_ARGS as BASE_CHROMIUM_ARGS
-from tests.browser.pages import chromium, load_ui, local_page
+from tests.browser.pages import load_ui, local_page
 from tests.suite import Suite, running_suite
 
 CHROMIUM_ARGS = [
@@ -72,12 +71,6 @@ class Recorder:
 
 # One Chromium for the module (each test gets its own context), on the module's loop.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium(CHROMIUM_ARGS) as browser:
-        yield browser
 
 
 @asynccontextmanager

@@ -30,7 +30,7 @@ from services.agent.pricing import PRICES
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials, Endpoint
 from services.tools.settings import ToolsSettings
-from tests.browser.pages import chromium, load_ui, local_page
+from tests.browser.pages import load_ui, local_page
 from tests.fakes.openai_server import FakeOpenAI, TokenUsage, chat_turn, responses_turn
 from tests.fakes.openai_server import Text as OText
 from tests.suite import Suite, running_suite
@@ -57,12 +57,6 @@ class Seen:
     def check_clean(self) -> None:
         assert self.external == [], "the UI must not load anything from the internet"
         assert self.errors == []
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as browser:
-        yield browser
 
 
 @asynccontextmanager
