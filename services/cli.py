@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from services.common.logs import setup_logging
 from services.common.tracing import setup_tracing
@@ -25,6 +24,21 @@ if TYPE_CHECKING:  # the services import lazily: `s2c generate` needs none of th
 AGENT_PORT, TOOLS_PORT, GATEWAY_PORT = 50051, 50052, 7001
 # /metrics of the gRPC services (the gateway serves its own on GATEWAY_PORT).
 AGENT_METRICS_PORT, TOOLS_METRICS_PORT = 9101, 9102
+
+
+def serve_forever(main: Coroutine[Any, Any, None]) -> None:
+    """Runs a service's main coroutine on uvloop where it is installed (not on Windows).
+    Under load the services' event loops are their largest single cost (a wake-up per
+    network read and per gRPC message); uvloop's loop is C where asyncio's is Python.
+    bench/README.md, "The read stack", has the numbers."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - the dependency is skipped on Windows only
+        import asyncio
+
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
 
 
 def bootstrap(service: str, secrets: Sequence[str], args: argparse.Namespace) -> None:
@@ -51,7 +65,7 @@ def run_agent(
         # gRPC channels belong to the loop they are created in: build inside it.
         await AgentServer(settings, sessions(settings) if sessions else None).serve()
 
-    asyncio.run(serve())
+    serve_forever(serve())
 
 
 def _run_tools(args: argparse.Namespace) -> None:
@@ -66,7 +80,7 @@ def _run_tools(args: argparse.Namespace) -> None:
     async def serve() -> None:
         await ToolsServer(settings).serve()
 
-    asyncio.run(serve())
+    serve_forever(serve())
 
 
 def _run_gateway(args: argparse.Namespace) -> None:
@@ -75,7 +89,7 @@ def _run_gateway(args: argparse.Namespace) -> None:
 
     settings = replace(GatewaySettings.from_env(), host=args.host, port=args.port)
     bootstrap("gateway", [settings.access.token, settings.grpc_security.token], args)
-    asyncio.run(serve(settings))
+    serve_forever(serve(settings))
 
 
 def _model_key_envs() -> list[str]:

@@ -82,6 +82,8 @@ def new_client(config: base.SessionConfig) -> anthropic.AsyncAnthropic:
         base_url=config.base_url,
         max_retries=config.max_retries,
         timeout=config.request_timeout_s,
+        # As for OpenAI: the SDK's aiohttp transport reads a stream for less (read_stack.py).
+        http_client=anthropic.DefaultAioHttpClient(),
     )
 
 

@@ -8,6 +8,7 @@ import ssl
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Protocol
 
+import aiohttp
 import anyio
 import httpx2
 import openai
@@ -31,6 +32,23 @@ _TRANSPORT_ERRORS = (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
 _SHAPE_ERRORS = (sse.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError)
 
 
+def _timed_out(exc: BaseException) -> bool:
+    """Whether `exc` is a timeout. openai 3.57's aiohttp transport maps every aiohttp
+    connection error to `ConnectTimeout`, a refused connection too (Anthropic's copy of
+    the same transport maps them to `ConnectError`): the aiohttp error under it says
+    which it was."""
+    if not isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
+        return False
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, aiohttp.ServerTimeoutError):
+            return True
+        if isinstance(cause, aiohttp.ClientConnectionError):
+            return False
+        cause = cause.__cause__
+    return True
+
+
 def _detail(err: openai.APIError) -> str:
     body = err.body
     if isinstance(body, dict):
@@ -51,7 +69,7 @@ def provider_error(
     SDK's typed stream wrapped as its connection errors.
     """
     name, key = config.provider, config.api_key
-    if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
+    if _timed_out(exc):
         return errors.timed_out(name)
     if isinstance(exc, (openai.APIConnectionError, *_TRANSPORT_ERRORS)):
         return errors.connection_lost(config, progress.streamed)
@@ -156,6 +174,9 @@ class OpenAISession(SdkSession):
             base_url=config.base_url,
             max_retries=config.max_retries,
             timeout=config.request_timeout_s,
+            # The SDK's aiohttp transport: reading a model-paced stream costs less than half
+            # what its default httpx/anyio stack does per network read (bench/read_stack.py).
+            http_client=openai.DefaultAioHttpClient(),
         )
 
     def _start(self, config: SessionConfig) -> None:
