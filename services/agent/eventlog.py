@@ -82,7 +82,10 @@ class EventLog:
         self._records: list[tuple[Any, ...]] = []
         self._open: dict[int, _Stream] = {}
         self._pending = 0  # streams with uncommitted parts
-        self._timer: asyncio.TimerHandle | None = None
+        # uvloop's call_at returns a plain Handle, without `when()`, for a time under a
+        # millisecond away: the due time is kept here.
+        self._timer: asyncio.Handle | None = None
+        self._timer_due = 0.0
         self._waiters: list[asyncio.Future[None]] = []
         # Cached: on Python 3.11 every asyncio.get_running_loop() is a getpid() system call,
         # which was the agent's largest single cost under load when made per delta.
@@ -148,10 +151,11 @@ class EventLog:
         loop = self._running_loop()
         due = loop.time() + delay_s
         if self._timer is not None:
-            if self._timer.when() <= due:
+            if self._timer_due <= due:
                 return
             self._timer.cancel()
         self._timer = loop.call_at(due, self.tick)
+        self._timer_due = due
 
     def tick(self) -> None:
         """Commits every pending delta and wakes the watchers."""

@@ -199,3 +199,22 @@ async def test_a_burst_within_the_default_code_tick_leaves_as_one_event() -> Non
     assert [e.payload for e in await read_now(log, 1)] == [CodeDelta(3, "<1><2><3><4>")]
     log.tick()
     assert [e.payload for e in await read_now(log, 2)] == [CodeDelta(15, "<5>")]
+
+
+async def test_a_code_tick_due_within_a_millisecond_then_a_text_tick_both_fire() -> None:
+    # uvloop's call_at gives a plain Handle for a time under a millisecond away; arming
+    # the text tick after it must not ask that handle when it is due.
+    log = EventLog("g", tick_s=0.002, code_tick_s=0.0005)
+    log.publish(1, "assistant-1-a", AssistantDelta("a"))
+    log.publish(0, "create_file-0-a", CodeDelta(0, "<ht"))
+    log.publish(0, "create_file-0-a", CodeDelta(3, "ml>"))  # due in under 0.5 ms
+    log.publish(1, "assistant-1-a", AssistantDelta("b"))  # arms the text tick after it
+    seen: list[Event] = []
+    async for batch in log.batches(0):
+        seen += batch
+        if len(seen) == 4:
+            break
+    assert sorted((e.variant_index, e.payload) for e in seen[2:]) == [
+        (0, CodeDelta(3, "ml>")),
+        (1, AssistantDelta("b")),
+    ]

@@ -1,8 +1,13 @@
-"""Settings every provider test needs: the fakes listen on 127.0.0.1."""
+"""Settings every provider test needs: the fakes listen on 127.0.0.1. Every test runs on
+asyncio's loop and on uvloop, which `s2c agent` runs on (tests/loops.py)."""
 
 from __future__ import annotations
 
 import pytest
+
+from tests.loops import pytest_asyncio_loop_factories
+
+__all__ = ["pytest_asyncio_loop_factories"]
 
 
 @pytest.fixture(autouse=True)
