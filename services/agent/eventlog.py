@@ -5,9 +5,10 @@ log entry, one gRPC message and a wake-up on every side per token — the agent'
 cost under load. So the log commits a stream's first delta at once (the UI shows thinking,
 text and the preview without delay) and merges the deltas that continue it — same
 variant, same message or tool call, contiguous code — into one pending event that is
-committed on the next *tick*, at most `tick_s` later. Code is paced by a shorter
-`code_tick_s` and on its leading edge: a code delta arriving a code tick after the last
-commit is committed at once, later ones within that tick join it. The gateway's `setCode`
+committed on the next *tick*, at most `tick_s` later. Code is paced by a shorter code
+tick (10 ms, stretched up to 40 ms on a loaded agent: `CodePace`) and on its leading
+edge: a code delta arriving a code tick after the last commit is committed at once,
+later ones within that tick join it. The gateway's `setCode`
 shows the whole file, so every millisecond code waits here is one the preview lags by
 (docs/architecture.md, "The code tick": a longer one costs setCode freshness for bytes,
 and the bytes are cut per event instead). Anything else (a tool start, a snapshot, a
@@ -46,6 +47,10 @@ DEFAULT_TICK_S = 0.04
 # setCode timer waits this long for the next batch (preview_policy.arrival_grace_s).
 # bench/preview.py table 5: 40 ms would halve the events but cost setCode 21 ms at p50.
 DEFAULT_CODE_TICK_S = 0.01
+# The longest a loaded agent stretches the code tick to (CodePace): the text tick's.
+MAX_CODE_TICK_S = 0.04
+# Code messages per second one agent aims at once loaded (CodePace; S2C_CODE_MESSAGES_PER_S).
+DEFAULT_CODE_MESSAGES_PER_S = 1000.0
 
 Streamed = AssistantDelta | ThinkingDelta | CodeDelta
 
@@ -55,6 +60,46 @@ Streamed = AssistantDelta | ThinkingDelta | CodeDelta
 # the logs an agent keeps (about a thousand events per variant) add nothing to its full
 # collections; as dataclasses they made each one stall the loop for 100+ ms under load.
 _KINDS: tuple[type[Streamed], ...] = (AssistantDelta, ThinkingDelta, CodeDelta)
+
+
+class CodePace:
+    """The code tick of every generation on one agent, stretched with its load.
+
+    Every code commit is a message to each watcher of the generation, and at 50 deltas/s
+    per variant nearly every 10 ms tick of a four-variant generation commits: an agent's
+    messages grow with its generations, and each costs the agent and the gateway far more
+    than the characters it carries (bench/load_real.py at 50 generations: a 25 ms tick
+    instead of 10 ms took ~40 % of a core off the machine and the p99 from 169 to 127 ms).
+    So the tick is `generations / messages_per_s`, never under `base_s` (the freshness
+    of a lightly loaded agent) nor over `max_s`: past `messages_per_s × base_s`
+    generations an agent sends about `messages_per_s` code messages a second, each
+    generation's share falling as they grow. The generation manager counts them here.
+    """
+
+    def __init__(
+        self,
+        messages_per_s: float = 0.0,
+        base_s: float = DEFAULT_CODE_TICK_S,
+        max_s: float = MAX_CODE_TICK_S,
+    ) -> None:
+        self._messages_per_s = messages_per_s  # 0: the tick stays at base_s
+        self._base_s = base_s
+        self._max_s = max(base_s, max_s)
+        self.generations = 0
+        self.tick_s = base_s
+
+    def started(self) -> None:
+        self.generations += 1
+        self._retick()
+
+    def ended(self) -> None:
+        self.generations -= 1
+        self._retick()
+
+    def _retick(self) -> None:
+        if self._messages_per_s > 0:
+            stretched = self.generations / self._messages_per_s
+            self.tick_s = min(self._max_s, max(self._base_s, stretched))
 
 
 @dataclass(slots=True)
@@ -74,10 +119,17 @@ class EventLog:
         generation_id: str,
         tick_s: float = DEFAULT_TICK_S,
         code_tick_s: float | None = None,
+        pace: CodePace | None = None,
     ) -> None:
+        """`pace`: the agent's shared code tick; without it a fixed one, `code_tick_s` (by
+        default the shorter of 10 ms and the text tick)."""
         self._generation_id = generation_id
         self._tick_s = tick_s
-        self._code_tick_s = min(tick_s, DEFAULT_CODE_TICK_S) if code_tick_s is None else code_tick_s
+        if pace is None:
+            pace = CodePace(
+                base_s=min(tick_s, DEFAULT_CODE_TICK_S) if code_tick_s is None else code_tick_s
+            )
+        self._pace = pace
         self._ticked_at = -float("inf")  # loop time of the last tick
         self._records: list[tuple[Any, ...]] = []
         self._open: dict[int, _Stream] = {}
@@ -121,7 +173,7 @@ class EventLog:
                     return
                 stream.end += len(payload.text)
                 if first_part:
-                    wait = self._ticked_at + self._code_tick_s - self._running_loop().time()
+                    wait = self._ticked_at + self._pace.tick_s - self._running_loop().time()
                     if wait <= 0:
                         self.tick()
                     else:

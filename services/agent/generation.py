@@ -23,7 +23,13 @@ from services.agent import pricing
 from services.agent.admission import Admission, variant_plan
 from services.agent.domain import GenerationRequest, VariantRecord
 from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
-from services.agent.eventlog import DEFAULT_TICK_S, EventLog
+from services.agent.eventlog import (
+    DEFAULT_CODE_TICK_S,
+    DEFAULT_TICK_S,
+    MAX_CODE_TICK_S,
+    CodePace,
+    EventLog,
+)
 from services.agent.events import (
     Event,
     GenerationComplete,
@@ -78,7 +84,12 @@ class ShuttingDown(Exception):
 
 class Generation:
     def __init__(
-        self, generation_id: str, request: GenerationRequest, *, tick_s: float = DEFAULT_TICK_S
+        self,
+        generation_id: str,
+        request: GenerationRequest,
+        *,
+        tick_s: float = DEFAULT_TICK_S,
+        pace: CodePace | None = None,
     ) -> None:
         self.id = generation_id
         self.request = request
@@ -90,7 +101,7 @@ class Generation:
         self.variants: list[VariantRecord] = []
         self.deadline = float("inf")  # time.monotonic() by which the work must end
         self.task: asyncio.Task[None] | None = None
-        self.log = EventLog(generation_id, tick_s)
+        self.log = EventLog(generation_id, tick_s, pace=pace)
         self._owners = 0
         self.unadmit: Callable[[], None] = _nothing  # frees its admission places
 
@@ -151,6 +162,12 @@ class GenerationManager:
         self._retention = Retention(settings.retention, self._retire)
         self.closing = False
         self.admission = Admission(settings.max_running_variants)
+        tick = settings.event_tick_s  # code never waits longer than text
+        self.code_pace = CodePace(
+            settings.code_messages_per_s,
+            min(DEFAULT_CODE_TICK_S, tick),
+            min(MAX_CODE_TICK_S, tick),
+        )
 
     async def tool_names(self, credentials: Credentials) -> list[str]:
         """The tools a generation with these credentials would be offered."""
@@ -176,8 +193,10 @@ class GenerationManager:
             wanted, _ = variant_plan(request, self._settings)
         except CredentialsError:
             wanted = 1  # refused at its start
-        release = self.admission.admit(wanted)
-        generation = Generation(generation_id, request, tick_s=self._settings.event_tick_s)
+        release = self._admit(wanted)
+        generation = Generation(
+            generation_id, request, tick_s=self._settings.event_tick_s, pace=self.code_pace
+        )
         generation.unadmit = release
         limit = self._settings.max_generation_s
         generation.deadline = time.monotonic() + (
@@ -188,6 +207,22 @@ class GenerationManager:
         # Also for a task cancelled before its first step, whose `finally` never runs.
         generation.task.add_done_callback(lambda _: release())
         return generation
+
+    def _admit(self, wanted: int) -> Callable[[], None]:
+        """Admission's places for `wanted` variants (or Busy), and one more generation in
+        the code pace; the release, idempotent, gives back both."""
+        release_places = self.admission.admit(wanted)
+        self.code_pace.started()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                release_places()
+                self.code_pace.ended()
+
+        return release
 
     async def shutdown(self, grace_s: float) -> None:
         """Refuses new generations, lets running ones finish for `grace_s`, then cancels

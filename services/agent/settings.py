@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.agent.eventlog import DEFAULT_TICK_S
+from services.agent.eventlog import DEFAULT_CODE_MESSAGES_PER_S, DEFAULT_TICK_S
 from services.agent.retention import RetentionLimits
 from services.common import settings_env
 from services.common.credentials import (
@@ -61,6 +61,9 @@ class AgentSettings:
     database_url: str = ""  # postgresql://… for a shared run store; empty: SQLite in data_dir
     # How long streamed deltas may wait to be merged into one event (see eventlog.py).
     event_tick_s: float = DEFAULT_TICK_S
+    # Code messages a second a loaded agent aims at: past this × 10 ms generations their
+    # code ticks stretch, up to 40 ms (eventlog.CodePace). 0: a fixed 10 ms code tick.
+    code_messages_per_s: float = DEFAULT_CODE_MESSAGES_PER_S
     # The most one create_file's replayed preview may pause (engine.PreviewReplay); 0: off.
     preview_replay_s: float = 1.0
     # Admission: a generation that would take the variants running on this agent past
@@ -102,6 +105,9 @@ class AgentSettings:
             shutdown_grace_s=float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
             max_generation_s=float(env.get("S2C_MAX_GENERATION_S", "900")),
             event_tick_s=int(env.get("S2C_EVENT_TICK_MS", "40")) / 1000,
+            code_messages_per_s=settings_env.bound(
+                env, "S2C_CODE_MESSAGES_PER_S", str(int(DEFAULT_CODE_MESSAGES_PER_S)), float
+            ),
             preview_replay_s=int(env.get("S2C_PREVIEW_REPLAY_MS", "1000")) / 1000,
             retained_generations=settings_env.bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
             retained_bytes=settings_env.bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
