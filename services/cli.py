@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import subprocess
@@ -29,8 +30,15 @@ AGENT_METRICS_PORT, TOOLS_METRICS_PORT = 9101, 9102
 def serve_forever(main: Coroutine[Any, Any, None]) -> None:
     """Runs a service's main coroutine on uvloop where it is installed (not on Windows).
     Under load the services' event loops are their largest single cost (a wake-up per
-    network read and per gRPC message); uvloop's loop is C where asyncio's is Python.
-    bench/README.md, "The read stack", has the numbers."""
+    network read and per gRPC message); uvloop's loop is C where asyncio's is Python
+    (bench/read_stack.py).
+
+    First the heap the imports built (SDKs, pydantic models, protobuf: ~280 k objects in
+    the agent) moves out of the cycle collector's sight: it lives as long as the process,
+    and every full collection walking it stalled the event loop, and with it every
+    stream's preview, for tens of milliseconds (bench/gc_pause.py)."""
+    gc.collect()
+    gc.freeze()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - the dependency is skipped on Windows only
