@@ -282,6 +282,8 @@ async def test_a_bad_code_stream_is_an_error_frame_and_4332(
     assert result.close_code == 4332
 
 
+# Seconds of real streaming: on uvloop only, the loop `s2c gateway` runs (tests/loops.py).
+@pytest.mark.asyncio(loop_factories=["uvloop"])
 async def test_a_resumed_socket_starts_whole_and_ends_with_the_right_code(tmp_path: Any) -> None:
     async with running_suite(tmp_path, agent=AgentSettings(demo_pace_s=0.02)) as suite:
         undisturbed = await run_ws(suite.ws_url, create_params())
