@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import subprocess
 import sys
@@ -42,7 +43,7 @@ from typing import Any, Final
 ROOT: Final = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: find bench/ and services/
 
-from bench.procs import free_port  # noqa: E402
+from bench.procs import free_port, kill_all, start  # noqa: E402
 
 CONFIGS: Final = (
     ("httpx", "asyncio"),
@@ -157,40 +158,32 @@ def main() -> None:
         _run_child(args)
         return
     port = free_port()
-    epoch_us = time.monotonic_ns() // 1000
-    fake_argv = [sys.executable, str(ROOT / "bench" / "sse_fake.py"), "--port", str(port)]
-    stats = f"/tmp/s2c-read-stack-{port}.stats"
-    # Pages long enough that no stream ends inside a window.
-    fake = subprocess.Popen(
-        [*fake_argv, "--epoch-us", str(epoch_us), "--stamps", "1000", "--stats", stats]
-    )
+    stats = Path(f"/tmp/s2c-read-stack-{port}.stats")
     try:
-        _wait_listening(port)
-        best: dict[tuple[str, str], dict[str, float]] = {}
-        for _ in range(args.runs):
-            for config in CONFIGS:
-                result = _measure(*config, port, args.streams)
-                if config not in best or result["us"] < best[config]["us"]:
-                    best[config] = result
+        best = asyncio.run(_measure_all(port, stats, args.streams, args.runs))
     finally:
-        fake.terminate()
-        fake.wait()
-        Path(stats).unlink(missing_ok=True)
+        stats.unlink(missing_ok=True)
     _report(best, args.streams)
 
 
-def _wait_listening(port: int) -> None:
-    import socket
-
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+async def _measure_all(
+    port: int, stats: Path, streams: int, runs: int
+) -> dict[tuple[str, str], dict[str, float]]:
+    """Every configuration against one fake on `port`, best of `runs`, runs alternating."""
+    # Pages long enough that no stream ends inside a window.
+    argv = [str(ROOT / "bench" / "sse_fake.py"), "--port", str(port), "--stamps", "1000"]
+    epoch = ["--epoch-us", str(time.monotonic_ns() // 1000), "--stats", str(stats)]
+    fake = await start("fake", [*argv, *epoch], dict(os.environ))
+    best: dict[tuple[str, str], dict[str, float]] = {}
+    try:
+        for _ in range(runs):
+            for config in CONFIGS:
+                result = await asyncio.to_thread(_measure, *config, port, streams)
+                if config not in best or result["us"] < best[config]["us"]:
+                    best[config] = result
+    finally:
+        await kill_all([fake])
+    return best
 
 
 def _report(best: dict[tuple[str, str], dict[str, float]], streams: int) -> None:
