@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import grpc
-from aiohttp import WSMessage, web
+from aiohttp import WSMessage, WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.agent.argscan import ArgumentScanner
@@ -99,7 +99,8 @@ class _RecordingSocket:
         self.closed = False
         self.close_code: int | None = None
 
-    async def send_str(self, text: str) -> None:
+    async def send_frame(self, data: bytes, opcode: WSMsgType) -> None:
+        text = data.decode()
         frame = json.loads(text)
         if frame["type"] == "setCode":
             self._replay.code = frame["value"]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import grpc
-from aiohttp import WSMessage, web
+from aiohttp import WSMessage, WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2 as pb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: find bench/
@@ -91,7 +91,8 @@ class _Socket:
         self._closed = asyncio.Event()
         self.closed = False
 
-    async def send_str(self, text: str) -> None:
+    async def send_frame(self, data: bytes, opcode: WSMsgType) -> None:
+        text = data.decode()
         out = json.loads(text)
         if out["type"] == "setCode":
             self._frames.client = out["value"]

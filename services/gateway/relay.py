@@ -245,12 +245,12 @@ class Relay:
                 for out in frames:
                     if self._ws.closed:
                         return
-                    text = encode(out)
-                    await self._ws.send_str(text)
+                    data = encode(out)
+                    await self._ws.send_frame(data, WSMsgType.TEXT)
                     self._frames_sent += 1
                     count, size = self._counters(str(out["type"]))
                     count.inc()
-                    size.inc(len(text))
+                    size.inc(len(data))
         except TimeoutError:
             log.warning("browser too slow; disconnecting")
             self.client_gone.set()

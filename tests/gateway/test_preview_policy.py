@@ -201,9 +201,8 @@ class Browser:
     new_file: bool = False
 
     def frame_bytes(self) -> int:
-        """The size of the setCode frame the gateway would send (lone surrogates included)."""
-        text = encode(frame("setCode", 0, value=self.code))
-        return len(text.encode("utf-8", "surrogatepass"))
+        """The size of the setCode frame the gateway would send."""
+        return len(encode(frame("setCode", 0, value=self.code)))
 
     def send(self, now: float, why: str) -> None:
         if self.new_file and why != "flush":
