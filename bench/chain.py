@@ -155,13 +155,13 @@ async def _responses(log: EventLog, replay: Replay) -> AsyncIterator[pb.Generate
     loop = asyncio.get_running_loop()
     events: Sequence[Event]
     async for events in log.batches():
-        for chunk in chunk_events(events):
-            code = [e for e in chunk if e.HasField("code_delta")]
+        for message in chunk_events(events, pb.GenerateCodeResponse):
+            code = [e for e in message.events if e.HasField("code_delta")]
             replay.code_deltas += code
             replay.code_seen += [
                 (loop.time(), e.code_delta.offset + len(e.code_delta.text)) for e in code
             ]
-            yield pb.GenerateCodeResponse(events=chunk)
+            yield message
 
 
 async def _replay(

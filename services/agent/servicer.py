@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import get_args
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import TypeVar, get_args
 
 import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
@@ -13,7 +13,7 @@ from s2c.common.v1 import common_pb2
 
 from services.agent.admission import Busy
 from services.agent.convert import event_to_proto, request_from_proto, run_to_proto
-from services.agent.events import Event
+from services.agent.events import AssistantDelta, CodeDelta, Event, ThinkingDelta
 from services.agent.generation import Generation, GenerationManager, ShuttingDown
 from services.agent.metrics import AgentMetrics
 from services.agent.models import CATALOGUE, LOCAL_PREFIX, video_violations
@@ -41,6 +41,12 @@ Context = grpc.aio.ServicerContext[object, object]
 MAX_BATCH_BYTES = 1 << 20
 # A repeated message field costs a tag byte and a length varint (≤ 5 bytes) per element.
 _FIELD_OVERHEAD = 6
+# A streamed delta's bytes besides its text (≤ 4 UTF-8 bytes a character) and ids: that
+# field's overhead, sequence, variant index and offset (varints of ≤ 10 bytes, with their
+# tags), and the tags and lengths of the ids and the payload.
+_DELTA_OVERHEAD = _FIELD_OVERHEAD + 3 * 11 + 16
+STREAMED = (CodeDelta, AssistantDelta, ThinkingDelta)
+R = TypeVar("R", pb.GenerateCodeResponse, pb.WatchGenerationResponse)
 MAX_CAPTURE_URL_CHARS = 2048
 _CAPTURE_DEVICES: dict[int, CaptureDevice] = enum_names(
     pb.CaptureDevice, get_args(CaptureDevice), ""
@@ -72,15 +78,15 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         # generation, so only a refusal is worth trying on another agent.
         await context.send_initial_metadata(())
         async for events in self._held(generation, 0):
-            for chunk in chunk_events(events):
-                yield pb.GenerateCodeResponse(events=chunk)
+            for message in chunk_events(events, pb.GenerateCodeResponse):
+                yield message
 
     async def WatchGeneration(
         self, request: pb.WatchGenerationRequest, context: Context
     ) -> AsyncIterator[pb.WatchGenerationResponse]:
         async for events in self._watched(request, context):
-            for chunk in chunk_events(events):
-                yield pb.WatchGenerationResponse(events=chunk)
+            for message in chunk_events(events, pb.WatchGenerationResponse):
+                yield message
 
     async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
         violations = self._credential_violations(request.credentials)
@@ -254,20 +260,30 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         return generation
 
 
-def chunk_events(events: Sequence[Event]) -> Iterator[list[pb.GenerationEvent]]:
-    """The events as consecutive runs of at most MAX_BATCH_BYTES each (one event larger
-    than that goes alone), never an empty one."""
+def chunk_events(events: Sequence[Event], response: Callable[[], R]) -> Iterator[R]:
+    """The events as consecutive `response()` messages of at most MAX_BATCH_BYTES each (one
+    event larger than that goes alone), never an empty one."""
     # A re-attaching client may get a long log at once, and snapshots are large: keep
-    # each message well under the channel's limit.
-    chunk: list[pb.GenerationEvent] = []
+    # each message well under the channel's limit. A streamed delta is sized by a bound
+    # (no protobuf `ByteSize` per event: they are most events, and small).
+    message = response()
     size = 0
     for event in events:
-        message = event_to_proto(event)
-        cost = message.ByteSize() + _FIELD_OVERHEAD
-        if chunk and size + cost > MAX_BATCH_BYTES:
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(message)
+        payload = event.payload
+        if isinstance(payload, STREAMED):
+            ids = len(event.event_id) + len(event.generation_id)
+            cost = 4 * (len(payload.text) + ids) + _DELTA_OVERHEAD
+            proto = None
+        else:
+            proto = event_to_proto(event)
+            cost = proto.ByteSize() + _FIELD_OVERHEAD
+        if size and size + cost > MAX_BATCH_BYTES:
+            yield message
+            message, size = response(), 0
+        if proto is None:
+            event_to_proto(event, message.events.add())
+        else:
+            message.events.append(proto)
         size += cost
-    if chunk:
-        yield chunk
+    if size:
+        yield message
