@@ -96,6 +96,10 @@ class SetCodePolicy:
         self._bytes_per_char = 1.0
         self._window: deque[tuple[float, int]] = deque()  # (leaves the window at, bytes)
         self._window_bytes = 0
+        # `next_due` as `on_change` computed it, at that `now`: the gateway asks `timer_at`
+        # right after a change that is not ready, and the computation was a tenth of its
+        # CPU under load when done twice per code delta.
+        self._due_at: tuple[float, float | None] | None = None
 
     def on_change(
         self,
@@ -118,7 +122,9 @@ class SetCodePolicy:
         self._idle_ready = now + self.config.idle_s
         if restart:
             self._first = True
-        return self.ready(now)
+        due = self.next_due(now)
+        self._due_at = (now, due)
+        return due is not None and due <= now
 
     def mark_sent(self, now: float, nbytes: int) -> None:
         """A frame with the current code, `nbytes` long, went to the browser at `now`."""
@@ -132,6 +138,7 @@ class SetCodePolicy:
         self._sent_bytes = nbytes
         self._interval_ready = now + self.interval(nbytes)
         self._dirty = False
+        self._due_at = None
 
     def interval(self, nbytes: int) -> float:
         """The least time after a frame of `nbytes` before the next paced one."""
@@ -155,7 +162,8 @@ class SetCodePolicy:
     def timer_at(self, now: float) -> float | None:
         """When to send the pending change if no newer code arrives first: `next_due`, plus
         `arrival_grace_s` once the stream's first frame is out; None when nothing waits."""
-        due = self.next_due(now)
+        memo = self._due_at
+        due = memo[1] if memo is not None and memo[0] == now else self.next_due(now)
         if due is None or self._first:
             return due
         return due + self.config.arrival_grace_s
