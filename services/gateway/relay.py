@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from typing import Any
 
 import grpc
@@ -24,6 +25,7 @@ SLOW_CLIENT = 1008  # policy violation: the browser did not read its frames in t
 
 _END = object()  # the agent's stream ended
 _WAKE = object()  # the browser went away
+_TIMED_OUT = object()  # nothing came before the deadline
 
 # How a stream of a generation that did not complete ends (a resumed one included): a
 # cancelled one like a cancel in the upstream UI — each unfinished variant gets a
@@ -55,6 +57,71 @@ def rpc_error_text(exc: grpc.aio.AioRpcError, agent_addr: str) -> str:
     return f"An unexpected error occurred: {code.name}: {exc.details()}"
 
 
+class _Mailbox:
+    """The bounded FIFO from the stream's reader to the pump (one producer, one consumer,
+    plus the client watcher's wake-up), with a deadline on `get`.
+
+    It replaces an asyncio.Queue read under asyncio.timeout_at: per agent message those
+    asked for the running loop several times (on Python 3.11 each a getpid system call),
+    made a Timeout and a future and rescheduled a timer, about a sixth of the gateway's
+    loop under load (cProfile at N=40). Here the loop is looked up once and a wait is one
+    future and, with a deadline, one timer.
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        self._items: deque[object] = deque()
+        self._maxsize = maxsize
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._getter: asyncio.Future[bool] | None = None
+        self._putter: asyncio.Future[None] | None = None
+
+    def full(self) -> bool:
+        return len(self._items) >= self._maxsize
+
+    def put_nowait(self, item: object) -> None:
+        self._items.append(item)
+        getter = self._getter
+        if getter is not None and not getter.done():
+            getter.set_result(True)
+
+    async def put(self, item: object) -> None:
+        while self.full():
+            self._putter = self._running_loop().create_future()
+            await self._putter
+        self.put_nowait(item)
+
+    async def get(self, deadline: float | None = None) -> object:
+        """The next item, or `_TIMED_OUT` once the loop's clock passed `deadline`."""
+        while not self._items:
+            loop = self._running_loop()
+            waiter: asyncio.Future[bool] = loop.create_future()
+            self._getter = waiter
+            timer = None if deadline is None else loop.call_at(deadline, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                self._getter = None
+                if timer is not None:
+                    timer.cancel()
+            if not waiter.result() and not self._items:
+                return _TIMED_OUT
+        item = self._items.popleft()
+        putter = self._putter
+        if putter is not None and not putter.done():
+            putter.set_result(None)
+        return item
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
+
+
+def _expire(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
+
+
 # Both streams carry `repeated GenerationEvent events` per message, so one reader serves.
 EventStream = (
     grpc.aio.UnaryStreamCall[Any, pb.GenerateCodeResponse]
@@ -81,7 +148,7 @@ class Relay:
         self._agent_addr = agent_addr
         # Batches come about one per agent tick (20 ms) per generation: 32 is over half a
         # second of events, and bounds what a stalled browser makes us hold.
-        self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=32)
+        self._queue = _Mailbox(maxsize=32)
         self._metrics = metrics
         self._frame_counters: dict[str, tuple[Counter, Counter]] = {}
         self._reader: asyncio.Task[None] | None = None
@@ -123,13 +190,12 @@ class Relay:
     async def hold(self, grace_s: float) -> None:
         """After the browser dropped: keeps reading the stream, so the generation runs on,
         for `grace_s` or until it ends; a resume re-attaches with its own stream."""
+        deadline = asyncio.get_running_loop().time() + grace_s
         try:
-            async with asyncio.timeout(grace_s):
-                while (item := await self._queue.get()) is not _END:
-                    if isinstance(item, grpc.aio.AioRpcError):
-                        break
-        except TimeoutError:
-            pass
+            while True:
+                item = await self._queue.get(deadline)
+                if item is _END or item is _TIMED_OUT or isinstance(item, grpc.aio.AioRpcError):
+                    break
         finally:
             await self.stop()
 
@@ -157,17 +223,9 @@ class Relay:
     async def _pump(self) -> None:
         builder = self._builder
         while not self.client_gone.is_set():
-            due = builder.next_due()
-            try:
-                if not self._queue.empty():
-                    item = self._queue.get_nowait()
-                elif due is None:
-                    item = await self._queue.get()
-                else:
-                    # The loop's clock is time.monotonic(), the builder's clock.
-                    async with asyncio.timeout_at(due):
-                        item = await self._queue.get()
-            except TimeoutError:
+            # The loop's clock is time.monotonic(), the builder's clock.
+            item = await self._queue.get(builder.next_due())
+            if item is _TIMED_OUT:
                 await self._send(builder.on_timer())
                 continue
             if item is _END or item is _WAKE:
