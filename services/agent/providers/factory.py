@@ -46,6 +46,7 @@ class ProviderSessions:
     def __init__(self, settings: AgentSettings) -> None:
         self._settings = settings
         self.clients = ClientPool()
+        registry.preload(settings)
 
     async def aclose(self) -> None:
         await self.clients.aclose()

@@ -5,8 +5,9 @@ which credential source (services/common/credentials.py) its key and base URL co
 from, how its session is built (around an SDK client from the agent's pool,
 clients.py), its catalogue models and the models its variants get when its key is the
 only one. The factory, the catalogue, model selection and `ListModels` read
-this list; nothing else names a provider. Sessions are imported when first built: the
-SDKs take seconds to import and most processes use one of them at most.
+this list; nothing else names a provider. Sessions are imported when first built (the
+SDKs take seconds to import and most processes use one of them at most), except those of
+the providers the agent has keys for, which `preload` imports before it serves.
 
 To add a provider: a session module under `providers/` (with the functions that build
 and close its SDK client), one entry in `PROVIDERS`, and its test file
@@ -15,6 +16,7 @@ and close its SDK client), one entry in `PROVIDERS`, and its test file
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -58,6 +60,8 @@ class ProviderSpec:
     credential: str  # id of the credential source it uses
     # The session for a config, its SDK client from the agent's pool (`ClientPool.session`).
     session: Callable[[SessionConfig, ClientPool], ProviderSession]
+    # The module `session` imports, SDK and all (`preload`).
+    module: str
     models: tuple[ModelFamily, ...] = ()
     # Model ids for the variants when this provider's key is the only one (cycled).
     alone: tuple[str, ...] = ()
@@ -115,6 +119,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         "OpenAI",
         "openai",
         _openai_responses,
+        "services.agent.providers.openai_responses",
         models=(
             ModelFamily("gpt-5.4-mini", ("low",), "thinking", "effort"),
             ModelFamily("gpt-5.4-2026-03-05", _EFFORTS, "thinking", "effort"),
@@ -129,6 +134,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         "Anthropic",
         "anthropic",
         _anthropic,
+        "services.agent.providers.anthropic",
         models=(
             ModelFamily("claude-sonnet-4-6", ("high",)),
             ModelFamily("claude-opus-4-8", _CLAUDE, "effort"),
@@ -141,6 +147,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         "Gemini",
         "gemini",
         _gemini,
+        "services.agent.providers.gemini",
         models=(
             ModelFamily("gemini-3-flash-preview", ("high", "minimal"), "thinking"),
             ModelFamily("gemini-3.1-pro-preview", ("high", "medium", "low"), "thinking"),
@@ -162,6 +169,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         "OpenAI-compatible server",
         "openai",
         _openai_chat,
+        "services.agent.providers.openai_chat",
         override=EndpointOverride(
             lambda settings: settings.local_base_url,
             "Model {model} needs an OpenAI-compatible server: set S2C_LOCAL_BASE_URL "
@@ -176,3 +184,21 @@ LOCAL: ProviderSpec = next(spec for spec in PROVIDERS if spec.local)
 
 def get(provider_id: str) -> ProviderSpec:
     return _BY_ID[provider_id]
+
+
+def preload(settings: AgentSettings) -> list[str]:
+    """Imports the session modules of the providers the settings give a key (or, for the
+    local one, a base URL) now rather than at the first generation, and returns them.
+
+    A process freezes its startup heap out of the cycle collector's view once it serves
+    (grpc_server.freeze_startup_heap). An SDK imported after that stays in view: the
+    openai SDK alone is ~520 modules and ~67 k objects, and with it in view every full
+    collection of a loaded agent took 80-100 ms of CPU (bench/gc_pause.py), stalling
+    every stream it serves. Providers without a configured key still load on first use.
+    """
+    wanted = [s.module for s in KEYED if settings.credentials.key(s.credential)]
+    if LOCAL.override is not None and LOCAL.override.base_url(settings):
+        wanted.append(LOCAL.module)
+    for module in wanted:
+        importlib.import_module(module)
+    return wanted
