@@ -11,10 +11,10 @@ preview's latency tail. Most of what a service's heap holds is what its imports 
 the process. A child process per service imports what `s2c <service>` runs (the agent
 also its four provider sessions, as `registry.preload` imports those it has keys for
 before it serves), then times `gc.collect()` (best of 5) before and after `gc.freeze()`,
-which `s2c` calls before serving (`services/cli.py` `serve_forever`, and
-`grpc_server.freeze_startup_heap` once the server is up). One row shows the agent as it
-ran before the preload: frozen first, its SDK imported at the first generation and so
-left in every full collection's view. The live heap a loaded agent adds
+which every service calls once its server is up (`grpc_server.freeze_startup_heap`).
+One row shows the agent as it ran before the preload: frozen first, its SDK imported at
+the first generation and so left in every full collection's view. The live heap a
+loaded agent adds
 (event logs, retained generations) is not counted: the table is the part the freeze
 removes from every full collection. Nothing is asserted.
 """

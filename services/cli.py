@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import signal
 import subprocess
@@ -31,14 +30,8 @@ def serve_forever(main: Coroutine[Any, Any, None]) -> None:
     """Runs a service's main coroutine on uvloop where it is installed (not on Windows).
     Under load the services' event loops are their largest single cost (a wake-up per
     network read and per gRPC message); uvloop's loop is C where asyncio's is Python
-    (bench/read_stack.py).
-
-    First the heap the imports built (SDKs, pydantic models, protobuf: ~280 k objects in
-    the agent) moves out of the cycle collector's sight: it lives as long as the process,
-    and every full collection walking it stalled the event loop, and with it every
-    stream's preview, for tens of milliseconds (bench/gc_pause.py)."""
-    gc.collect()
-    gc.freeze()
+    (bench/read_stack.py). Each service freezes its startup heap once it is up
+    (grpc_server.freeze_startup_heap)."""
     try:
         import uvloop
     except ImportError:  # pragma: no cover - the dependency is skipped on Windows only

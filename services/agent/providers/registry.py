@@ -193,8 +193,8 @@ def preload(settings: AgentSettings) -> list[str]:
     A process freezes its startup heap out of the cycle collector's view once it serves
     (grpc_server.freeze_startup_heap). An SDK imported after that stays in view: the
     openai SDK alone is ~520 modules and ~67 k objects, and with it in view every full
-    collection of a loaded agent took 80-100 ms of CPU (bench/gc_pause.py), stalling
-    every stream it serves. Providers without a configured key still load on first use.
+    collection of a loaded agent took 80-100 ms of CPU (bench/README.md, `gc_pause.py`),
+    stalling every stream it serves. Providers without a configured key still load on first use.
     """
     wanted = [s.module for s in KEYED if settings.credentials.key(s.credential)]
     if LOCAL.override is not None and LOCAL.override.base_url(settings):
