@@ -13,7 +13,8 @@ from s2c.common.v1 import common_pb2
 
 from services.agent.admission import Busy
 from services.agent.convert import event_to_proto, request_from_proto, run_to_proto
-from services.agent.events import AssistantDelta, CodeDelta, Event, ThinkingDelta
+from services.agent.eventlog import Streamed
+from services.agent.events import Event
 from services.agent.generation import Generation, GenerationManager, ShuttingDown
 from services.agent.metrics import AgentMetrics
 from services.agent.models import CATALOGUE, LOCAL_PREFIX, video_violations
@@ -45,7 +46,6 @@ _FIELD_OVERHEAD = 6
 # field's overhead, sequence, variant index and offset (varints of ≤ 10 bytes, with their
 # tags), and the tags and lengths of the ids and the payload.
 _DELTA_OVERHEAD = _FIELD_OVERHEAD + 3 * 11 + 16
-STREAMED = (CodeDelta, AssistantDelta, ThinkingDelta)
 R = TypeVar("R", pb.GenerateCodeResponse, pb.WatchGenerationResponse)
 MAX_CAPTURE_URL_CHARS = 2048
 _CAPTURE_DEVICES: dict[int, CaptureDevice] = enum_names(
@@ -270,7 +270,7 @@ def chunk_events(events: Sequence[Event], response: Callable[[], R]) -> Iterator
     size = 0
     for event in events:
         payload = event.payload
-        if isinstance(payload, STREAMED):
+        if isinstance(payload, Streamed):
             ids = len(event.event_id) + len(event.generation_id)
             cost = 4 * (len(payload.text) + ids) + _DELTA_OVERHEAD
             proto = None
