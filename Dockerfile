@@ -1,14 +1,22 @@
-# syntax=docker/dockerfile:1
-# One image for all three services; the command picks the role:
+# Two images from one file; the command picks the role:
+#   docker build -t s2c-grpc .                         every role (the tool workers need it:
+#                                                      it carries Chromium)
+#   docker build --target server -t s2c-grpc-server .  gateway and agent only: no browser,
+#                                                      no Playwright (about 1 GB smaller)
 #   docker run IMAGE gateway --host 0.0.0.0 --port 7001
 #   docker run IMAGE agent --listen 0.0.0.0:50051 --metrics-listen 0.0.0.0:9101
 #   docker run IMAGE tools --listen 0.0.0.0:50052 --metrics-listen 0.0.0.0:9102
 # Inside a container a service must listen on 0.0.0.0, not the CLI's 127.0.0.1 default.
 # Keys are never part of the image: pass them as environment at run time.
+#
+# Only instructions every current builder parses (Engine 20.10's BuildKit and legacy
+# builder, buildah): no `# syntax` line (it makes BuildKit fetch a frontend image at each
+# build), no heredocs, no `COPY --chmod`. Without Docker Hub, make the base image with
+# scripts/container/base-image.sh and pass --build-arg PYTHON_IMAGE=local/python:3.11-bookworm.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
-# --- build: the project and its dependencies in a venv that the runtime stage copies ------
+# --- build: the project and its runtime dependencies in a venv the images copy -----------
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -16,22 +24,80 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
-# Dependencies first, from pyproject.toml alone, so a source change reuses this layer.
+# Dependencies first, from pyproject.toml alone, so a source change reuses this layer. Only
+# [project.dependencies]: the extras (dev tools, `s2c eval`'s numpy/SciPy/scikit-image)
+# are not for the services.
 COPY pyproject.toml README.md ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
         > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt
 COPY gen ./gen
 COPY services ./services
-# A regular (non-editable) install: the runtime image needs no source tree.
+# A regular (non-editable) install: the images need no source tree.
 RUN pip install --no-deps . \
     && s2c --help >/dev/null
 
-# --- runtime -------------------------------------------------------------------------------
-FROM ${PYTHON_IMAGE}
+# The server image's venv: the same, less Playwright (its Node driver is 160 MB that only
+# the tool workers' browser uses).
+FROM build AS build-server
+RUN pip uninstall -y playwright
+
+# A later build stage (e.g. one that installs npm packages for the pages) goes here, and
+# its output is copied into `runtime` below or into one of the final images.
+
+# --- runtime: what both images share --------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS runtime
+# Files no service reads, which dpkg then never unpacks (the packages still count as
+# installed, so apt stays consistent): documentation (but the licences), manuals and
+# translations, and Mesa's OpenGL drivers with the LLVM and Z3 they link (165 MB; headless
+# Chromium with --disable-gpu draws on the CPU and never loads them).
+RUN printf '%s\n' \
+        'path-exclude=/usr/share/doc/*' \
+        'path-include=/usr/share/doc/*/copyright' \
+        'path-exclude=/usr/share/man/*' \
+        'path-exclude=/usr/share/locale/*' \
+        'path-exclude=/usr/lib/*/dri/*' \
+        'path-exclude=/usr/lib/*/libLLVM-*' \
+        'path-exclude=/usr/lib/*/libz3.so*' \
+        > /etc/dpkg/dpkg.cfg.d/s2c-slim
+# tini reaps children (Chromium's) and forwards signals to the service. Each apt step
+# removes its lists and downloaded packages (a base without Debian's docker-clean hook
+# would otherwise keep them in the layer).
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
+# Health probe for whichever service the container runs (deploy/docker/healthcheck.py).
+COPY deploy/docker/healthcheck.py /usr/local/bin/s2c-healthcheck
+# A regular account: `useradd --system` warns about a uid past SYS_UID_MAX (999), and a
+# fixed uid of 10001 is what the Kubernetes manifests' runAsUser and fsGroup name.
+RUN chmod 0755 /usr/local/bin/s2c-healthcheck \
+    && groupadd --gid 10001 s2c \
+    && useradd --uid 10001 --gid s2c --no-log-init --create-home --home-dir /home/s2c \
+        --shell /usr/sbin/nologin s2c \
+    && install -d -o s2c -g s2c -m 0750 /data /data/assets
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    S2C_DATA_DIR=/data
+WORKDIR /home/s2c
+HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["/usr/local/bin/s2c-healthcheck"]
+ENTRYPOINT ["/usr/bin/tini", "--", "s2c"]
+
+# --- server: the gateway and the agent ------------------------------------------------------
+FROM runtime AS server
+COPY --from=build-server /opt/venv /opt/venv
+USER 10001:10001
+EXPOSE 7001 50051 9101
+CMD ["gateway", "--host", "0.0.0.0", "--port", "7001"]
+
+# --- the default image: every role, with Chromium for the tool workers ------------------------
+FROM runtime
 # chromium: screenshot_preview (Playwright drives Debian's build, it downloads none of its own).
-# Fonts so rendered pages are not all tofu; tini reaps Chromium's children and forwards signals.
+# libatomic1: Playwright's Node driver links it; the slim base lacks it and chromium does not
+# pull it in, so without it no browser ever launches. Fonts so rendered pages are not all tofu.
 # More scripts: --build-arg EXTRA_APT_PACKAGES="fonts-noto-core fonts-noto-cjk".
+# Before the venv: a source change rebuilds neither this layer nor the ones above.
 ARG EXTRA_APT_PACKAGES=""
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -39,84 +105,11 @@ RUN apt-get update \
         fonts-dejavu-core \
         fonts-liberation \
         fonts-noto-color-emoji \
-        tini \
+        libatomic1 \
         ${EXTRA_APT_PACKAGES} \
-    && rm -rf /var/lib/apt/lists/*
-
-RUN groupadd --system --gid 10001 s2c \
-    && useradd --system --uid 10001 --gid s2c --home-dir /home/s2c --create-home \
-        --shell /usr/sbin/nologin s2c \
-    && install -d -o s2c -g s2c -m 0750 /data /data/assets
-
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
 COPY --from=build /opt/venv /opt/venv
-
-# Health probe for whichever service this container runs: it reads the role and the port
-# from PID 1's command line (tini -- s2c ROLE ...), then asks the gateway's /healthz or the
-# gRPC server's grpc.health.v1 service. Kubernetes uses its own probes instead (deploy/).
-COPY --chmod=0755 <<'EOF' /usr/local/bin/s2c-healthcheck
-#!/opt/venv/bin/python
-"""Exit 0 when the s2c service that is this container's PID 1 reports healthy."""
-
-import sys
-import urllib.request
-from pathlib import Path
-
-DEFAULTS = {"gateway": "7001", "agent": "127.0.0.1:50051", "tools": "127.0.0.1:50052"}
-
-
-def option(args, name, default):
-    for i, arg in enumerate(args):
-        if arg == name and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return default
-
-
-def main():
-    args = [a.decode() for a in Path("/proc/1/cmdline").read_bytes().split(b"\0") if a]
-    role = next((a for a in args if a in DEFAULTS), None)
-    if role is None:
-        print("s2c-healthcheck: PID 1 runs no s2c service", file=sys.stderr)
-        return 1
-    rest = args[args.index(role) + 1 :]
-    if role == "gateway":
-        url = f"http://127.0.0.1:{option(rest, '--port', DEFAULTS[role])}/healthz"
-        with urllib.request.urlopen(url, timeout=3) as response:
-            return 0 if response.status == 200 else 1
-    import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-    host, _, port = option(rest, "--listen", DEFAULTS[role]).rpartition(":")
-    if host in ("", "0.0.0.0", "[::]", "::"):
-        host = "127.0.0.1"
-    with grpc.insecure_channel(f"{host}:{port}") as channel:
-        reply = health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(), timeout=3
-        )
-    return 0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1
-
-
-if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Exception as exc:  # any failure means unhealthy
-        print(f"s2c-healthcheck: {exc}", file=sys.stderr)
-        sys.exit(1)
-EOF
-
-ENV PATH=/opt/venv/bin:$PATH \
-    PYTHONUNBUFFERED=1 \
-    PYTHONDONTWRITEBYTECODE=1 \
-    S2C_DATA_DIR=/data \
-    S2C_CHROMIUM_PATH=/usr/bin/chromium
-
+ENV S2C_CHROMIUM_PATH=/usr/bin/chromium
 USER 10001:10001
-WORKDIR /home/s2c
 EXPOSE 7001 50051 50052 9101 9102
-
-HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
-    CMD ["/usr/local/bin/s2c-healthcheck"]
-
-ENTRYPOINT ["/usr/bin/tini", "--", "s2c"]
 CMD ["gateway", "--host", "0.0.0.0", "--port", "7001"]

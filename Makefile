@@ -6,12 +6,13 @@ STAMP := $(VENV)/.installed-stamp
 BUF := node_modules/.bin/buf
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test test-fast test-ui install chromium postgres proto proto-check lint pytest bench clean
+.PHONY: run test test-fast test-ui install chromium postgres proto proto-check lint pytest bench clean \
+	container-check
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,eval]'
 	touch $(STAMP)
 
 $(BUF): package.json package-lock.json
@@ -86,6 +87,12 @@ test: install chromium postgres lint proto-check test-ui pytest
 # The inner loop: no lint, no processes, browsers, fuzzing or scale runs.
 test-fast: $(STAMP) postgres test-ui
 	$(PY) -m pytest -m "$(FAST)" $(PYTEST_ARGS)
+
+# Not part of `make test`: builds both images with the container engine on this machine,
+# runs the compose suite and checks screenshots, a late tool worker and the agent's drain
+# (docs/containers.md). DOCKER=..., PYTHON_IMAGE=..., KEEP=1 (leave the suite up).
+container-check:
+	scripts/container/check.sh
 
 bench: $(STAMP)
 	$(PY) bench/preview.py

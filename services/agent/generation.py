@@ -55,27 +55,16 @@ from services.agent.providers.factory import SessionFactory, SessionRequest
 from services.agent.retention import Retention, retained_size
 from services.agent.runstore import RunRecord, RunStore, snapshot
 from services.agent.settings import AgentSettings
+from services.agent.status_line import status_line
 from services.agent.tool_client import ToolServiceError
-from services.agent.tooling import ToolContext, ToolExecutor
+from services.agent.tooling import ToolContext, ToolExecutor, ToolOffer
 from services.common.credentials import Credentials, CredentialsError
 from services.common.tracing import tracer
 from services.common.uploads import decode_image_data_url, upload_id
 
 log = logging.getLogger(__name__)
 
-GENERATING = "Generating code..."
-DEMO_STATUS = (
-    "Generating code with the built-in demo model: no model API key is configured. "
-    "Set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY (or add a key in the settings "
-    "dialog) to use a real model."
-)
 ALL_FAILED = "Error generating code. Please contact support."
-# Appended to each variant's status line when the run record could not be saved: the
-# client learns the run will be missing from the history (the cause is in the agent's log).
-RECORD_NOT_SAVED = (
-    "Note: this run's record could not be saved (the agent's run store is failing); "
-    "the code is still generated."
-)
 
 
 class ShuttingDown(Exception):
@@ -169,10 +158,11 @@ class GenerationManager:
             min(MAX_CODE_TICK_S, tick),
         )
 
-    async def tool_names(self, credentials: Credentials) -> list[str]:
-        """The tools a generation with these credentials would be offered."""
+    async def tool_offer(self, credentials: Credentials) -> ToolOffer:
+        """The tools a generation with these credentials would be offered (and those the
+        workers cannot run now)."""
         context = ToolContext(credentials=credentials, assume_input_images=True)
-        return [tool.name for tool in await self._tools.list_tools(context)]
+        return await self._tools.list_tools(context)
 
     def generations(self) -> list[Generation]:
         """The generations this agent still holds, oldest first."""
@@ -352,9 +342,6 @@ class GenerationManager:
         generation.publish(0, "", VariantCount(count, tuple(s.id for s in specs)))
         # The full record so far: if this one lands, the start save's outcome is moot.
         saved = await self._save(generation)
-        for i, spec in enumerate(specs):
-            status = DEMO_STATUS if spec.provider == "demo" else GENERATING
-            generation.publish(i, "", Status(status if saved else f"{status} {RECORD_NOT_SAVED}"))
 
         context = ToolContext(
             input_images=_input_images(request),
@@ -365,10 +352,12 @@ class GenerationManager:
             asset_base_url=request.asset_base_url,
         )
         try:
-            tools = await self._tools.list_tools(context)
+            offer = await self._tools.list_tools(context)
         except ToolServiceError as exc:
             return self._fail(generation, str(exc))
-        names = {t.name for t in tools}
+        for i, spec in enumerate(specs):
+            generation.publish(i, "", Status(status_line(spec, saved, offer.unavailable)))
+        tools, names = offer.tools, set(offer.names)
         try:
             messages = build_prompt_messages(
                 request,

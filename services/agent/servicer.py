@@ -202,11 +202,13 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     ) -> pb.GetCapabilitiesResponse:
         await self._resolved(request.credentials, context)
         try:
-            names = await self._manager.tool_names(credentials_from_proto(request.credentials))
+            offer = await self._manager.tool_offer(credentials_from_proto(request.credentials))
         except ToolServiceError as exc:
             await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
         return pb.GetCapabilitiesResponse(
-            tools=names, screenshot_preview="screenshot_preview" in names
+            tools=offer.names,
+            screenshot_preview="screenshot_preview" in offer.names,
+            unavailable=offer.unavailable,
         )
 
     async def CaptureUrl(

@@ -18,7 +18,7 @@ from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.agent.domain import FileState
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
-from services.agent.tooling import ToolContext, ToolOutcome
+from services.agent.tooling import ToolContext, ToolOffer, ToolOutcome
 from services.common.credentials import TOOL_IDS, Credentials, credentials_to_proto
 from services.common.errors import FieldViolation, bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
@@ -115,7 +115,7 @@ class GrpcToolExecutor:
     async def close(self) -> None:
         await self._channel.close()
 
-    async def list_tools(self, context: ToolContext) -> list[ToolSpec]:
+    async def list_tools(self, context: ToolContext) -> ToolOffer:
         request = pb.ListToolsRequest(
             flags=_flags(context), credentials=_tool_credentials(context.credentials)
         )
@@ -123,9 +123,12 @@ class GrpcToolExecutor:
             response = await self._stub.ListTools(request, timeout=10.0, wait_for_ready=True)
         except grpc.aio.AioRpcError as exc:
             raise self._error(exc) from None
-        return [
-            ToolSpec(t.name, t.description, from_struct(t.input_schema)) for t in response.tools
-        ]
+        return ToolOffer(
+            tuple(
+                ToolSpec(t.name, t.description, from_struct(t.input_schema)) for t in response.tools
+            ),
+            dict(response.unavailable),
+        )
 
     async def execute(
         self, call: ToolCall, file: FileState | None, context: ToolContext

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,8 +36,21 @@ class ToolOutcome:
     media: tuple[MediaPart, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ToolOffer:
+    """The tools to offer the model for a request, and the ones the tool service is set up
+    to run but cannot now (by name, with the reason: e.g. a browser that does not launch)."""
+
+    tools: tuple[ToolSpec, ...]
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return [tool.name for tool in self.tools]
+
+
 class ToolExecutor(Protocol):
-    async def list_tools(self, context: ToolContext) -> list[ToolSpec]:
+    async def list_tools(self, context: ToolContext) -> ToolOffer:
         """The tools to offer the model for a request with this context."""
         ...
 

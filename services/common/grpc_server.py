@@ -40,6 +40,22 @@ SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.http2.max_pings_without_data", 0),
 )
 
+
+def max_connection_age_options(age_s: float, grace_s: float) -> tuple[tuple[str, int], ...]:
+    """Server options that close each client connection after about `age_s` (gRPC adds
+    ±10 % jitter) and let the calls on it run for `grace_s` more before they are cut.
+
+    A client that balances over a DNS name resolves it again when its connection goes
+    away, so servers started after it start getting calls. `age_s` 0: connections live on.
+    """
+    if age_s <= 0:
+        return ()
+    return (
+        ("grpc.max_connection_age_ms", round(age_s * 1000)),
+        ("grpc.max_connection_age_grace_ms", round(grace_s * 1000)),
+    )
+
+
 CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -176,18 +192,19 @@ async def start_server(
     *,
     resources: AsyncExitStack | None = None,
     drain: Drain | None = None,
+    options: Sequence[tuple[str, int]] = (),
 ) -> RunningServer:
     """Starts an aio server on `address` (port 0 picks a free one), every service SERVING.
 
     `register` adds the servicers and returns their full service names, which health and
     reflection then announce. The server owns `resources` from here on: `stop` closes
-    them, and so does a failed start.
+    them, and so does a failed start. `options` are added to SERVER_OPTIONS.
     """
     resources = resources or AsyncExitStack()
     try:
         security = security or GrpcSecurity()
         server = grpc.aio.server(
-            options=list(SERVER_OPTIONS),
+            options=[*SERVER_OPTIONS, *options],
             interceptors=[*server_interceptors(security), DecodeErrorInterceptor()],
         )
         names = list(register(server))

@@ -4,6 +4,10 @@ so `s2c up` and friends never import numpy, scipy or scikit-image."""
 from __future__ import annotations
 
 import argparse
+import sys
+
+# What the eval extra brings (pyproject.toml); the services never import them.
+EVAL_EXTRA_MODULES = frozenset({"numpy", "scipy", "skimage"})
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], agent: str) -> None:
@@ -18,6 +22,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], agent: 
 
 
 def _run(args: argparse.Namespace) -> int:
-    from services.eval.cli import main
-
+    try:
+        from services.eval.cli import main
+    except ModuleNotFoundError as exc:
+        if exc.name not in EVAL_EXTRA_MODULES:
+            raise
+        print(
+            f"s2c eval needs {exc.name}, from the package's eval extra: "
+            "pip install 's2c-grpc[eval]' (make install has it)",
+            file=sys.stderr,
+        )
+        return 2
     return main(args)

@@ -7,6 +7,7 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import grpc
 from aiohttp import web
@@ -31,6 +32,10 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 STATIC_DIR = Path(__file__).parent / "static"
+CAPABILITIES_TIMEOUT_S = 10.0
+# Below the probes' own timeouts (3 s in deploy/): an agent that does not answer in time
+# makes /healthz "degraded", never a probe failure.
+HEALTHZ_AGENT_TIMEOUT_S = 2.0
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:
@@ -39,30 +44,51 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    """200 either way: the gateway still serves generations when its storage fails, and a
-    restart would not mend a disk; "degraded" says which store fails and why. While it
-    fails, each call probes it, so the answer turns "ok" once the disk is writable again."""
+    """200 either way: the gateway still serves generations when its storage fails or a tool
+    cannot run, and a restart would mend neither; "degraded" says what fails and why. While
+    the store fails, each call probes it, so the answer turns "ok" once the disk is writable
+    again. `capabilities` is what the agent reports of the tool workers: a tool they cannot
+    run now (a browser that does not launch) or an agent that does not answer degrades."""
     store = request.app[DESIGN_SYSTEMS_KEY]
     healthy = await store.probe()
     storage = {STORE_NAME: store.health.to_json()}
-    return web.json_response({"status": "ok" if healthy else "degraded", "storage": storage})
+    capabilities = await agent_capabilities(request.app, HEALTHZ_AGENT_TIMEOUT_S)
+    if "error" in capabilities or capabilities["unavailable"]:
+        healthy = False
+    return web.json_response(
+        {
+            "status": "ok" if healthy else "degraded",
+            "storage": storage,
+            "capabilities": capabilities,
+        }
+    )
 
 
 async def capabilities(request: web.Request) -> web.Response:
-    """What the tool workers can do (upstream's shape, plus the tool list)."""
-    stub = pb_grpc.AgentServiceStub(request.app[CHANNEL_KEY])
+    """What the tool workers can do (upstream's shape, plus the tool list and the tools
+    they cannot run now, with the reason)."""
+    return web.json_response(await agent_capabilities(request.app, CAPABILITIES_TIMEOUT_S))
+
+
+async def agent_capabilities(app: web.Application, timeout_s: float) -> dict[str, Any]:
+    stub = pb_grpc.AgentServiceStub(app[CHANNEL_KEY])
     try:
         answer = await stub.GetCapabilities(
-            pb.GetCapabilitiesRequest(), timeout=10, metadata=outgoing_metadata()
+            pb.GetCapabilitiesRequest(), timeout=timeout_s, metadata=outgoing_metadata()
         )
     except grpc.aio.AioRpcError as exc:
         log.warning("capabilities unavailable", extra={"code": exc.code().name})
-        return web.json_response(
-            {"screenshot_preview": False, "tools": [], "error": "agent unavailable"}
-        )
-    return web.json_response(
-        {"screenshot_preview": answer.screenshot_preview, "tools": list(answer.tools)}
-    )
+        return {
+            "screenshot_preview": False,
+            "tools": [],
+            "unavailable": {},
+            "error": "agent unavailable",
+        }
+    return {
+        "screenshot_preview": answer.screenshot_preview,
+        "tools": list(answer.tools),
+        "unavailable": dict(answer.unavailable),
+    }
 
 
 # The browser params of every credential source, so the built-in UI renders its settings

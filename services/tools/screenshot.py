@@ -19,7 +19,8 @@ import asyncio
 import base64
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Coroutine
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +68,8 @@ class ScreenshotSettings:
     # Each capture renders two pages at once; more pages than cores only adds contention, so
     # further captures queue (inside their own time limit) rather than slow everyone down.
     max_concurrent_captures: int = 2
+    # After a failed probe, how long `probe()` answers False before it tries a launch again.
+    probe_retry_s: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,7 @@ class Screenshotter:
 
     `resolver` and `upstream_opener` are the network seams of the guard (see `netguard`),
     `proxy_observer` sees every request reaching the proxy; production leaves them unset.
+    `on_launch` hears the outcome of every launch of Chromium (None: it launched).
     """
 
     def __init__(
@@ -114,8 +118,10 @@ class Screenshotter:
         resolver: Resolver | None = None,
         upstream_opener: UpstreamOpener | None = None,
         proxy_observer: ProxyObserver | None = None,
+        on_launch: Callable[[BaseException | None], None] | None = None,
     ) -> None:
         self.settings = settings or ScreenshotSettings()
+        self._on_launch = on_launch
         self._guard = AddressGuard(resolver=resolver)
         self._proxy = EgressProxy(self._guard, opener=upstream_opener, observer=proxy_observer)
         self._lock = asyncio.Lock()
@@ -123,21 +129,25 @@ class Screenshotter:
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._probe_result: bool | None = None
+        self._probed_at = 0.0
         self._spares: dict[Viewport, tuple[Browser, asyncio.Task[Page]]] = {}
         self._background: set[asyncio.Task[None]] = set()
 
     async def probe(self) -> bool:
-        """Whether Chromium can be launched here; answered once, then cached."""
-        if self._probe_result is None:
+        """Whether Chromium launches here: the outcome of the last launch, or of one made
+        now when there was none yet, or when the last one failed `probe_retry_s` ago or
+        more (a launch can fail for a while, e.g. out of memory)."""
+        retry = self._probe_result is False and (
+            time.monotonic() - self._probed_at >= self.settings.probe_retry_s
+        )
+        if self._probe_result is None or retry:
             try:
                 await self._ready_browser()
-                self._probe_result = True
             except Exception:
                 log.warning(
                     "screenshot_preview unavailable: Chromium did not launch", exc_info=True
                 )
-                self._probe_result = False
-        return self._probe_result
+        return bool(self._probe_result)
 
     async def warm(self) -> None:
         """Launch Chromium if needed and wait until the spare pages are ready.
@@ -238,26 +248,12 @@ class Screenshotter:
                 log.warning("Chromium disconnected; relaunching")
                 await _quietly(self._browser.close())
                 self._browser = None
-            proxy_url = await self._proxy.start()
-            if self._playwright is None:
-                self._playwright = await async_playwright().start()
-            browser = await self._playwright.chromium.launch(
-                executable_path=self.settings.chromium_path,
-                args=[
-                    *_CHROMIUM_ARGS,
-                    # Chromium never proxies loopback by default; "<-loopback>" undoes that
-                    # exemption so 127.0.0.1 reaches the guard like any other host.
-                    "--proxy-bypass-list=<-loopback>",
-                ],
-                # Chromium takes no credentials in --proxy-server; Playwright answers the
-                # proxy's 407 challenge with these in every context.
-                proxy={
-                    "server": proxy_url,
-                    "username": self._proxy.username,
-                    "password": self._proxy.password,
-                },
-                timeout=self.settings.capture_timeout_s * 1000,
-            )
+            try:
+                browser = await self._launch()
+            except Exception as exc:
+                self._launched(exc)
+                raise
+            self._launched(None)
             self._browser = browser
             for _, stale in self._spares.values():
                 self._discard(stale)
@@ -265,6 +261,34 @@ class Screenshotter:
             for viewport in VIEWPORTS:
                 self._prepare_spare(browser, viewport)
             return browser
+
+    async def _launch(self) -> Browser:
+        proxy_url = await self._proxy.start()
+        if self._playwright is None:
+            self._playwright = await async_playwright().start()
+        return await self._playwright.chromium.launch(
+            executable_path=self.settings.chromium_path,
+            args=[
+                *_CHROMIUM_ARGS,
+                # Chromium never proxies loopback by default; "<-loopback>" undoes that
+                # exemption so 127.0.0.1 reaches the guard like any other host.
+                "--proxy-bypass-list=<-loopback>",
+            ],
+            # Chromium takes no credentials in --proxy-server; Playwright answers the
+            # proxy's 407 challenge with these in every context.
+            proxy={
+                "server": proxy_url,
+                "username": self._proxy.username,
+                "password": self._proxy.password,
+            },
+            timeout=self.settings.capture_timeout_s * 1000,
+        )
+
+    def _launched(self, error: BaseException | None) -> None:
+        # The driver not starting (e.g. a missing library) counts as a failed launch too.
+        self._probe_result, self._probed_at = error is None, time.monotonic()
+        if self._on_launch is not None:
+            self._on_launch(error)
 
     async def _shoot(self, browser: Browser, html: str, viewport: Viewport) -> Capture:
         async with self._rendered(browser, html, viewport) as page:

@@ -46,7 +46,8 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                     name=d.name, description=d.description, input_schema=to_struct(d.input_schema)
                 )
                 for d in definitions
-            ]
+            ],
+            unavailable=self._worker.unavailable(),
         )
 
     async def ExecuteTool(

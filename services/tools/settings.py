@@ -37,6 +37,11 @@ DEFAULT_TOOL_TIMEOUTS_S: Mapping[str, float] = MappingProxyType(
     }
 )
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
+# Agents balance over the workers a DNS name resolves to, but only resolve it again when a
+# connection goes away: closing each one after a minute lets workers added since get calls.
+DEFAULT_MAX_CONNECTION_AGE_S = 60.0
+# How much longer than the longest call a closing connection is kept, so none is cut.
+CONNECTION_GRACE_MARGIN_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,18 @@ class ToolsSettings:
     capture: CaptureSettings = field(default_factory=CaptureSettings)
     # Tests only (see egress_routes.py): `.test` names the browser may reach on loopback.
     test_egress_routes: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    # Each client connection is closed after about this long (0: never); see the grace.
+    max_connection_age_s: float = DEFAULT_MAX_CONNECTION_AGE_S
+
+    @property
+    def max_connection_age_grace_s(self) -> float:
+        """How long the calls on a connection past its age may still run: longer than any
+        call can take (every tool's time limit and the URL capture deadline), so closing a
+        connection never cuts one."""
+        longest = max(
+            [*self.tool_timeouts_s.values(), self.default_tool_timeout_s, self.capture.timeout_s]
+        )
+        return longest + CONNECTION_GRACE_MARGIN_S
 
     @property
     def credential_policy(self) -> CredentialPolicy:
@@ -77,6 +94,9 @@ class ToolsSettings:
             credentials=Credentials.from_env(env, TOOL_IDS),
             capture=_capture_settings(env),
             test_egress_routes=parse_routes(env.get(TEST_EGRESS_ROUTES_ENV, "")),
+            max_connection_age_s=settings_env.bound(
+                env, "S2C_TOOLS_MAX_CONNECTION_AGE_S", str(DEFAULT_MAX_CONNECTION_AGE_S), float
+            ),
         )
 
 

@@ -8,6 +8,7 @@ import time
 from services.common.credentials import Credentials
 from services.common.tool_types import CapturedImage, FileState, ToolCall
 from services.tools.asset_store import AssetStore
+from services.tools.browser_health import BrowserHealth
 from services.tools.capture import CaptureRequest, UrlCapturer
 from services.tools.definitions import ToolDefinition
 from services.tools.egress_routes import ENV_NAME, EgressTestRoutes
@@ -39,7 +40,9 @@ class ToolWorker:
             "extract_assets": extract_assets_handler(self.store),
         }
         self.screenshotter: Screenshotter | None = None
+        self.browser: BrowserHealth | None = None
         if settings.screenshots_enabled:
+            self.browser = BrowserHealth(settings.chromium_path, self.metrics)
             routes = EgressTestRoutes(settings.test_egress_routes)
             if routes.routes:
                 log.warning(
@@ -50,6 +53,7 @@ class ToolWorker:
                 ScreenshotSettings(chromium_path=settings.chromium_path),
                 resolver=routes.resolver if routes.routes else None,
                 upstream_opener=routes.opener if routes.routes else None,
+                on_launch=self.browser.launched,
             )
             handlers["screenshot_preview"] = screenshot_preview_handler(self.screenshotter)
         self.capturer = UrlCapturer(self.screenshotter, settings.capture)
@@ -83,6 +87,11 @@ class ToolWorker:
 
     async def definitions(self, flags: ToolFlags, credentials: Credentials) -> list[ToolDefinition]:
         return self.runtime.definitions(flags, await self.available(credentials))
+
+    def unavailable(self) -> dict[str, str]:
+        """Tools this worker is set up to run but cannot now, each with the reason (not the
+        ones turned off or lacking a key: those are as configured)."""
+        return self.browser.unavailable() if self.browser is not None else {}
 
     async def execute(
         self, call: ToolCall, file: FileState | None, ctx: ToolContext

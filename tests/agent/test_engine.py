@@ -31,7 +31,7 @@ from services.agent.providers.scripted import (
     call_tool,
 )
 from services.agent.settings import AgentSettings
-from services.agent.tooling import ToolContext, ToolOutcome
+from services.agent.tooling import ToolContext, ToolOffer, ToolOutcome
 from services.gateway.frames import FrameBuilder
 from services.gateway.preview_policy import PreviewPolicyConfig
 from services.tools.file_tools import file_tool_handlers
@@ -53,12 +53,14 @@ class InProcessTools:
         self.release: asyncio.Event | None = None
         self.entered = asyncio.Event()
 
-    async def list_tools(self, context: ToolContext) -> list[ToolSpec]:
+    async def list_tools(self, context: ToolContext) -> ToolOffer:
         names = {"create_file", "edit_file", "retrieve_option"}
-        return [
-            ToolSpec(d.name, d.description, d.input_schema)
-            for d in self.runtime.definitions(ToolFlags(), names)
-        ]
+        return ToolOffer(
+            tuple(
+                ToolSpec(d.name, d.description, d.input_schema)
+                for d in self.runtime.definitions(ToolFlags(), names)
+            )
+        )
 
     async def execute(
         self, call: ToolCall, file: FileState | None, context: ToolContext

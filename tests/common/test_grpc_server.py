@@ -12,7 +12,11 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from services.common.grpc_server import RunningServer, start_server
+from services.common.grpc_server import (
+    RunningServer,
+    max_connection_age_options,
+    start_server,
+)
 
 WAIT = "/test.Lifecycle/Wait"
 
@@ -123,3 +127,58 @@ async def test_a_failed_start_closes_what_was_opened() -> None:
     with pytest.raises(RuntimeError, match="Failed to bind"):
         await start_server("256.0.0.1:0", recorder.register, resources=recorder.resources())
     assert recorder.events == ["close tools", "close store"]
+
+
+async def test_past_its_age_a_connection_takes_no_new_calls_but_finishes_the_running_one() -> None:
+    """What lets workers added behind a DNS name get calls: the server ends each connection
+    after its age (GOAWAY), the client connects afresh for new calls (resolving the name
+    again), and a call still running on the old connection finishes within the grace."""
+    release, entered = asyncio.Event(), asyncio.Event()
+
+    def register(server: grpc.aio.Server) -> Sequence[str]:
+        async def wait(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+            entered.set()
+            await release.wait()
+            return b"done"
+
+        async def peer(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+            return context.peer().encode()
+
+        handlers: dict[str, grpc.RpcMethodHandler[bytes, bytes]] = {
+            "Wait": grpc.unary_unary_rpc_method_handler(wait),
+            "Peer": grpc.unary_unary_rpc_method_handler(peer),
+        }
+        server.add_generic_rpc_handlers(
+            [grpc.method_handlers_generic_handler("test.Age", handlers)]
+        )
+        return ["test.Age"]
+
+    running = await start_server(
+        "127.0.0.1:0", register, options=max_connection_age_options(0.2, 60.0)
+    )
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            wait: Any = channel.unary_unary("/test.Age/Wait")
+            peer: Any = channel.unary_unary("/test.Age/Peer")
+            first = await peer(b"")
+            call = asyncio.ensure_future(wait(b""))
+            await entered.wait()
+            # The age passes: the channel leaves READY when the server's GOAWAY arrives.
+            await asyncio.wait_for(
+                channel.wait_for_state_change(grpc.ChannelConnectivity.READY), 30
+            )
+            second = await peer(b"", wait_for_ready=True)
+            assert second != first  # another client port: a new connection
+            assert not call.done()  # the old connection still carries the running call
+            release.set()
+            assert await call == b"done"
+    finally:
+        await running.stop(0)
+
+
+def test_no_age_adds_no_options() -> None:
+    assert max_connection_age_options(0, 130) == ()
+    assert dict(max_connection_age_options(60, 130)) == {
+        "grpc.max_connection_age_ms": 60_000,
+        "grpc.max_connection_age_grace_ms": 130_000,
+    }

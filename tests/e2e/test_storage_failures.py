@@ -25,8 +25,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
-from services.agent.generation import RECORD_NOT_SAVED
 from services.agent.runstore_health import HEALTH_SERVICE
+from services.agent.status_line import RECORD_NOT_SAVED
 from tests.e2e.fuzzing import listening_ports
 from tests.processes import Service, running_processes
 from tests.suite import create_params, run_ws

@@ -10,9 +10,9 @@ from google import genai
 from services.agent.domain import FileState
 from services.agent.engine import CostBudget, PreviewReplay, VariantEngine
 from services.agent.events import CodeDelta, Payload, ToolStart
-from services.agent.providers.base import ToolCall, ToolSpec
+from services.agent.providers.base import ToolCall
 from services.agent.providers.gemini import GeminiSession
-from services.agent.tooling import ToolContext, ToolOutcome
+from services.agent.tooling import ToolContext, ToolOffer, ToolOutcome
 from tests.fakes.gemini_server import Call, FakeGemini, Say
 from tests.providers import sessions
 from tests.providers.test_gemini import TOOLS, make_config
@@ -41,8 +41,8 @@ class CreateFileTools:
         self.emitted = emitted
         self.deltas_before_run: int | None = None
 
-    async def list_tools(self, context: ToolContext) -> list[ToolSpec]:
-        return list(TOOLS[:1])
+    async def list_tools(self, context: ToolContext) -> ToolOffer:
+        return ToolOffer(tuple(TOOLS[:1]))
 
     async def execute(
         self, call: ToolCall, file: FileState | None, context: ToolContext

@@ -386,12 +386,21 @@ class GetCapabilitiesRequest(_message.Message):
     def __init__(self, credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ...) -> None: ...
 
 class GetCapabilitiesResponse(_message.Message):
-    __slots__ = ("tools", "screenshot_preview")
+    __slots__ = ("tools", "screenshot_preview", "unavailable")
+    class UnavailableEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     SCREENSHOT_PREVIEW_FIELD_NUMBER: _ClassVar[int]
+    UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
     tools: _containers.RepeatedScalarFieldContainer[str]
     screenshot_preview: bool
-    def __init__(self, tools: _Optional[_Iterable[str]] = ..., screenshot_preview: _Optional[bool] = ...) -> None: ...
+    unavailable: _containers.ScalarMap[str, str]
+    def __init__(self, tools: _Optional[_Iterable[str]] = ..., screenshot_preview: _Optional[bool] = ..., unavailable: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class CaptureUrlRequest(_message.Message):
     __slots__ = ("url", "device", "format")

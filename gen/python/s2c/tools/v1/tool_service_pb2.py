@@ -26,37 +26,41 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from s2c.common.v1 import common_pb2 as s2c_dot_common_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fs2c/tools/v1/tool_service.proto\x12\x0cs2c.tools.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1as2c/common/v1/common.proto\"\xa9\x01\n\tToolFlags\x12\x38\n\x18image_generation_enabled\x18\x01 \x01(\x08R\x16imageGenerationEnabled\x12\x38\n\x18\x61sset_extraction_enabled\x18\x02 \x01(\x08R\x16\x61ssetExtractionEnabled\x12(\n\x10has_input_images\x18\x03 \x01(\x08R\x0ehasInputImages\"\x7f\n\x10ListToolsRequest\x12-\n\x05\x66lags\x18\x01 \x01(\x0b\x32\x17.s2c.tools.v1.ToolFlagsR\x05\x66lags\x12<\n\x0b\x63redentials\x18\x02 \x01(\x0b\x32\x1a.s2c.common.v1.CredentialsR\x0b\x63redentials\"G\n\x11ListToolsResponse\x12\x32\n\x05tools\x18\x01 \x03(\x0b\x32\x1c.s2c.tools.v1.ToolDefinitionR\x05tools\"\x82\x01\n\x0eToolDefinition\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12:\n\x0cinput_schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x0binputSchema\"\x9e\x01\n\x08ToolCall\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x35\n\targuments\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\targuments\x12&\n\x0cinvalid_json\x18\x04 \x01(\tH\x00R\x0binvalidJson\x88\x01\x01\x42\x0f\n\r_invalid_json\"\xe6\x01\n\x0bToolContext\x12!\n\x0cinput_images\x18\x01 \x03(\tR\x0binputImages\x12!\n\x0coption_codes\x18\x02 \x03(\tR\x0boptionCodes\x12-\n\x05\x66lags\x18\x03 \x01(\x0b\x32\x17.s2c.tools.v1.ToolFlagsR\x05\x66lags\x12<\n\x0b\x63redentials\x18\x04 \x01(\x0b\x32\x1a.s2c.common.v1.CredentialsR\x0b\x63redentials\x12$\n\x0e\x61sset_base_url\x18\x05 \x01(\tR\x0c\x61ssetBaseUrl\"\xa3\x01\n\x12\x45xecuteToolRequest\x12*\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x16.s2c.tools.v1.ToolCallR\x04\x63\x61ll\x12,\n\x04\x66ile\x18\x02 \x01(\x0b\x32\x18.s2c.common.v1.FileStateR\x04\x66ile\x12\x33\n\x07\x63ontext\x18\x03 \x01(\x0b\x32\x19.s2c.tools.v1.ToolContextR\x07\x63ontext\"\xf6\x01\n\x13\x45xecuteToolResponse\x12\x0e\n\x02ok\x18\x01 \x01(\x08R\x02ok\x12/\n\x06result\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x06result\x12\x31\n\x07summary\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x07summary\x12;\n\x0cupdated_file\x18\x04 \x01(\x0b\x32\x18.s2c.common.v1.FileStateR\x0bupdatedFile\x12.\n\x05media\x18\x05 \x03(\x0b\x32\x18.s2c.common.v1.MediaPartR\x05media\"\x8f\x01\n\x11\x43\x61ptureUrlRequest\x12\x10\n\x03url\x18\x01 \x01(\tR\x03url\x12\x33\n\x06\x64\x65vice\x18\x02 \x01(\x0e\x32\x1b.s2c.tools.v1.CaptureDeviceR\x06\x64\x65vice\x12\x33\n\x06\x66ormat\x18\x03 \x01(\x0e\x32\x1b.s2c.tools.v1.CaptureFormatR\x06\x66ormat\"\xd1\x01\n\x12\x43\x61ptureUrlResponse\x12\x14\n\x05image\x18\x01 \x01(\x0cR\x05image\x12\x1b\n\tmime_type\x18\x02 \x01(\tR\x08mimeType\x12\x14\n\x05width\x18\x03 \x01(\x05R\x05width\x12\x16\n\x06height\x18\x04 \x01(\x05R\x06height\x12\x1b\n\tfinal_url\x18\x05 \x01(\tR\x08\x66inalUrl\x12\x1c\n\ttruncated\x18\x06 \x01(\x08R\ttruncated\x12\x1f\n\x0bhttp_status\x18\x07 \x01(\x05R\nhttpStatus*f\n\rCaptureDevice\x12\x1e\n\x1a\x43\x41PTURE_DEVICE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x43\x41PTURE_DEVICE_DESKTOP\x10\x01\x12\x19\n\x15\x43\x41PTURE_DEVICE_MOBILE\x10\x02*`\n\rCaptureFormat\x12\x1e\n\x1a\x43\x41PTURE_FORMAT_UNSPECIFIED\x10\x00\x12\x16\n\x12\x43\x41PTURE_FORMAT_PNG\x10\x01\x12\x17\n\x13\x43\x41PTURE_FORMAT_JPEG\x10\x02\x32\x80\x02\n\x0bToolService\x12L\n\tListTools\x12\x1e.s2c.tools.v1.ListToolsRequest\x1a\x1f.s2c.tools.v1.ListToolsResponse\x12R\n\x0b\x45xecuteTool\x12 .s2c.tools.v1.ExecuteToolRequest\x1a!.s2c.tools.v1.ExecuteToolResponse\x12O\n\nCaptureUrl\x12\x1f.s2c.tools.v1.CaptureUrlRequest\x1a .s2c.tools.v1.CaptureUrlResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fs2c/tools/v1/tool_service.proto\x12\x0cs2c.tools.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1as2c/common/v1/common.proto\"\xa9\x01\n\tToolFlags\x12\x38\n\x18image_generation_enabled\x18\x01 \x01(\x08R\x16imageGenerationEnabled\x12\x38\n\x18\x61sset_extraction_enabled\x18\x02 \x01(\x08R\x16\x61ssetExtractionEnabled\x12(\n\x10has_input_images\x18\x03 \x01(\x08R\x0ehasInputImages\"\x7f\n\x10ListToolsRequest\x12-\n\x05\x66lags\x18\x01 \x01(\x0b\x32\x17.s2c.tools.v1.ToolFlagsR\x05\x66lags\x12<\n\x0b\x63redentials\x18\x02 \x01(\x0b\x32\x1a.s2c.common.v1.CredentialsR\x0b\x63redentials\"\xdb\x01\n\x11ListToolsResponse\x12\x32\n\x05tools\x18\x01 \x03(\x0b\x32\x1c.s2c.tools.v1.ToolDefinitionR\x05tools\x12R\n\x0bunavailable\x18\x02 \x03(\x0b\x32\x30.s2c.tools.v1.ListToolsResponse.UnavailableEntryR\x0bunavailable\x1a>\n\x10UnavailableEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x82\x01\n\x0eToolDefinition\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12:\n\x0cinput_schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x0binputSchema\"\x9e\x01\n\x08ToolCall\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x35\n\targuments\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\targuments\x12&\n\x0cinvalid_json\x18\x04 \x01(\tH\x00R\x0binvalidJson\x88\x01\x01\x42\x0f\n\r_invalid_json\"\xe6\x01\n\x0bToolContext\x12!\n\x0cinput_images\x18\x01 \x03(\tR\x0binputImages\x12!\n\x0coption_codes\x18\x02 \x03(\tR\x0boptionCodes\x12-\n\x05\x66lags\x18\x03 \x01(\x0b\x32\x17.s2c.tools.v1.ToolFlagsR\x05\x66lags\x12<\n\x0b\x63redentials\x18\x04 \x01(\x0b\x32\x1a.s2c.common.v1.CredentialsR\x0b\x63redentials\x12$\n\x0e\x61sset_base_url\x18\x05 \x01(\tR\x0c\x61ssetBaseUrl\"\xa3\x01\n\x12\x45xecuteToolRequest\x12*\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x16.s2c.tools.v1.ToolCallR\x04\x63\x61ll\x12,\n\x04\x66ile\x18\x02 \x01(\x0b\x32\x18.s2c.common.v1.FileStateR\x04\x66ile\x12\x33\n\x07\x63ontext\x18\x03 \x01(\x0b\x32\x19.s2c.tools.v1.ToolContextR\x07\x63ontext\"\xf6\x01\n\x13\x45xecuteToolResponse\x12\x0e\n\x02ok\x18\x01 \x01(\x08R\x02ok\x12/\n\x06result\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x06result\x12\x31\n\x07summary\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x07summary\x12;\n\x0cupdated_file\x18\x04 \x01(\x0b\x32\x18.s2c.common.v1.FileStateR\x0bupdatedFile\x12.\n\x05media\x18\x05 \x03(\x0b\x32\x18.s2c.common.v1.MediaPartR\x05media\"\x8f\x01\n\x11\x43\x61ptureUrlRequest\x12\x10\n\x03url\x18\x01 \x01(\tR\x03url\x12\x33\n\x06\x64\x65vice\x18\x02 \x01(\x0e\x32\x1b.s2c.tools.v1.CaptureDeviceR\x06\x64\x65vice\x12\x33\n\x06\x66ormat\x18\x03 \x01(\x0e\x32\x1b.s2c.tools.v1.CaptureFormatR\x06\x66ormat\"\xd1\x01\n\x12\x43\x61ptureUrlResponse\x12\x14\n\x05image\x18\x01 \x01(\x0cR\x05image\x12\x1b\n\tmime_type\x18\x02 \x01(\tR\x08mimeType\x12\x14\n\x05width\x18\x03 \x01(\x05R\x05width\x12\x16\n\x06height\x18\x04 \x01(\x05R\x06height\x12\x1b\n\tfinal_url\x18\x05 \x01(\tR\x08\x66inalUrl\x12\x1c\n\ttruncated\x18\x06 \x01(\x08R\ttruncated\x12\x1f\n\x0bhttp_status\x18\x07 \x01(\x05R\nhttpStatus*f\n\rCaptureDevice\x12\x1e\n\x1a\x43\x41PTURE_DEVICE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x43\x41PTURE_DEVICE_DESKTOP\x10\x01\x12\x19\n\x15\x43\x41PTURE_DEVICE_MOBILE\x10\x02*`\n\rCaptureFormat\x12\x1e\n\x1a\x43\x41PTURE_FORMAT_UNSPECIFIED\x10\x00\x12\x16\n\x12\x43\x41PTURE_FORMAT_PNG\x10\x01\x12\x17\n\x13\x43\x41PTURE_FORMAT_JPEG\x10\x02\x32\x80\x02\n\x0bToolService\x12L\n\tListTools\x12\x1e.s2c.tools.v1.ListToolsRequest\x1a\x1f.s2c.tools.v1.ListToolsResponse\x12R\n\x0b\x45xecuteTool\x12 .s2c.tools.v1.ExecuteToolRequest\x1a!.s2c.tools.v1.ExecuteToolResponse\x12O\n\nCaptureUrl\x12\x1f.s2c.tools.v1.CaptureUrlRequest\x1a .s2c.tools.v1.CaptureUrlResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 's2c.tools.v1.tool_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CAPTUREDEVICE']._serialized_start=1781
-  _globals['_CAPTUREDEVICE']._serialized_end=1883
-  _globals['_CAPTUREFORMAT']._serialized_start=1885
-  _globals['_CAPTUREFORMAT']._serialized_end=1981
+  _globals['_LISTTOOLSRESPONSE_UNAVAILABLEENTRY']._loaded_options = None
+  _globals['_LISTTOOLSRESPONSE_UNAVAILABLEENTRY']._serialized_options = b'8\001'
+  _globals['_CAPTUREDEVICE']._serialized_start=1930
+  _globals['_CAPTUREDEVICE']._serialized_end=2032
+  _globals['_CAPTUREFORMAT']._serialized_start=2034
+  _globals['_CAPTUREFORMAT']._serialized_end=2130
   _globals['_TOOLFLAGS']._serialized_start=108
   _globals['_TOOLFLAGS']._serialized_end=277
   _globals['_LISTTOOLSREQUEST']._serialized_start=279
   _globals['_LISTTOOLSREQUEST']._serialized_end=406
-  _globals['_LISTTOOLSRESPONSE']._serialized_start=408
-  _globals['_LISTTOOLSRESPONSE']._serialized_end=479
-  _globals['_TOOLDEFINITION']._serialized_start=482
-  _globals['_TOOLDEFINITION']._serialized_end=612
-  _globals['_TOOLCALL']._serialized_start=615
-  _globals['_TOOLCALL']._serialized_end=773
-  _globals['_TOOLCONTEXT']._serialized_start=776
-  _globals['_TOOLCONTEXT']._serialized_end=1006
-  _globals['_EXECUTETOOLREQUEST']._serialized_start=1009
-  _globals['_EXECUTETOOLREQUEST']._serialized_end=1172
-  _globals['_EXECUTETOOLRESPONSE']._serialized_start=1175
-  _globals['_EXECUTETOOLRESPONSE']._serialized_end=1421
-  _globals['_CAPTUREURLREQUEST']._serialized_start=1424
-  _globals['_CAPTUREURLREQUEST']._serialized_end=1567
-  _globals['_CAPTUREURLRESPONSE']._serialized_start=1570
-  _globals['_CAPTUREURLRESPONSE']._serialized_end=1779
-  _globals['_TOOLSERVICE']._serialized_start=1984
-  _globals['_TOOLSERVICE']._serialized_end=2240
+  _globals['_LISTTOOLSRESPONSE']._serialized_start=409
+  _globals['_LISTTOOLSRESPONSE']._serialized_end=628
+  _globals['_LISTTOOLSRESPONSE_UNAVAILABLEENTRY']._serialized_start=566
+  _globals['_LISTTOOLSRESPONSE_UNAVAILABLEENTRY']._serialized_end=628
+  _globals['_TOOLDEFINITION']._serialized_start=631
+  _globals['_TOOLDEFINITION']._serialized_end=761
+  _globals['_TOOLCALL']._serialized_start=764
+  _globals['_TOOLCALL']._serialized_end=922
+  _globals['_TOOLCONTEXT']._serialized_start=925
+  _globals['_TOOLCONTEXT']._serialized_end=1155
+  _globals['_EXECUTETOOLREQUEST']._serialized_start=1158
+  _globals['_EXECUTETOOLREQUEST']._serialized_end=1321
+  _globals['_EXECUTETOOLRESPONSE']._serialized_start=1324
+  _globals['_EXECUTETOOLRESPONSE']._serialized_end=1570
+  _globals['_CAPTUREURLREQUEST']._serialized_start=1573
+  _globals['_CAPTUREURLREQUEST']._serialized_end=1716
+  _globals['_CAPTUREURLRESPONSE']._serialized_start=1719
+  _globals['_CAPTUREURLRESPONSE']._serialized_end=1928
+  _globals['_TOOLSERVICE']._serialized_start=2133
+  _globals['_TOOLSERVICE']._serialized_end=2389
 # @@protoc_insertion_point(module_scope)

@@ -46,10 +46,19 @@ class ListToolsRequest(_message.Message):
     def __init__(self, flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
-    __slots__ = ("tools",)
+    __slots__ = ("tools", "unavailable")
+    class UnavailableEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     TOOLS_FIELD_NUMBER: _ClassVar[int]
+    UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
     tools: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
-    def __init__(self, tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
+    unavailable: _containers.ScalarMap[str, str]
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., unavailable: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ToolDefinition(_message.Message):
     __slots__ = ("name", "description", "input_schema")
