@@ -50,4 +50,5 @@ async def test_capabilities_come_from_the_tool_workers(tmp_path: Path) -> None:
     assert body == {
         "screenshot_preview": False,
         "tools": ["create_file", "edit_file", "save_assets", "retrieve_option"],
+        "unavailable": {},  # screenshots off is configuration, not a fault
     }
