@@ -82,8 +82,12 @@ class _VariantCode:
     appends: AppendPolicy | None = None
     shown: int = 0
     known: bool = True
+    # The sequence of the latest event in the code: a resumable client's code frames carry
+    # it, so the `afterSequence` it re-attaches with covers the code it holds.
+    seq: int = 0
 
-    def apply(self, offset: int, text: str) -> None:
+    def apply(self, seq: int, offset: int, text: str) -> None:
+        self.seq = seq
         if offset < self.length:
             code = "".join(self.parts)[:offset]
             self.parts, self.length = [code], len(code)
@@ -91,7 +95,8 @@ class _VariantCode:
         self.length += len(text)
         self.dirty = True
 
-    def replace(self, content: str) -> None:
+    def replace(self, seq: int, content: str) -> None:
+        self.seq = seq
         self.parts, self.length, self.dirty = [content], len(content), True
 
     def text(self) -> str:
@@ -123,13 +128,13 @@ class FrameBuilder:
         append: bool = False,
         resumed: bool = False,
     ) -> None:
-        # Resumable clients get the event sequence on every frame but setCode, so they
-        # can re-attach from the last one they saw (setCode is whole state: a resume
-        # re-sends it).
+        # Resumable clients get the event sequence on every frame, so they can re-attach
+        # from the highest one they saw; a resume re-sends the code whole.
         self._resumable = resumable
         self._append = append
-        # A re-attached client may hold code this builder never sent (appends from
-        # events after the sequence it resumes from): its first code frame is whole.
+        # A re-attached client holds code this builder never sent, perhaps less than the
+        # code at the sequence it resumes from (a code frame still waiting for its
+        # interval when the socket dropped): its first code frame is whole.
         self._resumed = resumed
         self._seq = 0
         self._config = config
@@ -185,13 +190,13 @@ class FrameBuilder:
             out.append(self._models)
             self._models = None
         if kind == "code_delta" and self._append:
-            out.extend(self._append_delta(v, event.code_delta))
+            out.extend(self._append_delta(v, event.sequence, event.code_delta))
         elif kind == "code_snapshot" and self._append:
-            out.extend(self._append_snapshot(v, event.code_snapshot.content))
+            out.extend(self._append_snapshot(v, event.sequence, event.code_snapshot.content))
         elif kind == "code_delta":
             code = self._variant(v)
             restart = event.code_delta.offset == 0
-            code.apply(event.code_delta.offset, event.code_delta.text)
+            code.apply(event.sequence, event.code_delta.offset, event.code_delta.text)
             now = self._clock()
             if code.length == 0:
                 # A file restarted with nothing yet: `setCode ""` would blank the page on
@@ -204,7 +209,7 @@ class FrameBuilder:
                 code.due = code.policy.timer_at(now)
         elif kind == "code_snapshot":
             code = self._variant(v)
-            code.replace(event.code_snapshot.content)
+            code.replace(event.sequence, event.code_snapshot.content)
             out.extend(self._set_code(v, code, self._clock()))
         elif kind == "tool_start":
             out.extend(self._flush_code(v))
@@ -295,11 +300,11 @@ class FrameBuilder:
             self._code_frame(index, code, now) if self._append else self._set_code(index, code, now)
         )
 
-    def _append_delta(self, index: int, delta: pb.CodeDelta) -> list[Frame]:
+    def _append_delta(self, index: int, seq: int, delta: pb.CodeDelta) -> list[Frame]:
         code = self._variant(index)
         if delta.offset < code.shown:
             code.known = False  # the client holds text the file no longer has
-        code.apply(delta.offset, delta.text)
+        code.apply(seq, delta.offset, delta.text)
         if code.length == 0 or (code.known and code.length == code.shown):
             # As for setCode: a restarted file shows its first text, never a blank page;
             # and an append is never empty.
@@ -314,10 +319,10 @@ class FrameBuilder:
         code.due = due
         return []
 
-    def _append_snapshot(self, index: int, content: str) -> list[Frame]:
+    def _append_snapshot(self, index: int, seq: int, content: str) -> list[Frame]:
         code = self._variant(index)
         held = code.text()[: code.shown] if code.known else ""
-        code.replace(content)
+        code.replace(seq, content)
         # The usual snapshot (create_file's, the final one) only confirms what was
         # streamed: the client gets the text it lacks, if any, not the file again.
         if code.known and content.startswith(held):
@@ -331,7 +336,7 @@ class FrameBuilder:
             assert code.appends is not None
             code.appends.mark_sent(self._clock())
             code.shown, code.dirty, code.due = code.length, False, None
-            return [frame("appendCode", index, offset=utf16_len(content), value="")]
+            return [self._code_out("appendCode", index, code, offset=utf16_len(content), value="")]
         code.known = False
         return self._code_frame(index, code, self._clock())
 
@@ -340,9 +345,9 @@ class FrameBuilder:
         else) the whole file."""
         text = code.text()
         if code.known:
-            out = [frame("appendCode", index, value=text[code.shown :])]
+            out = [self._code_out("appendCode", index, code, value=text[code.shown :])]
         else:
-            out = [frame("setCode", index, value=text)]
+            out = [self._code_out("setCode", index, code, value=text)]
         code.shown, code.known, code.dirty, code.due = len(text), True, False, None
         assert code.appends is not None
         code.appends.mark_sent(now)
@@ -353,7 +358,14 @@ class FrameBuilder:
         code.dirty = False
         code.due = None
         code.policy.mark_sent(now, len(text.encode()))
-        return [frame("setCode", index, value=text)]
+        return [self._code_out("setCode", index, code, value=text)]
+
+    def _code_out(self, kind: str, index: int, code: _VariantCode, **fields: Any) -> Frame:
+        # A code frame may leave after frames of later events (it waits for its interval),
+        # so it carries its own code's sequence, not the latest one: a client keeps the
+        # highest it saw, and a re-attach from there starts with code at least as new as
+        # what it holds, never an older snapshot followed by the text it already had.
+        return frame(kind, index, **fields, seq=code.seq if self._resumable else None)
 
 
 def utf16_len(text: str) -> int:

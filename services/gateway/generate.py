@@ -3,10 +3,11 @@
 Protocol extension for resumable clients (our UI uses it, `static/js/protocol.js`,
 to re-attach after a dropped connection; the upstream UI never does and is
 unaffected): a params frame with `"resumable": true` gets a first frame
-`{"type": "generation", "value": <id>}` and a `seq` on every frame but setCode.
-Such a client that lost its socket re-attaches by sending, as its only frame,
-`{"resumeGenerationId": <id>, "afterSequence": <last seq seen>}`: it gets the
-whole code of every variant, then every frame after that sequence. A dropped
+`{"type": "generation", "value": <id>}` and a `seq` on every frame (a code frame's is
+that of the latest event in its code). Such a client that lost its socket re-attaches
+by sending, as its only frame, `{"resumeGenerationId": <id>, "afterSequence": <highest
+seq seen>}`: it gets the whole code of every variant at that sequence (never older than
+the code it holds), then every frame after that sequence. A dropped
 resumable socket keeps its generation running for `resume_grace_s`; a 4333
 close, or any close of a non-resumable socket, cancels it at once.
 

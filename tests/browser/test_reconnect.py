@@ -1,11 +1,13 @@
 """The built-in UI re-attaches to its generation when the connection drops mid-way.
 
 The page reaches the gateway through a loopback TCP proxy the test can cut, as a network
-would: the browser sees its WebSocket die (1006), the gateway a vanished peer. While the
-proxy refuses new sockets the UI shows that it is reconnecting; once it lets them through,
-the UI re-attaches with `{resumeGenerationId, afterSequence}` and must end on exactly the
-page an undisturbed run of the same generation ends on: no frame lost, none twice. A
-generation cancelled while the page was away ends, once re-attached, as cancelled.
+would: the browser sees its WebSocket die (1006), the gateway a vanished peer, in the
+middle of a streamed `create_file`. While the proxy refuses new sockets the UI shows that
+it is reconnecting; once it lets them through, the UI re-attaches with
+`{resumeGenerationId, afterSequence}`, gets each variant's code back whole and never
+older than what it held, and must end on exactly the page an undisturbed run of the same
+generation ends on: no frame lost, none twice. A generation cancelled while the page was
+away ends, once re-attached, as cancelled.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +29,14 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from tests.browser.pages import load_ui, local_page
+from tests.gateway.test_code_stream import client_code
 from tests.suite import Suite, running_suite
 
 GENERATION_TIMEOUT_MS = 30_000
 # Slow enough that the drop and the re-attach both land while the variants still stream.
 DEMO_PACE_S = 0.03
+# The cut comes once the page holds this much of option 1's streamed file.
+CUT_AFTER_CHARS = 400
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -111,7 +117,7 @@ class Sockets:
 
     sent: list[list[dict[str, Any]]] = field(default_factory=list)
     received: list[list[dict[str, Any]]] = field(default_factory=list)
-    first_thinking: asyncio.Event = field(default_factory=asyncio.Event)
+    coding: asyncio.Event = field(default_factory=asyncio.Event)
 
     def watch(self, ws: WebSocket) -> None:
         sent: list[dict[str, Any]] = []
@@ -122,8 +128,11 @@ class Sockets:
 
         def on_frame(payload: str | bytes) -> None:
             received.append(json.loads(payload))
-            if received[-1]["type"] == "thinking":
-                self.first_thinking.set()
+            if (
+                received[-1]["type"] == "appendCode"
+                and len(client_code(received)) > CUT_AFTER_CHARS
+            ):
+                self.coding.set()
 
         ws.on("framereceived", on_frame)
 
@@ -157,9 +166,9 @@ async def behind_proxy(tmp_path: Path) -> AsyncIterator[tuple[Suite, CuttablePro
 
 
 async def generate_then_cut(page: Page, sockets: Sockets, proxy: CuttableProxy) -> None:
-    """Start a generation and cut the network once it streams."""
+    """Start a generation and cut the network once it streams code."""
     await generate(page)
-    await sockets.first_thinking.wait()
+    await sockets.coding.wait()
     proxy.cut()
 
 
@@ -246,8 +255,16 @@ async def test_a_dropped_connection_reattaches_and_loses_nothing(
             "codeStream": "append",
         }
     ]
-    # After the whole code, only what came after the last sequence seen, each once.
-    assert min(seqs(second)) > max(seqs(first))
+    # First each variant's code, whole and at least what the page held (no flash back to
+    # an older snapshot); then only what came after the last sequence seen, each once.
+    after = max(seqs(first))
+    resent = list(takewhile(lambda f: f["type"] == "setCode" and f.get("seq", 0) <= after, second))
+    held = {f["variantIndex"] for f in first if f["type"] == "appendCode"}
+    assert 0 in held
+    assert held <= {f["variantIndex"] for f in resent}
+    for f in resent:
+        assert f["value"].startswith(client_code(first, f["variantIndex"]))
+    assert min(seqs(second[len(resent) :])) > after
     events = [json.dumps(f, sort_keys=True) for f in first + second if "seq" in f]
     assert len(set(events)) == len(events)
     assert second[-1]["type"] == "variantComplete"

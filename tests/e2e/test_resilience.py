@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,13 @@ async def test_a_dropped_resumable_browser_reattaches_without_loss(tmp_path: Pat
     dropped_then_resumed = semantic(first[1:] + resumed.frames)
     uninterrupted = semantic(whole.frames)
     assert dropped_then_resumed == uninterrupted
-    assert all(f["seq"] > last_seq for f in resumed.frames if "seq" in f)
+    # First the variants' code as of `last_seq` (whole, each with its code's seq), then
+    # only frames of later events.
+    code = list(
+        takewhile(lambda f: f["type"] == "setCode" and f["seq"] <= last_seq, resumed.frames)
+    )
+    assert code
+    assert all(f["seq"] > last_seq for f in resumed.frames[len(code) :] if "seq" in f)
 
 
 async def test_a_non_resumable_drop_cancels_at_once(tmp_path: Path) -> None:

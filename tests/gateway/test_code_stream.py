@@ -205,6 +205,37 @@ def test_a_resumed_client_gets_whole_code_first() -> None:
     assert b.on_event(other) == [{"type": "setCode", "variantIndex": 1, "value": "<p>"}]
 
 
+def test_a_code_frame_that_waited_carries_its_own_codes_sequence() -> None:
+    clock = Clock()
+    b = FrameBuilder(PreviewPolicyConfig(), clock, append=True, resumable=True)
+
+    def code(seq: int, offset: int, text: str) -> pb.GenerationEvent:
+        return pb.GenerationEvent(sequence=seq, code_delta=pb.CodeDelta(offset=offset, text=text))
+
+    assert b.on_event(code(1, 0, "<html>")) == [
+        {"type": "appendCode", "variantIndex": 0, "value": "<html>", "seq": 1}
+    ]
+    clock.now += INTERVAL / 4
+    assert b.on_event(code(2, 6, "<body>")) == []  # waits for the interval
+    other = pb.GenerationEvent(
+        sequence=3, variant_index=1, event_id="t1", thinking_delta=pb.TextDelta(text="x")
+    )
+    assert b.on_event(other) == []
+    clock.now = 100.0 + INTERVAL
+    # The later event's frame leaves first; the code frame says which code it holds.
+    assert b.on_timer() == [
+        {"type": "thinking", "variantIndex": 1, "value": "x", "eventId": "t1", "seq": 3},
+        {"type": "appendCode", "variantIndex": 0, "value": "<body>", "seq": 2},
+    ]
+    # A re-attach from the highest seq seen (3) starts with at least the code held.
+    resumed = FrameBuilder(PreviewPolicyConfig(), clock, append=True, resumable=True, resumed=True)
+    for e in (code(1, 0, "<html>"), code(2, 6, "<body>"), other):
+        resumed.on_event(e)
+    assert resumed.resync() == [
+        {"type": "setCode", "variantIndex": 0, "value": "<html><body>", "seq": 2}
+    ]
+
+
 def test_without_the_extension_the_builder_sends_whole_set_codes() -> None:
     clock = Clock()
     b = FrameBuilder(PreviewPolicyConfig(), clock)
@@ -255,8 +286,8 @@ async def test_our_ui_gets_appends_and_the_upstream_ui_whole_files(tmp_path: Any
             f["value"] for f in until_result(upstream.variant_frames(v)) if f["type"] == "setCode"
         ]
         assert client_code(streaming, v) == created[-1]
-        # appendCode, like setCode, carries no seq: a resume sends the code whole.
-        assert all("seq" not in f for f in frames if f["type"] == "appendCode")
+        # Every frame of a resumable socket carries seq, code frames their code's.
+        assert all("seq" in f for f in frames)
 
 
 @pytest.mark.parametrize(
@@ -293,7 +324,9 @@ async def test_a_resumed_socket_starts_whole_and_ends_with_the_right_code(tmp_pa
                 await ws.send_str(json.dumps(create_params(codeStream="append", resumable=True)))
                 async for message in ws:
                     first.append(json.loads(message.data))
-                    if first[-1]["type"] == "appendCode":
+                    # Dropped mid-create_file, with several appends held: only code
+                    # frames arrive then, so they alone can say what the client holds.
+                    if len(client_code(first)) > 400:
                         break
             # A dropped socket (any close but 4333) keeps the generation for a re-attach.
             generation = first[0]["value"]
@@ -303,8 +336,12 @@ async def test_a_resumed_socket_starts_whole_and_ends_with_the_right_code(tmp_pa
     assert second.close_code == 1000
     code_frames = [f for f in second.frames if f["type"] in ("setCode", "appendCode")]
     seen = {f["variantIndex"] for f in first if f["type"] == "appendCode"}
+    assert 0 in seen
     for v in seen:
-        # The first code frame of each variant on the new socket is whole.
-        assert next(f for f in code_frames if f["variantIndex"] == v)["type"] == "setCode"
+        # The first code frame of each variant on the new socket is whole, and never
+        # older than what the client held: no flash back to an earlier snapshot.
+        resent = next(f for f in code_frames if f["variantIndex"] == v)
+        assert resent["type"] == "setCode"
+        assert resent["value"].startswith(client_code(first, v))
     for v in range(len(final_codes(undisturbed))):
         assert client_code(first + second.frames, v) == undisturbed.last_code(v)

@@ -131,7 +131,7 @@ def test_a_resync_sends_the_code_but_not_text_the_client_already_saw() -> None:
     ]
     for e in seen:  # a resume's silent catch-up up to afterSequence=3
         b.on_event(e)
-    assert b.resync() == [{"type": "setCode", "variantIndex": 0, "value": "<h1>"}]
+    assert b.resync() == [{"type": "setCode", "variantIndex": 0, "value": "<h1>", "seq": 1}]
     after = pb.GenerationEvent(sequence=4, event_id="t0", thinking_delta=pb.TextDelta(text="c"))
     assert b.on_event(after) == []
     assert b.on_timer() == [
