@@ -169,7 +169,7 @@ def demo_script(
             (
                 _think(
                     (
-                        "Both screenshots look balanced. "
+                        "The desktop and mobile renders look balanced. "
                         if checked
                         else "The structure is in place. "
                     )
