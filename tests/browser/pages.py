@@ -30,11 +30,12 @@ async def local_page(
     *,
     on_external: Callable[[str], None] | None = None,
     accept_downloads: bool | None = None,
+    viewport: ViewportSize = VIEWPORT,
 ) -> AsyncIterator[Page]:
     """A page in its own context (own storage), closed afterwards. Every request outside
     `base_url` is aborted; `on_external` hears those the page itself made (not its
     frames'). Not navigated yet, so the caller can attach its listeners first."""
-    context = await browser.new_context(viewport=VIEWPORT, accept_downloads=accept_downloads)
+    context = await browser.new_context(viewport=viewport, accept_downloads=accept_downloads)
     page = await context.new_page()
 
     async def local_only(route: Route) -> None:

@@ -244,6 +244,11 @@ async def test_tokens_and_cost_per_variant_and_unpriced_models(
                     " no price is known for this model",
                 )
 
+            # The run bar totals the options, the unpriced ones said as such.
+            await expect(page.get_by_test_id("run-usage")).to_have_text(
+                f"5,000 tokens · ${2 * cost:.4f} + unpriced"
+            )
+
             # What the gateway sent: one `usage` frame per model turn, per variant.
             usage = {f["variantIndex"]: f["data"] for f in seen.received[0] if f["type"] == "usage"}
             assert sorted(usage) == [0, 1, 2, 3]

@@ -6,11 +6,13 @@ import { test } from "node:test";
 
 import {
   captureUrl,
+  deleteDesignSystem,
   designSystemParam,
   inputModeOf,
   loadDesignSystems,
   mediaKind,
   MAX_VIDEO_BYTES,
+  saveDesignSystem,
 } from "../../services/gateway/static/js/media.js";
 
 const PNG = "data:image/png;base64,AA";
@@ -86,4 +88,39 @@ test("design systems: the list keeps well-formed entries; the param is the conte
   assert.equal(designSystemParam(systems, "gone"), null);
   assert.deepEqual(await loadDesignSystems("", fakeFetch(401, { detail: "no" })), []);
   assert.deepEqual(await loadDesignSystems("", fakeFetch(200, { not: "a list" })), []);
+});
+
+test("a design system is created with POST, edited with PATCH, deleted with DELETE", async () => {
+  const calls = [];
+  const saved = { id: "a b", name: "Brand", content: "Use #ff0066.", createdAt: "x", updatedAt: "y" };
+  const created = await saveDesignSystem({ name: "Brand", content: "Use #ff0066." }, { token: "t0k", fetchImpl: fakeFetch(200, saved, calls) });
+  assert.deepEqual(created, { system: { id: "a b", name: "Brand", content: "Use #ff0066." } });
+  const edited = await saveDesignSystem({ id: "a b", name: "Brand", content: "Use #00ff66." }, { fetchImpl: fakeFetch(200, saved, calls) });
+  assert.equal(edited.system.id, "a b");
+  assert.deepEqual(await deleteDesignSystem("a b", { token: "t0k", fetchImpl: fakeFetch(204, null, calls) }), {});
+  assert.deepEqual(
+    calls.map((c) => [c.init.method, c.url]),
+    [
+      ["POST", "/api/design-systems"],
+      ["PATCH", "/api/design-systems/a%20b"],
+      ["DELETE", "/api/design-systems/a%20b"],
+    ],
+  );
+  assert.deepEqual(JSON.parse(calls[0].init.body), { name: "Brand", content: "Use #ff0066." });
+  assert.equal(calls[0].init.headers.Authorization, "Bearer t0k");
+  assert.equal(calls[1].init.headers.Authorization, undefined);
+  assert.equal(calls[2].init.headers.Authorization, "Bearer t0k");
+});
+
+test("a refused design-system change says the server's reason", async () => {
+  const blank = await saveDesignSystem({ name: " ", content: "" }, { fetchImpl: fakeFetch(400, { detail: "Design system name is required" }) });
+  assert.equal(blank.error, "Could not save the design system: Design system name is required");
+  const big = await saveDesignSystem({ name: "x", content: "y" }, { fetchImpl: fakeFetch(413, new SyntaxError("html")) });
+  assert.equal(big.error, "Could not save the design system: the server answered 413");
+  const odd = await saveDesignSystem({ name: "x", content: "y" }, { fetchImpl: fakeFetch(200, { id: 1 }) });
+  assert.equal(odd.error, "Could not save the design system: the server sent no design system.");
+  const gone = await deleteDesignSystem("nope", { fetchImpl: fakeFetch(404, { detail: "Design system not found" }) });
+  assert.equal(gone.error, "Could not delete the design system: Design system not found");
+  const down = await deleteDesignSystem("a", { fetchImpl: async () => Promise.reject(new TypeError("offline")) });
+  assert.equal(down.error, "Could not delete the design system: the server could not be reached.");
 });

@@ -6,8 +6,10 @@ import { test } from "node:test";
 import {
   applyFrame,
   endCommit,
+  failureText,
   newCommit,
   newVariant,
+  runSummary,
 } from "../../services/gateway/static/js/state.js";
 
 const seed = [{ role: "user", text: "A page", images: ["data:image/png;base64,AA"] }];
@@ -209,4 +211,44 @@ test("newVariant tolerates history messages without videos", () => {
   const v = newVariant(3, [{ role: "assistant", text: "<p>", images: [] }]);
   assert.deepEqual(v.history, [{ role: "assistant", text: "<p>", images: [], videos: [] }]);
   assert.equal(v.index, 3);
+});
+
+test("a run where every option failed points at their reasons, not at support", () => {
+  const c = commit(2);
+  const support = "Error generating code. Please contact support.";
+  applyFrame(c, { type: "variantError", variantIndex: 0, value: "Invalid API key (OpenAI)" });
+  // One option still running: the server's own words, whatever they are.
+  c.error = "The agent is busy";
+  assert.equal(failureText(c), "The agent is busy");
+  applyFrame(c, { type: "variantError", variantIndex: 1, value: "Invalid API key (OpenAI)" });
+  applyFrame(c, { type: "error", value: support });
+  assert.equal(failureText(c), "Both options failed: Invalid API key (OpenAI)");
+  c.variants[1].error = "Rate limited";
+  assert.equal(failureText(c), "Both options failed; each option says why.");
+  const four = commit(4);
+  for (const v of four.variants) applyFrame(four, { type: "variantError", variantIndex: v.index, value: "x" });
+  assert.equal(failureText(four), "All 4 options failed: x");
+  const one = commit(1);
+  applyFrame(one, { type: "variantError", variantIndex: 0, value: "" });
+  assert.equal(failureText(one), "The option failed; each option says why.");
+  assert.equal(failureText(commit(2)), "Generation failed. Please retry.");
+});
+
+test("the run bar says what runs, how it ended, or that it is reconnecting", () => {
+  const c = commit(2);
+  const t0 = c.startedAt;
+  applyFrame(c, { type: "variantComplete", variantIndex: 0 });
+  assert.deepEqual(runSummary(c, t0 + 3000), { state: "running", text: "Generating 2 options… 1/2 done · 3s" });
+  assert.deepEqual(runSummary(c, t0 + 3000, { attempt: 2, of: 4 }), {
+    state: "reconnecting",
+    text: "Connection lost: reconnecting… (try 2 of 4) · 3s",
+  });
+  endCommit(c, "failed", "The connection to the server was lost.", t0 + 5000);
+  assert.deepEqual(runSummary(c, t0 + 9000), {
+    state: "failed",
+    text: "Failed after 5s: The connection to the server was lost.",
+  });
+  const done = commit(2);
+  endCommit(done, "cancelled", "", done.startedAt + 2000);
+  assert.equal(runSummary(done, 0).text, "Cancelled after 2s");
 });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { applyFrame, newCommit } from "../../services/gateway/static/js/state.js";
-import { addUsage, formatCost, formatUsage } from "../../services/gateway/static/js/usage.js";
+import { addUsage, formatCost, formatTotal, formatUsage } from "../../services/gateway/static/js/usage.js";
 
 const TURN = { inputTokens: 1200, outputTokens: 300, cacheReadTokens: 100, cacheWriteTokens: 0, totalTokens: 1600, costUsd: 0.0075, priced: true };
 
@@ -80,4 +80,22 @@ test("each usage frame adds to its own variant and redraws its header", () => {
   assert.equal(commit.variants[0].usage, null);
   assert.equal(commit.variants[1].usage.totalTokens, 3200);
   assert.equal(commit.variants[1].usage.turns, 2);
+});
+
+test("the run's total sums its options and says which had no price", () => {
+  const priced = addUsage(null, TURN);
+  const local = addUsage(null, { inputTokens: 500, outputTokens: 200, cacheReadTokens: 300, totalTokens: 1000, costUsd: 0, priced: false });
+  assert.equal(formatTotal([null, null]), null);
+  assert.deepEqual(formatTotal([priced, null, priced]), {
+    text: "3,200 tokens · $0.0150",
+    title: "Total of 2 options: input 2,400, cached 200, cache write 0, output 600 tokens; cost $0.0150",
+  });
+  assert.deepEqual(formatTotal([priced, local]), {
+    text: "2,600 tokens · $0.0075 + unpriced",
+    title:
+      "Total of 2 options: input 1,700, cached 400, cache write 0, output 500 tokens; " +
+      "cost $0.0075 for 1 option; no price is known for 1 option",
+  });
+  assert.equal(formatTotal([local, local]).text, "2,000 tokens · unpriced");
+  assert.match(formatTotal([local]).title, /^Total of 1 option: .*; no price is known for their models$/);
 });

@@ -4,8 +4,11 @@
 // extension, so a dropped connection re-attaches instead of failing the run.
 
 import { VariantCard } from "./js/card.js";
-import { formatDuration, h, icon, plural, truncate } from "./js/dom.js";
+import { DesignSystemsDialog } from "./js/designsystems.js";
+import { h, icon, plural, truncate } from "./js/dom.js";
+import { FullScreen } from "./js/fullscreen.js";
 import { InputPanel } from "./js/inputs.js";
+import { Layout } from "./js/layout.js";
 import {
   APP_ERROR_CODE,
   GenerationSocket,
@@ -24,9 +27,8 @@ import {
   loadSettings,
   saveSettings,
 } from "./js/settings.js";
-import { applyFrame, endCommit, newCommit } from "./js/state.js";
-
-const GENERIC_ERROR = "Generation failed. Please retry.";
+import { GENERIC_ERROR, applyFrame, endCommit, failureText, newCommit, runSummary } from "./js/state.js";
+import { formatTotal } from "./js/usage.js";
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -46,6 +48,7 @@ const els = {
   cancel: $("cancel-button"),
   runbar: $("runbar"),
   runbarText: $("runbar-text"),
+  runUsage: $("run-usage"),
   updatePanel: $("update-panel"),
   updateTarget: $("update-target"),
   updateInput: $("update-input"),
@@ -62,6 +65,15 @@ const els = {
   lightboxCaption: $("lightbox-caption"),
   themeButton: $("theme-button"),
 };
+const layout = new Layout({
+  newPanel: $("new-panel"),
+  newToggle: $("new-toggle"),
+  newBody: $("new-body"),
+  newSummary: $("new-summary"),
+  jump: $("jump"),
+  updatePanel: els.updatePanel,
+  workspace: $("workspace"),
+});
 
 const settings = loadSettings();
 const token = gatewayToken();
@@ -73,6 +85,7 @@ const app = {
   running: null, // {commit, socket, reconnecting: null | {attempt, of}}
   cards: [],
 };
+const fullScreen = new FullScreen(() => app.cards);
 
 // ---------------------------------------------------------------- toasts
 
@@ -134,9 +147,29 @@ els.stack.value = STACKS.some((s) => s.id === settings.stack) ? settings.stack :
 els.stack.addEventListener("change", () => {
   settings.stack = els.stack.value;
   saveSettings(settings);
+  renderNewSummary();
 });
 
-const inputs = new InputPanel({ els, settings, store: saveSettings, token, toast });
+const inputs = new InputPanel({ els, settings, store: saveSettings, token, toast, onRender: () => renderNewSummary() });
+
+/** The folded New page panel's line: what a new generation would start from. */
+function renderNewSummary() {
+  const system = inputs.designSystems.find((s) => s.id === els.designSystem.value);
+  const stack = els.stack.selectedOptions[0]?.textContent ?? "";
+  layout.setSummary([els.mode.textContent, stack, system?.name].filter(Boolean).join(" · "));
+}
+
+const designSystems = new DesignSystemsDialog($("design-systems-dialog"), {
+  token,
+  toast,
+  systems: () => inputs.designSystems,
+  onChange: async (savedId) => {
+    await inputs.loadDesignSystems();
+    if (savedId) inputs.pickDesignSystem(savedId);
+    renderNewSummary();
+  },
+});
+$("design-systems-button").addEventListener("click", () => designSystems.open());
 
 els.prompt.addEventListener("keydown", (e) => {
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) generate();
@@ -174,6 +207,8 @@ function generate() {
   });
   app.project = { inputMode: mode, stack, commits: [commit] };
   start(commit, params);
+  layout.foldNewPage(true);
+  layout.revealRun();
 }
 
 function update() {
@@ -202,6 +237,7 @@ function update() {
   app.project.commits.push(child);
   els.updateInput.value = "";
   start(child, params);
+  layout.revealRun();
 }
 
 function start(commit, params) {
@@ -223,7 +259,7 @@ function cardsOf(commit) {
 
 function onFrame(commit, frame) {
   const change = applyFrame(commit, frame);
-  if (change.error) toast(change.error, "error");
+  if (change.error) toast(failureText(commit), "error");
   if (commit.demo) showDemoNotice();
   if (app.viewed !== commit) return;
   if (change.layout) {
@@ -284,6 +320,7 @@ function finish(commit) {
 
 function show(commit) {
   app.viewed = commit;
+  layout.setHasResults(true);
   renderCards();
   renderVersions();
   renderUpdatePanel();
@@ -291,11 +328,18 @@ function show(commit) {
 }
 
 function renderCards() {
+  fullScreen.close({ restoreFocus: false });
   for (const card of app.cards) card.destroy();
   const commit = app.viewed;
-  app.cards = (commit?.variants ?? []).map(
-    (variant) => new VariantCard(variant, { onSelect: select, onCopy: copyCode, onDownload: downloadCode, onImage: openImage }),
-  );
+  const handlers = {
+    onSelect: select,
+    onCopy: copyCode,
+    onDownload: downloadCode,
+    onImage: openImage,
+    onExpand: (card) => fullScreen.toggle(card),
+    onStep: (delta) => fullScreen.step(delta),
+  };
+  app.cards = (commit?.variants ?? []).map((variant) => new VariantCard(variant, handlers));
   els.variants.replaceChildren(...app.cards.map((c) => c.el));
   els.variants.dataset.count = String(app.cards.length);
   els.empty.hidden = Boolean(commit);
@@ -362,24 +406,16 @@ function renderRunbar(now) {
   const commit = app.running?.commit ?? app.viewed;
   els.runbar.hidden = !commit;
   if (!commit) return;
-  const elapsed = formatDuration((commit.endedAt ?? now) - commit.startedAt);
-  const count = commit.variants.length;
-  const done = commit.variants.filter((v) => v.status !== "generating").length;
-  const verb = commit.kind === "create" ? "Generating" : "Updating";
   const reconnecting = app.running?.commit === commit ? app.running.reconnecting : null;
-  if (reconnecting) {
-    els.runbarText.textContent = `Connection lost: reconnecting… (try ${reconnecting.attempt} of ${reconnecting.of}) · ${elapsed}`;
-    els.runbar.dataset.state = "reconnecting";
-    return;
-  }
-  const text = {
-    running: `${verb} ${plural(count, "option")}… ${done}/${count} done · ${elapsed}`,
-    done: `Done in ${elapsed}: ${commit.variants.filter((v) => v.status === "complete").length}/${count} options complete`,
-    failed: `Failed after ${elapsed}${commit.error ? `: ${commit.error}` : ""}`,
-    cancelled: `Cancelled after ${elapsed}`,
-  }[commit.status];
+  const { state, text } = runSummary(commit, now, reconnecting);
   els.runbarText.textContent = text;
-  els.runbar.dataset.state = commit.status;
+  els.runbar.dataset.state = state;
+  const total = formatTotal(commit.variants.map((v) => v.usage));
+  els.runUsage.hidden = !total;
+  if (total) {
+    els.runUsage.textContent = total.text;
+    els.runUsage.title = total.title;
+  }
 }
 
 function showDemoNotice() {
@@ -387,6 +423,8 @@ function showDemoNotice() {
   els.noticeText.textContent =
     "Running the built-in demo model: no model API key is configured on the server. It builds a real page through the real tools, scripted.";
   els.notice.hidden = false;
+  // The banner pushed everything down just after the run was brought into view.
+  if (app.running?.commit.startedAt > performance.now() - 2000) layout.revealRun();
 }
 
 // ---------------------------------------------------------------- actions

@@ -1,6 +1,8 @@
-// One variant side by side with the others: header (title, model badge, status), live
-// preview / code, actions (copy, download, expand) and the activity feed. Updates are
-// batched into one requestAnimationFrame per card, so a fast stream never thrashes.
+// One variant side by side with the others: header (title, badges, status), live
+// preview / code, actions (copy, download, full screen) and the activity feed. Updates are
+// batched into one requestAnimationFrame per card, so a fast stream never thrashes. In
+// the full-screen view (fullscreen.js) the same card shows its own close and previous /
+// next buttons, and its activity beside the preview on demand.
 
 import { ActivityView } from "./activity.js";
 import { formatDuration, h, icon } from "./dom.js";
@@ -13,16 +15,17 @@ function iconButton(name, label, onclick, testid) {
   return h("button", { type: "button", class: "icon-button", "aria-label": label, title: label, testid, onclick }, icon(name));
 }
 
-function segmented(label, options, current, onchange) {
+function segmented(kind, label, options, current, onchange) {
+  // On a narrow card the labels are hidden from sight only: they still name the buttons.
   const buttons = options.map(({ id, text, iconName }) =>
     h(
       "button",
-      { type: "button", "aria-pressed": String(id === current), dataset: { value: id }, onclick: () => select(id) },
+      { type: "button", "aria-pressed": String(id === current), title: text, dataset: { value: id }, onclick: () => select(id) },
       iconName ? icon(iconName) : null,
-      h("span", { text }),
+      h("span", { class: "button-label", text }),
     ),
   );
-  const group = h("div", { class: "segmented", role: "group", "aria-label": label }, buttons);
+  const group = h("div", { class: `segmented segmented-${kind}`, role: "group", "aria-label": label }, buttons);
   function select(id) {
     for (const b of buttons) b.setAttribute("aria-pressed", String(b.dataset.value === id));
     onchange(id);
@@ -31,7 +34,7 @@ function segmented(label, options, current, onchange) {
 }
 
 export class VariantCard {
-  constructor(variant, { onSelect, onCopy, onDownload, onImage }) {
+  constructor(variant, { onSelect, onCopy, onDownload, onImage, onExpand, onStep }) {
     const i = variant.index;
     this.variant = variant;
     this.dirtyEvents = new Set();
@@ -48,18 +51,40 @@ export class VariantCard {
     this.model = h("span", { class: "badge badge-model", testid: `variant-${i}-model`, title: "Model" });
     this.usage = h("span", { class: "badge badge-usage", testid: `variant-${i}-usage`, hidden: true });
     this.status = h("span", { class: "status-pill", testid: `variant-${i}-status`, role: "status" });
-    this.selectedChip = h("span", { class: "badge badge-selected", text: "Selected for follow-up" });
+    this.selectedChip = h("span", { class: "badge badge-selected", text: "Selected", title: "Follow-ups change this option" });
+    // Per-option badges (model, tokens and cost, and whatever later describes an option).
+    this.badges = h("span", { class: "variant-badges" }, this.model, this.usage);
+    this.position = h("span", { class: "fs-position", testid: `variant-${i}-position` });
+    this.closeButton = iconButton("x", "Close full screen", () => onExpand(this), `variant-${i}-close`);
+    this.closeButton.title = "Close full screen (Esc)";
+    const fullScreenNav = h(
+      "span",
+      { class: "fs-nav" },
+      iconButton("chevronLeft", "Previous option", () => onStep(-1), `variant-${i}-previous`),
+      this.position,
+      iconButton("chevronRight", "Next option", () => onStep(1), `variant-${i}-next`),
+      this.closeButton,
+    );
     this.message = h("p", { class: "variant-message", testid: `variant-${i}-message` });
 
     this.preview = new PreviewFrame({ testId: `variant-${i}-preview`, title: `Preview of option ${i + 1}` });
     this.codeView = h("pre", { class: "code-view", testid: `variant-${i}-code`, tabindex: "0", "aria-label": `Code of option ${i + 1}`, hidden: true }, h("code"));
-    this.expandButton = iconButton("expand", "Expand", () => this.toggleExpanded(), `variant-${i}-expand`);
+    this.expandButton = iconButton("expand", "Full screen", () => onExpand(this), `variant-${i}-expand`);
+    this.expandButton.classList.add("expand-button");
+    this.activityButton = h(
+      "button",
+      { type: "button", class: "ghost-button activity-toggle", "aria-pressed": "false", testid: `variant-${i}-activity-toggle`, onclick: () => this.showActivity(!this.activityShown) },
+      icon("sparkles"),
+      h("span", { class: "button-label", text: "Activity" }),
+    );
+    this.activityShown = false;
     const toolbar = h(
       "div",
       { class: "variant-toolbar" },
-      segmented("Preview or code", [{ id: "preview", text: "Preview", iconName: "eye" }, { id: "code", text: "Code", iconName: "code" }], "preview", (v) => this.setView(v)),
-      segmented("Preview size", [{ id: "desktop", text: "Desktop", iconName: "monitor" }, { id: "mobile", text: "Mobile", iconName: "phone" }], "desktop", (v) => this.preview.setViewport(v)),
+      segmented("view", "Preview or code", [{ id: "preview", text: "Preview", iconName: "eye" }, { id: "code", text: "Code", iconName: "code" }], "preview", (v) => this.setView(v)),
+      segmented("size", "Preview size", [{ id: "desktop", text: "Desktop", iconName: "monitor" }, { id: "mobile", text: "Mobile", iconName: "phone" }], "desktop", (v) => this.preview.setViewport(v)),
       h("span", { class: "spacer" }),
+      this.activityButton,
       iconButton("copy", "Copy code", () => onCopy(this.variant), `variant-${i}-copy`),
       iconButton("download", "Download index.html", () => onDownload(this.variant), `variant-${i}-download`),
       this.expandButton,
@@ -69,7 +94,16 @@ export class VariantCard {
     this.el = h(
       "article",
       { class: "variant", testid: `variant-${i}`, "aria-label": `Option ${i + 1}` },
-      h("header", { class: "variant-head" }, this.selectButton, this.model, this.usage, h("span", { class: "spacer" }), this.selectedChip, this.status),
+      h(
+        "header",
+        { class: "variant-head" },
+        this.selectButton,
+        this.badges,
+        h("span", { class: "spacer" }),
+        this.selectedChip,
+        this.status,
+        fullScreenNav,
+      ),
       this.message,
       toolbar,
       h("div", { class: "variant-stage" }, this.preview.el, this.codeView),
@@ -95,12 +129,32 @@ export class VariantCard {
     if (view === "code") this._renderCode();
   }
 
-  toggleExpanded() {
-    const expanded = this.el.classList.toggle("is-expanded");
-    this.expandButton.setAttribute("aria-label", expanded ? "Collapse" : "Expand");
-    this.expandButton.title = expanded ? "Collapse" : "Expand";
-    this.expandButton.replaceChildren(icon(expanded ? "collapse" : "expand"));
-    this.el.scrollIntoView({ block: "nearest", behavior: "smooth" });
+  /** In or out of the full-screen view: a modal dialog named after the option. */
+  setFullScreen(on, { position = 0, count = 0 } = {}) {
+    const i = this.variant.index;
+    this.el.classList.toggle("is-fullscreen", on);
+    for (const [name, value] of [
+      ["role", "dialog"],
+      ["aria-modal", "true"],
+    ]) {
+      if (on) this.el.setAttribute(name, value);
+      else this.el.removeAttribute(name);
+    }
+    this.el.setAttribute("aria-label", on ? `Option ${i + 1}, full screen` : `Option ${i + 1}`);
+    this.el.dataset.options = String(count);
+    this.position.textContent = on ? `${position} / ${count}` : "";
+    const label = on ? "Close full screen" : "Full screen";
+    this.expandButton.setAttribute("aria-label", label);
+    this.expandButton.title = label;
+    this.expandButton.replaceChildren(icon(on ? "collapse" : "expand"));
+    // Beside the preview when the window has room for both at full size.
+    this.showActivity(on && window.innerWidth >= 1720);
+  }
+
+  showActivity(shown) {
+    this.activityShown = shown;
+    this.el.classList.toggle("shows-activity", shown);
+    this.activityButton.setAttribute("aria-pressed", String(shown));
   }
 
   /** Marks parts dirty; everything is rendered on the next animation frame. */

@@ -19,13 +19,17 @@ function removeButton(label, onclick) {
 }
 
 export class InputPanel {
-  /** `els`: the panel's elements; `store(settings)` persists the picked design system. */
-  constructor({ els, settings, store, token, toast }) {
+  /**
+   * `els`: the panel's elements; `store(settings)` persists the picked design system;
+   * `onRender()` hears every change of what a generation would start from.
+   */
+  constructor({ els, settings, store, token, toast, onRender = () => {} }) {
     this.els = els;
     this.settings = settings;
     this.store = store;
     this.token = token;
     this.toast = toast;
+    this.onRender = onRender;
     this.screenshots = []; // [{dataUrl, name}]
     this.video = null; // {dataUrl, name}: a video create uses exactly one
     this.designSystems = []; // [{id, name, content}]
@@ -51,6 +55,12 @@ export class InputPanel {
     if (!same || !this.els.designSystem.options.length) this.renderDesignSystems();
   }
 
+  pickDesignSystem(id) {
+    this.settings.designSystemId = id;
+    this.store(this.settings);
+    this.renderDesignSystems();
+  }
+
   renderDesignSystems() {
     const select = this.els.designSystem;
     const wanted = this.settings.designSystemId ?? "";
@@ -60,6 +70,7 @@ export class InputPanel {
     );
     select.value = this.designSystems.some((s) => s.id === wanted) ? wanted : "";
     this.els.designSystemHint.textContent = this.designSystems.length ? "its rules guide every option" : "none saved yet";
+    this.onRender();
   }
 
   async addFiles(files) {
@@ -148,6 +159,7 @@ export class InputPanel {
       text: "Text mode",
     }[mode];
     this.els.promptHint.textContent = mode === "text" ? "describe the page to build" : "optional extra instructions";
+    this.onRender();
   }
 
   _bind() {
@@ -195,6 +207,7 @@ export class InputPanel {
     els.designSystem.addEventListener("change", () => {
       this.settings.designSystemId = els.designSystem.value;
       this.store(this.settings);
+      this.onRender();
     });
     // Systems saved elsewhere (the API, another tab) show up without a reload.
     els.designSystem.addEventListener("focus", () => this.loadDesignSystems());

@@ -1,6 +1,7 @@
 // What the input panel sends, without the DOM: which files are screenshots and which a
 // video, the input mode they make, the URL capture (`POST /api/screenshot`) and the saved
-// design systems (`GET /api/design-systems`). Shapes are upstream's (docs/browser-protocol.md).
+// design systems (`/api/design-systems`: list, create, edit, delete). Shapes are upstream's
+// (docs/browser-protocol.md).
 
 export const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/webp"]);
 // Formats Gemini (the only provider that reads video) accepts.
@@ -72,6 +73,52 @@ export async function captureUrl(url, { token = "", fetchImpl = globalThis.fetch
   return { dataUrl: body.url, name };
 }
 
+function designSystemOf(body) {
+  return typeof body?.id === "string" && typeof body.name === "string" && typeof body.content === "string"
+    ? { id: body.id, name: body.name, content: body.content }
+    : null;
+}
+
+/**
+ * Creates (no `id`) or updates a design system. Resolves to `{system}` or `{error}`: the
+ * server's `detail` (a blank name, content over the size limit, too many systems).
+ */
+export async function saveDesignSystem({ id = null, name, content }, { token = "", fetchImpl = globalThis.fetch } = {}) {
+  const url = id ? `/api/design-systems/${encodeURIComponent(id)}` : "/api/design-systems";
+  let response;
+  try {
+    response = await fetchImpl(url, {
+      method: id ? "PATCH" : "POST",
+      headers: { "Content-Type": "application/json", ...authHeaders(token) },
+      body: JSON.stringify({ name, content }),
+    });
+  } catch {
+    return { error: "Could not save the design system: the server could not be reached." };
+  }
+  if (!response.ok) return { error: `Could not save the design system: ${await detailOf(response)}` };
+  let system = null;
+  try {
+    system = designSystemOf(await response.json());
+  } catch {
+    // Saved, but the answer is unreadable: the list, reloaded, still shows it.
+  }
+  return system ? { system } : { error: "Could not save the design system: the server sent no design system." };
+}
+
+/** Deletes a design system: `{}`, or `{error}` with the server's reason. */
+export async function deleteDesignSystem(id, { token = "", fetchImpl = globalThis.fetch } = {}) {
+  let response;
+  try {
+    response = await fetchImpl(`/api/design-systems/${encodeURIComponent(id)}`, {
+      method: "DELETE",
+      headers: authHeaders(token),
+    });
+  } catch {
+    return { error: "Could not delete the design system: the server could not be reached." };
+  }
+  return response.ok ? {} : { error: `Could not delete the design system: ${await detailOf(response)}` };
+}
+
 /** The saved design systems, `[{id, name, content}]`; `[]` when the server cannot say. */
 export async function loadDesignSystems(token = "", fetchImpl = globalThis.fetch) {
   try {
@@ -79,9 +126,7 @@ export async function loadDesignSystems(token = "", fetchImpl = globalThis.fetch
     if (!response.ok) return [];
     const body = await response.json();
     if (!Array.isArray(body)) return [];
-    return body
-      .filter((s) => typeof s?.id === "string" && typeof s.name === "string" && typeof s.content === "string")
-      .map(({ id, name, content }) => ({ id, name, content }));
+    return body.map(designSystemOf).filter(Boolean);
   } catch {
     return [];
   }

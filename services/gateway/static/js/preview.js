@@ -2,6 +2,8 @@
 // at most once per animation frame; on top of that, re-renders are spaced out while code
 // streams in, so a fast stream never thrashes the frame. The latest code always renders.
 
+import { withKeyRelay } from "./framekeys.js";
+
 const VIEWPORTS = {
   desktop: { width: 1280, height: 800 },
   mobile: { width: 390, height: 844 },
@@ -57,7 +59,7 @@ export class PreviewFrame {
     this.shown = code;
     this.lastRender = performance.now();
     this.loading = this.frame.isConnected;
-    this.frame.srcdoc = code;
+    this.frame.srcdoc = withKeyRelay(code);
     this.placeholder.hidden = Boolean(code);
   }
 
@@ -79,8 +81,11 @@ export class PreviewFrame {
     const vp = VIEWPORTS[this.viewport];
     const style = this.frame.style;
     if (this.viewport === "desktop") {
-      const scale = Math.min(1, stageWidth / vp.width);
-      style.width = `${vp.width}px`;
+      // A stage wider than the desktop viewport (the full-screen view) shows the page at
+      // that width, at full size, instead of a 1280 px page beside an empty margin.
+      const width = Math.max(vp.width, stageWidth);
+      const scale = stageWidth / width;
+      style.width = `${width}px`;
       style.height = `${stageHeight / scale}px`;
       style.left = "0px";
       style.top = "0px";

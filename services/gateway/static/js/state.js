@@ -2,7 +2,10 @@
 // and each variant its code, history and agent events. `applyFrame` folds one server
 // frame into a commit and reports what changed so the views can update just that.
 
+import { formatDuration, plural } from "./dom.js";
 import { addUsage } from "./usage.js";
+
+export const GENERIC_ERROR = "Generation failed. Please retry.";
 
 let localIds = 0;
 
@@ -228,6 +231,7 @@ export function applyFrame(commit, frame, now = performance.now()) {
 export function endCommit(commit, outcome, message, now = performance.now()) {
   commit.status = outcome;
   commit.endedAt = now;
+  if (outcome === "failed" && message && !commit.error) commit.error = message;
   const touched = [];
   for (const variant of commit.variants) {
     if (variant.status !== "generating") continue;
@@ -240,9 +244,44 @@ export function endCommit(commit, outcome, message, now = performance.now()) {
       if (variant.status === "error") variant.error = "The generation ended without code.";
     } else {
       finalize(variant, "error", now);
-      variant.error = message || "Generation failed. Please retry.";
+      variant.error = message || GENERIC_ERROR;
     }
     touched.push(variant.index);
   }
   return touched;
+}
+
+/**
+ * Why a run failed. When every option failed, each says why on its own card: the text
+ * points there (quoting the reason when they all share it) instead of the server's
+ * generic "Please contact support" (upstream's, kept on the wire for its UI).
+ */
+export function failureText(commit) {
+  const failed = commit.variants.filter((v) => v.status === "error");
+  if (!failed.length || failed.length < commit.variants.length) return commit.error || GENERIC_ERROR;
+  const all = failed.length === 1 ? "The option" : failed.length === 2 ? "Both options" : `All ${failed.length} options`;
+  const reasons = new Set(failed.map((v) => v.error));
+  return reasons.size === 1 && failed[0].error ? `${all} failed: ${failed[0].error}` : `${all} failed; each option says why.`;
+}
+
+/** The run bar: `{state, text}` for a commit, `now` for the running clock. */
+export function runSummary(commit, now, reconnecting = null) {
+  const elapsed = formatDuration((commit.endedAt ?? now) - commit.startedAt);
+  if (reconnecting) {
+    return {
+      state: "reconnecting",
+      text: `Connection lost: reconnecting… (try ${reconnecting.attempt} of ${reconnecting.of}) · ${elapsed}`,
+    };
+  }
+  const count = commit.variants.length;
+  const done = commit.variants.filter((v) => v.status !== "generating").length;
+  const complete = commit.variants.filter((v) => v.status === "complete").length;
+  const verb = commit.kind === "create" ? "Generating" : "Updating";
+  const text = {
+    running: `${verb} ${plural(count, "option")}… ${done}/${count} done · ${elapsed}`,
+    done: `Done in ${elapsed}: ${complete}/${count} options complete`,
+    failed: `Failed after ${elapsed}: ${failureText(commit)}`,
+    cancelled: `Cancelled after ${elapsed}`,
+  }[commit.status];
+  return { state: commit.status, text };
 }

@@ -31,24 +31,62 @@ export function formatCost(usd, priced = usd > 0) {
   return `$${usd < 1 ? usd.toFixed(4) : usd.toFixed(2)}`;
 }
 
-/** The badge text and its tooltip for a variant's usage; null before any turn ended. */
-export function formatUsage(usage) {
-  if (!usage) return null;
+function tokensOf(usage) {
   // Providers report a total; one that does not still has its parts counted.
-  const tokens = usage.totalTokens || usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens + usage.outputTokens;
-  const priced = usage.priced === true;
-  const cost = formatCost(usage.costUsd, priced);
-  const turns = `${usage.turns} model turn${usage.turns === 1 ? "" : "s"}`;
-  const parts = [
+  return usage.totalTokens || usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens + usage.outputTokens;
+}
+
+function tokenParts(usage) {
+  return [
     `input ${tokenFormat.format(usage.inputTokens)}`,
     `cached ${tokenFormat.format(usage.cacheReadTokens)}`,
     `cache write ${tokenFormat.format(usage.cacheWriteTokens)}`,
     `output ${tokenFormat.format(usage.outputTokens)}`,
-  ];
+  ].join(", ");
+}
+
+/** The badge text and its tooltip for a variant's usage; null before any turn ended. */
+export function formatUsage(usage) {
+  if (!usage) return null;
+  const priced = usage.priced === true;
+  const cost = formatCost(usage.costUsd, priced);
+  const turns = `${usage.turns} model turn${usage.turns === 1 ? "" : "s"}`;
   const price = priced ? `cost ${cost}` : "no price is known for this model";
   return {
-    text: `${tokenFormat.format(tokens)} tokens · ${cost}`,
-    title: `${turns}: ${parts.join(", ")} tokens; ${price}`,
+    text: `${tokenFormat.format(tokensOf(usage))} tokens · ${cost}`,
+    title: `${turns}: ${tokenParts(usage)} tokens; ${price}`,
     priced,
+  };
+}
+
+/**
+ * The run bar's total over a generation's options (their `usage`, null for an option
+ * without a finished turn): tokens and cost summed; the cost of the priced options only,
+ * saying so when some option's model has no price. Null before any option has usage.
+ */
+export function formatTotal(usages) {
+  const counted = usages.filter(Boolean);
+  if (!counted.length) return null;
+  const sum = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+  let tokens = 0;
+  for (const usage of counted) {
+    for (const field of Object.keys(sum)) sum[field] += usage[field];
+    tokens += tokensOf(usage);
+  }
+  const unpriced = counted.filter((u) => u.priced !== true).length;
+  const priced = counted.length - unpriced;
+  const options = (n) => `${n} option${n === 1 ? "" : "s"}`;
+  let cost;
+  let price;
+  if (!priced) {
+    cost = "unpriced";
+    price = "no price is known for their models";
+  } else {
+    cost = formatCost(sum.costUsd, true) + (unpriced ? " + unpriced" : "");
+    price = `cost ${formatCost(sum.costUsd, true)}` + (unpriced ? ` for ${options(priced)}; no price is known for ${options(unpriced)}` : "");
+  }
+  return {
+    text: `${tokenFormat.format(tokens)} tokens · ${cost}`,
+    title: `Total of ${options(counted.length)}: ${tokenParts(sum)} tokens; ${price}`,
   };
 }
