@@ -41,9 +41,13 @@ class Suite(Processes):
         self.agent = await start_agent(self.env, self.tools)
 
 
+# Metrics on free ports too: the default ones may be taken by another suite on the machine.
+METRICS = ("--metrics-listen", "127.0.0.1:0")
+
+
 async def start_agent(env: dict[str, str], tools: Service) -> Service:
     agent_env = {**env, "S2C_TOOLS_ADDR": f"127.0.0.1:{tools.port}"}
-    return await start_service("agent", ["--listen", "127.0.0.1:0"], agent_env)
+    return await start_service("agent", ["--listen", "127.0.0.1:0", *METRICS], agent_env)
 
 
 async def start_gateway(env: dict[str, str], agent: Service) -> Service:
@@ -55,7 +59,7 @@ async def start_gateway(env: dict[str, str], agent: Service) -> Service:
 async def suite(data_dir: Path, **extra: str) -> AsyncIterator[Suite]:
     # Paced, so a generation is still streaming when a process is killed.
     env = base_env(data_dir, {"S2C_DEMO_PACE_MS": "15", **extra})
-    tools = await start_service("tools", ["--listen", "127.0.0.1:0"], env)
+    tools = await start_service("tools", ["--listen", "127.0.0.1:0", *METRICS], env)
     agent = await start_agent(env, tools)
     running = Suite(tools, agent, await start_gateway(env, agent), env)
     try:
