@@ -1,7 +1,9 @@
-"""`s2c eval` as a process against the real suite (demo model) over the shipped set.
+"""`s2c eval` as a process against the real suite (demo model) over part of the shipped set.
 
 The run is interrupted with SIGINT after its first item, then resumed to the end; the
-report it leaves is opened in Chromium.
+report it leaves is opened in Chromium. Four of the shipped items (each kind of viewport
+and the PNG-only one) exercise every path of the run; `tests/eval/test_scores.py` scores
+every shipped page, so the whole set here would only repeat it at ~5 s an item.
 """
 
 from __future__ import annotations
@@ -20,12 +22,26 @@ import pytest_asyncio
 from playwright.async_api import async_playwright
 
 from services.eval.render import chromium_path
-from services.eval.sets import load_set
+from services.eval.sets import BUILTIN_SETS
 from tests.processes import Processes, base_env
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[2]
-ITEMS = len(load_set("basic").items)
+PICKED = ("landing", "mobile-profile", "not-found", "poster")
+ITEMS = len(PICKED)
+
+
+def part_of_basic(root: Path) -> Path:
+    """A set directory holding PICKED from the shipped `basic` set, in that order."""
+    manifest = json.loads((BUILTIN_SETS / "basic" / "manifest.json").read_text("utf-8"))
+    items = {item["id"]: item for item in manifest["items"]}
+    root.mkdir()
+    for name in PICKED:
+        source = BUILTIN_SETS / "basic" / items[name]["file"]
+        (root / source.name).write_bytes(source.read_bytes())
+    picked = {**manifest, "name": "basic-part", "items": [items[n] for n in PICKED]}
+    (root / "manifest.json").write_text(json.dumps(picked), "utf-8")
+    return root
 
 
 @dataclass
@@ -44,10 +60,12 @@ class DemoEval:
     final: dict[str, Any]
 
 
-async def start_eval(out: Path, agent: int, data_dir: Path) -> asyncio.subprocess.Process:
+async def start_eval(
+    reference_set: Path, out: Path, agent: int, data_dir: Path
+) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
-        *("-m", "services.cli", "eval", "basic", "--model", "demo"),
+        *("-m", "services.cli", "eval", str(reference_set), "--model", "demo"),
         *("--out", str(out), "--agent", f"127.0.0.1:{agent}"),
         cwd=ROOT,
         env=base_env(data_dir),
@@ -67,7 +85,8 @@ async def demo_eval(
 ) -> AsyncIterator[DemoEval]:
     out = tmp_path_factory.mktemp("eval") / "out"
     data = tmp_path_factory.mktemp("eval-data")
-    process = await start_eval(out, processes.agent.port, data)
+    reference_set = part_of_basic(tmp_path_factory.mktemp("sets") / "basic-part")
+    process = await start_eval(reference_set, out, processes.agent.port, data)
     assert process.stderr is not None
     # Not a terminal: one line per finished item on stderr. Interrupt after the first.
     first = await process.stderr.readline()
@@ -75,7 +94,7 @@ async def demo_eval(
     process.send_signal(signal.SIGINT)
     interrupted = await finish(process, first)
     partial = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    resumed = await finish(await start_eval(out, processes.agent.port, data))
+    resumed = await finish(await start_eval(reference_set, out, processes.agent.port, data))
     final = json.loads((out / "results.json").read_text(encoding="utf-8"))
     yield DemoEval(out, interrupted, partial, resumed, final)
 
