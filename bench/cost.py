@@ -19,7 +19,7 @@ the baseline "replay everything, no cache key" (`collapse_versions=False`,
 against its own fresh fake. Per request: input tokens sent
 (cached ones included), cached (read; Anthropic's writes are shown after a `+`) and
 billed-equivalent input tokens (cache reads and writes at the model's price relative
-to its input price, from services/agent/pricing.py). Variants run one after another,
+to its input price, from the provider registry). Variants run one after another,
 so every variant's first request finds the previous one's prefix cached; real
 variants run in parallel, and the first requests of one generation may all miss.
 """
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from PIL import Image
 
 from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
-from services.agent.pricing import PRICES, Usage
+from services.agent.pricing import Usage
 from services.agent.prompts import build_prompt_messages, current_file
 from services.agent.providers.anthropic import AnthropicSession
 from services.agent.providers.base import (
@@ -57,6 +57,7 @@ from services.agent.providers.base import (
 from services.agent.providers.gemini import GeminiSession
 from services.agent.providers.openai_chat import OpenAIChatSession
 from services.agent.providers.openai_responses import OpenAIResponsesSession
+from services.agent.providers.registry import PRICES
 from services.agent.providers.replay import replay_arguments
 from services.tools.definitions import TOOL_DEFINITIONS
 from services.tools.file_tools import create_file, edit_file
@@ -117,7 +118,7 @@ def screenshot() -> str:
 @dataclass(frozen=True)
 class Provider:
     name: str
-    api_name: str  # priced in services/agent/pricing.py
+    api_name: str  # priced in services/agent/providers/registry.py
     note: str = ""
 
 

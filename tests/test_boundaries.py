@@ -106,3 +106,95 @@ def test_the_check_sees_every_spelling_of_an_import(
     source: str, module: str, expected: list[str]
 ) -> None:
     assert foreign_imports(source, module) == expected
+
+
+# ---------------------------------------------------------------- inside one service
+
+MAX_LINES = 500
+
+
+def internal_imports(service: str) -> dict[str, set[str]]:
+    """module → the modules of the same service it imports, wherever the import stands:
+    at the top, under `TYPE_CHECKING`, or inside a function (each is a dependency the
+    module's reader must know, and a cycle through any of them is a cycle)."""
+    modules = dict(modules_of(service))
+    prefix = f"services.{service}."
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        names = imported_modules(path.read_text(encoding="utf-8"), module)
+        graph[module] = {
+            # `from package import module` names the module; `from module import name`
+            # names the module (its `.name` is not one).
+            name
+            for name in names
+            if name.startswith(prefix) and name in modules and name != module
+        }
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize("service", [*SERVICES, "common"])
+def test_no_import_cycle_inside_a_service(service: str) -> None:
+    graph = internal_imports(service)
+    assert sum(map(len, graph.values())) > 3, f"found no imports inside services/{service}"
+    assert cycles(graph) == [], (
+        "modules of one service import each other in a circle (imports under "
+        "TYPE_CHECKING and inside functions count): make the dependency go one way"
+    )
+
+
+def test_the_cycle_check_finds_a_circle_and_only_a_circle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_every_file_under_services_is_under_the_line_cap() -> None:
+    # Vendored third-party files are not ours to cut.
+    files = [
+        path
+        for path in (ROOT / "services").rglob("*")
+        if path.is_file()
+        and path.suffix in {".py", ".js", ".mjs", ".css", ".html"}
+        and "vendor" not in path.relative_to(ROOT).parts
+    ]
+    assert len(files) > 50
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in files
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) >= MAX_LINES
+    }
+    assert long == {}, f"split these files (at most {MAX_LINES - 1} lines): {long}"

@@ -10,28 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from services.agent.domain import GenerationRequest
-from services.agent.models import variant_count
-from services.agent.providers import registry
-from services.agent.settings import AgentSettings
-
-DEMO_VARIANTS = 2
-
 
 class Busy(Exception):
     """This agent already runs as many variants as it may."""
-
-
-def variant_plan(request: GenerationRequest, settings: AgentSettings) -> tuple[int, frozenset[str]]:
-    """How many variants the request runs, and the providers with a key. Raises
-    CredentialsError for credentials the policy refuses."""
-    count = variant_count(request.generation_type, request.input_mode, request.variant_count)
-    credentials = settings.credential_policy.resolve(request.credentials)
-    keys = frozenset(p.id for p in registry.KEYED if credentials.key(p.credential))
-    pinned = request.models or settings.pinned_models
-    if not (keys or pinned or settings.local_models or request.variant_count):
-        count = DEMO_VARIANTS
-    return count, keys
 
 
 class Admission:

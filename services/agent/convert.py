@@ -19,10 +19,10 @@ from services.agent.domain import (
     Prompt,
     Stack,
 )
-from services.agent.models import MAX_VARIANTS, ModelSelectionError, resolve
+from services.agent.models import MAX_VARIANTS
 from services.agent.runstore import RunRecord
 from services.common.credentials import credentials_from_proto
-from services.common.errors import FieldViolation, InvalidRequest
+from services.common.errors import FieldViolation
 from services.common.proto_enums import enum_names
 from services.common.structs import to_struct
 
@@ -76,8 +76,12 @@ def _check_create_input(request: pb.GenerateCodeRequest) -> list[FieldViolation]
     return []
 
 
-def request_from_proto(request: pb.GenerateCodeRequest) -> GenerationRequest:
-    """Validates and converts; raises InvalidRequest listing every violation."""
+def request_from_proto(
+    request: pb.GenerateCodeRequest,
+) -> tuple[GenerationRequest, list[FieldViolation]]:
+    """The domain request, and what is wrong with the proto's fields (an unknown enum
+    value stands in as its default), so the planner reports them with its own
+    (planning.py: model ids and credentials are its to check)."""
     violations: list[FieldViolation] = []
     if request.generation_id and not _GENERATION_ID.fullmatch(request.generation_id):
         violations.append(
@@ -117,21 +121,14 @@ def request_from_proto(request: pb.GenerateCodeRequest) -> GenerationRequest:
     violations += _check_create_input(request)
     if not 0 <= request.variant_count <= MAX_VARIANTS:
         violations.append(FieldViolation("variant_count", f"must be 0..{MAX_VARIANTS}"))
-    for i, model in enumerate(request.models):
-        try:
-            resolve(model)
-        except ModelSelectionError as exc:
-            violations.append(FieldViolation(f"models[{i}]", str(exc)))
-    if violations:
-        raise InvalidRequest(violations)
     file_state = None
     if request.HasField("file_state") and request.file_state.content.strip():
         file_state = FileState(request.file_state.path or "index.html", request.file_state.content)
-    return GenerationRequest(
+    domain = GenerationRequest(
         generation_id=request.generation_id,
-        generation_type=_TYPES[request.generation_type],
-        input_mode=_MODES[request.input_mode],
-        stack=STACK_NAMES[request.stack],
+        generation_type=_TYPES.get(request.generation_type, "create"),
+        input_mode=_MODES.get(request.input_mode, "image"),
+        stack=STACK_NAMES.get(request.stack, "html_tailwind"),
         prompt=Prompt(
             prompt.text,
             prompt.full_text if prompt.full_text.strip() else "",
@@ -157,6 +154,7 @@ def request_from_proto(request: pb.GenerateCodeRequest) -> GenerationRequest:
         variant_count=request.variant_count,
         asset_base_url=request.asset_base_url.rstrip("/"),
     )
+    return domain, violations
 
 
 def usage_to_proto(usage: ev.Usage) -> common_pb2.Usage:

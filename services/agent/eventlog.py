@@ -49,8 +49,6 @@ DEFAULT_TICK_S = 0.04
 DEFAULT_CODE_TICK_S = 0.01
 # The longest a loaded agent stretches the code tick to (CodePace): the text tick's.
 MAX_CODE_TICK_S = 0.04
-# Code messages per second one agent aims at once loaded (CodePace; S2C_CODE_MESSAGES_PER_S).
-DEFAULT_CODE_MESSAGES_PER_S = 1000.0
 
 Streamed = AssistantDelta | ThinkingDelta | CodeDelta
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.agent.domain import GenerationRequest
+from services.agent.pricing import Price
 from services.agent.providers import registry
-from services.common.errors import FieldViolation
 
 DEMO_MODEL_ID = "demo"
 LOCAL_PREFIX = "local:"
@@ -25,13 +25,21 @@ class ModelSpec:
     provider: str  # a registry id, or "demo"
     api_name: str
     effort: str | None
+    price: Price | None = None  # its family's (registry.py); None: unpriced
+
+    @property
+    def priced(self) -> bool:
+        """Whether its cost is known (a 0 cost of an unpriced model is not $0)."""
+        return self.price is not None
 
 
 def _family_specs(provider: str, family: registry.ModelFamily) -> list[ModelSpec]:
     if not family.unit:
-        return [ModelSpec(family.api_name, provider, family.api_name, family.efforts[0])]
+        return [
+            ModelSpec(family.api_name, provider, family.api_name, family.efforts[0], family.price)
+        ]
     return [
-        ModelSpec(_family_id(family, e, family.unit), provider, family.api_name, e)
+        ModelSpec(_family_id(family, e, family.unit), provider, family.api_name, e, family.price)
         for e in family.efforts
     ]
 
@@ -118,7 +126,7 @@ def select_models(
     input_mode: str,
     count: int,
     providers_with_keys: frozenset[str],
-    pinned: Sequence[str] = (),
+    pinned: Sequence[ModelSpec] = (),
     local_models: Sequence[str] = (),
     has_video: bool = False,
 ) -> list[ModelSpec]:
@@ -129,14 +137,14 @@ def select_models(
     unpinned, it picks the video models as upstream does; a pinned model that would
     drop it is refused rather than told to "analyze this video" it never gets."""
     video = input_mode == "video" or has_video
-    ids: Sequence[str]
     if pinned:
-        ids = pinned
         if has_video:
-            for model_id in ids:
-                if not takes_video(resolve(model_id)):
-                    raise ModelSelectionError(_no_video(model_id))
-    elif video and (providers_with_keys or local_models):
+            for spec in pinned:
+                if not takes_video(spec):
+                    raise ModelSelectionError(no_video(spec.id))
+        return [pinned[i % len(pinned)] for i in range(count)]
+    ids: Sequence[str]
+    if video and (providers_with_keys or local_models):
         ids = _video_models(providers_with_keys)
     elif providers_with_keys:
         ids = _spread(generation_type, input_mode, providers_with_keys)
@@ -158,33 +166,7 @@ def has_video(request: GenerationRequest) -> bool:
     return bool(request.prompt.videos) or any(m.videos for m in request.history)
 
 
-def video_violations(
-    request: GenerationRequest, configured: Sequence[str] = ()
-) -> list[FieldViolation]:
-    """The pinned models (the request's, else `configured`: S2C_MODELS) that would drop
-    the request's video, one violation each."""
-    if not has_video(request):
-        return []
-    if request.models:
-        return [
-            FieldViolation(f"models[{i}]", _no_video(model_id))
-            for i, model_id in enumerate(request.models)
-            if not takes_video(resolve(model_id))
-        ]
-    out = []
-    for model_id in configured:
-        try:
-            spec = resolve(model_id)
-        except ModelSelectionError:
-            continue  # the generation reports a bad S2C_MODELS entry itself
-        if not takes_video(spec):
-            out.append(
-                FieldViolation("prompt.videos", f"{_no_video(model_id)} (pinned by S2C_MODELS)")
-            )
-    return out
-
-
-def _no_video(model_id: str) -> str:
+def no_video(model_id: str) -> str:
     readers = " or ".join(m for p in registry.KEYED for m in p.video)
     return f"Model {model_id} takes no video input; video needs a Gemini model, e.g. {readers}"
 

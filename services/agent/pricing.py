@@ -1,4 +1,8 @@
-"""Token usage and the price table (USD per million tokens)."""
+"""Token usage and what it costs (prices in USD per million tokens).
+
+The prices themselves are the provider registry's (providers/registry.py): each catalogue
+model family carries its own, so a new provider's prices are part of its one entry.
+"""
 
 from __future__ import annotations
 
@@ -39,32 +43,10 @@ class Price:
     cache_write: float
 
 
-PRICES: dict[str, Price] = {
-    "gpt-5.4-mini": Price(0.40, 3.20, 0.10, 0.0),
-    "gpt-5.4-2026-03-05": Price(2.50, 15.00, 0.25, 0.0),
-    "gpt-5.5": Price(2.50, 15.00, 0.25, 0.0),
-    "gpt-5.6-sol": Price(2.50, 15.00, 0.25, 0.0),
-    "gpt-5.6-terra": Price(2.50, 15.00, 0.25, 0.0),
-    "claude-sonnet-4-6": Price(3.00, 15.00, 0.30, 3.75),
-    "claude-opus-4-8": Price(5.00, 25.00, 0.50, 6.25),
-    "claude-fable-5": Price(10.00, 50.00, 1.00, 12.50),
-    "gemini-3-flash-preview": Price(0.50, 3.00, 0.05, 0.0),
-    "gemini-3-pro-preview": Price(2.00, 12.00, 0.20, 0.0),
-    "gemini-3.1-pro-preview": Price(2.00, 12.00, 0.20, 0.0),
-    "gemini-3.5-flash": Price(0.50, 3.00, 0.05, 0.0),
-}
-
-
-def is_priced(provider: str, api_name: str) -> bool:
-    """Whether a cost from `cost_usd` is the model's cost. The demo model never has
-    one, whatever it is called; anything else has one when the table names it."""
-    return provider != "demo" and api_name in PRICES
-
-
-def cost_usd(api_name: str, usage: Usage) -> float:
-    """Cost of `usage` on the model `api_name`; 0.0 for models we have no price for
-    (local OpenAI-compatible servers, the demo model)."""
-    price = PRICES.get(api_name)
+def cost_usd(price: Price | None, usage: Usage) -> float:
+    """Cost of `usage` at `price` (its model's, from the provider registry); 0.0 for a
+    model without one (local OpenAI-compatible servers, the demo model): such a model is
+    "unpriced", which clients show as such rather than as $0."""
     if price is None:
         return 0.0
     return (

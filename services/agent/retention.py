@@ -8,8 +8,9 @@ finishing — and the oldest finished generation goes first whatever is still ru
 a long generation never holds back the retirement of the ones that finished after it.
 Running generations are never retired (their number is bounded by admission).
 
-A retired generation is not lost: its run record stays in the run store, and
-`WatchGeneration` replays that record's final state (see servicer.py).
+The policy knows ids and sizes only; what it keeps and what a retired generation
+leaves behind (its run record, which `WatchGeneration` replays) is the archive's
+(archive.py).
 """
 
 from __future__ import annotations
@@ -19,50 +20,21 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from services.agent.domain import GenerationRequest
-from services.agent.events import (
-    CodeSnapshot,
-    Event,
-    GenerationComplete,
-    GenerationError,
-    Payload,
-    Usage,
-    VariantComplete,
-    VariantCount,
-    VariantError,
-)
-from services.agent.runstore import RunRecord
-
-if TYPE_CHECKING:
-    from services.agent.generation import Generation
 
 
 @dataclass(frozen=True, slots=True)
 class RetentionLimits:
-    """0 turns a bound off."""
+    """0 turns a bound off (the agent's come from its settings, `S2C_RETAIN_*`)."""
 
-    max_count: int = 64
-    max_bytes: int = 32 << 20
-    max_age_s: float = 300.0
+    max_count: int
+    max_bytes: int
+    max_age_s: float
 
 
 @dataclass(slots=True)
 class _Kept:
     size: int
     finished: float  # time.monotonic()
-
-
-def request_bytes(request: GenerationRequest) -> int:
-    """The request's large parts: media data URLs, history text, the file being edited."""
-    size = len(request.prompt.text) + sum(map(len, request.prompt.images))
-    size += sum(map(len, request.prompt.videos)) + sum(map(len, request.option_codes))
-    for message in request.history:
-        size += len(message.text) + sum(map(len, message.images)) + sum(map(len, message.videos))
-    if request.file_state is not None:
-        size += len(request.file_state.content)
-    return size
 
 
 class Retention:
@@ -127,34 +99,3 @@ class Retention:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-
-
-def retained_size(generation: Generation) -> int:
-    """What keeping a finished generation costs: its log, request and final code."""
-    codes = sum(len(v.code) for v in generation.variants)
-    return generation.log.bytes + request_bytes(generation.request) + codes
-
-
-def replay(record: RunRecord, after_sequence: int) -> list[Event]:
-    """The events a client re-attaching to a retired generation gets: each variant's
-    final code and outcome, and the generation's end, numbered on from `after_sequence`
-    (the original numbering went with the log). Variants that did not finish get no
-    event of their own, as in a live log; the final `GenerationComplete` says why."""
-    payloads: list[tuple[int, Payload]] = [
-        (0, VariantCount(len(record.variants), tuple(v.model for v in record.variants)))
-    ]
-    for variant in record.variants:
-        if variant.code:
-            payloads.append((variant.index, CodeSnapshot("", variant.code)))
-        if variant.status == "completed":
-            usage = Usage(variant.usage, variant.cost_usd, variant.priced)
-            payloads.append((variant.index, VariantComplete(usage)))
-        elif variant.status == "failed":
-            payloads.append((variant.index, VariantError(variant.error)))
-    if record.status == "failed":
-        payloads.append((0, GenerationError(record.error)))
-    payloads.append((0, GenerationComplete(record.status)))
-    return [
-        Event(record.generation_id, after_sequence + i, index, "", payload)
-        for i, (index, payload) in enumerate(payloads, start=1)
-    ]

@@ -2,12 +2,14 @@
 
 A record holds what an operator needs after the fact — status, models, each tool
 call's timing and outcome, tokens, cost, the final code — and never a credential:
-records are built by `request_summary` / `snapshot`, which leave keys out and
-redact them from free text (provider errors sometimes echo the key they were given).
+records are built from `request_summary` and `redacted` (archive.py `snapshot`), which
+leave keys out and redact them from free text (provider errors sometimes echo the key
+they were given).
 
-SQLite (one file under S2C_DATA_DIR) by default; PostgreSQL when several agent
-replicas share one store. Both backends run the DDL and the queries below, so the
-schemas cannot drift apart; PostgreSQL only swaps the `?` placeholders for `%s`.
+SQLite (`runstore_sqlite.py`, one file under S2C_DATA_DIR) by default; PostgreSQL
+(`runstore_postgres.py`) when several agent replicas share one store; the server picks
+one (server.py). Both backends run the DDL and the queries below, so the schemas cannot
+drift apart; PostgreSQL only swaps the `?` placeholders for `%s`.
 """
 
 from __future__ import annotations
@@ -17,15 +19,11 @@ import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from services.agent.domain import GenerationRequest, ToolCallRecord, VariantRecord
 from services.agent.events import RunStatus
 from services.agent.pricing import Usage
-
-if TYPE_CHECKING:
-    from services.agent.generation import Generation
 
 REDACTED = "[redacted]"
 SQLITE_FILE = "runs.sqlite3"
@@ -73,26 +71,16 @@ async def closed_unless_opened(store: RunStore, opening: Awaitable[int]) -> int:
         raise
 
 
-def open_run_store(data_dir: Path, database_url: str | None) -> RunStore:
-    """PostgreSQL for a postgres:// URL, else SQLite in `data_dir`. Not yet opened."""
-    if database_url and database_url.startswith(("postgres://", "postgresql://")):
-        from services.agent.runstore_postgres import PostgresRunStore
-
-        return PostgresRunStore(database_url)
-    from services.agent.runstore_sqlite import SqliteRunStore
-
-    return SqliteRunStore(data_dir / SQLITE_FILE)
-
-
 # ---------------------------------------------------------------- building records
 
 
-def _redactor(secrets: Iterable[str]) -> tuple[str, ...]:
+def redactor(secrets: Iterable[str]) -> tuple[str, ...]:
+    """The secrets to redact, in the order `redact` needs them."""
     # Longest first, so a key that contains another is replaced whole.
     return tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
 
 
-def _redact(text: str, secrets: tuple[str, ...]) -> str:
+def redact(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         text = text.replace(secret, REDACTED)
     return text
@@ -101,12 +89,12 @@ def _redact(text: str, secrets: tuple[str, ...]) -> str:
 def request_summary(request: GenerationRequest, secrets: Iterable[str] = ()) -> dict[str, Any]:
     """What was asked for, without credentials, base URLs (they can embed a token) or
     media (only counts: images are megabytes and may be private)."""
-    keys = _redactor([*request.credentials.secrets(), *secrets])
+    keys = redactor([*request.credentials.secrets(), *secrets])
     return {
         "type": request.generation_type,
         "input_mode": request.input_mode,
         "stack": request.stack,
-        "prompt_text": _redact(request.prompt.text, keys),
+        "prompt_text": redact(request.prompt.text, keys),
         "image_count": len(request.prompt.images),
         "video_count": len(request.prompt.videos),
         "history_messages": len(request.history),
@@ -115,22 +103,11 @@ def request_summary(request: GenerationRequest, secrets: Iterable[str] = ()) -> 
     }
 
 
-def snapshot(generation: Generation, secrets: Iterable[str] = ()) -> RunRecord:
-    """The record of `generation` as it stands. Pass the service's own keys as
-    `secrets` (the request's keys are redacted anyway)."""
-    keys = _redactor([*generation.request.credentials.secrets(), *secrets])
-    return RunRecord(
-        generation_id=generation.id,
-        status=generation.status,
-        started_at=generation.started_at,
-        finished_at=generation.finished_at,
-        error=_redact(generation.error, keys),
-        request=request_summary(generation.request, keys),
-        variants=tuple(
-            # A copy: the live record keeps changing while this one is saved.
-            replace(v, error=_redact(v.error, keys), code=_redact(v.code, keys))
-            for v in generation.variants
-        ),
+def redacted(variant: VariantRecord, secrets: tuple[str, ...]) -> VariantRecord:
+    """A copy of `variant` (the live record keeps changing while the copy is saved) with
+    `secrets` out of its free text."""
+    return replace(
+        variant, error=redact(variant.error, secrets), code=redact(variant.code, secrets)
     )
 
 

@@ -6,16 +6,17 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
-from services.agent.generation import GenerationManager
+from services.agent.core import AgentCore
 from services.agent.metrics import AgentMetrics
 from services.agent.providers.factory import ProviderSessions, SessionFactory
-from services.agent.runstore import open_run_store
+from services.agent.runstore import SQLITE_FILE, RunStore
 from services.agent.runstore_health import HEALTH_SERVICE, STORE_NAME, ObservedRunStore
 from services.agent.servicer import AgentServicer
 from services.agent.settings import AgentSettings
@@ -26,8 +27,22 @@ from services.common.storage import StorageHealth
 log = logging.getLogger(__name__)
 
 
+def open_run_store(data_dir: Path, database_url: str | None) -> RunStore:
+    """PostgreSQL for a postgres:// URL, else SQLite in `data_dir`. Not yet opened. Each
+    backend is imported only when chosen (psycopg is of no use to a SQLite agent)."""
+    if database_url and database_url.startswith(("postgres://", "postgresql://")):
+        from services.agent.runstore_postgres import PostgresRunStore
+
+        return PostgresRunStore(database_url)
+    from services.agent.runstore_sqlite import SqliteRunStore
+
+    return SqliteRunStore(data_dir / SQLITE_FILE)
+
+
 class AgentServer(GrpcService):
-    """The agent service: its gRPC server, generation manager and tool client."""
+    """The agent service, composed: a request is planned (planning.py), run by the
+    manager and its runner (manager.py, runner.py) and then kept by the archive
+    (archive.py), over the run store, tool client and model sessions chosen here."""
 
     def __init__(self, settings: AgentSettings, sessions: SessionFactory | None = None) -> None:
         """`sessions` makes each variant's model session; default: the providers the
@@ -46,11 +61,12 @@ class AgentServer(GrpcService):
         self.providers: ProviderSessions | None = None
         if sessions is None:
             sessions = self.providers = ProviderSessions(settings)
-        self.manager = GenerationManager(settings, self.tools, sessions, self.metrics, self.store)
+        self.core = AgentCore.compose(settings, self.tools, sessions, self.metrics, self.store)
+        self.manager = self.core.manager
         self._background: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        servicer = AgentServicer(self.manager, self.settings, self.metrics, captures=self.tools)
+        servicer = AgentServicer(self.settings, self.core, self.tools, self.metrics)
 
         def register(server: grpc.aio.Server) -> Sequence[str]:
             pb_grpc.add_AgentServiceServicer_to_server(servicer, server)

@@ -12,14 +12,16 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from s2c.common.v1 import common_pb2
 
 from services.agent.admission import Busy
+from services.agent.archive import replay
 from services.agent.convert import event_to_proto, request_from_proto, run_to_proto
+from services.agent.core import AgentCore
 from services.agent.eventlog import Streamed
 from services.agent.events import Event
-from services.agent.generation import Generation, GenerationManager, ShuttingDown
+from services.agent.generation import Generation
+from services.agent.manager import ShuttingDown
 from services.agent.metrics import AgentMetrics
-from services.agent.models import CATALOGUE, LOCAL_PREFIX, video_violations
+from services.agent.models import CATALOGUE, LOCAL_PREFIX
 from services.agent.providers import registry
-from services.agent.retention import replay
 from services.agent.runstore_health import StoreUnavailable
 from services.agent.settings import AgentSettings
 from services.agent.tool_client import (
@@ -30,6 +32,7 @@ from services.agent.tool_client import (
     ToolServiceError,
     UrlCapture,
 )
+from services.agent.tooling import ToolContext
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid, clip
 from services.common.proto_enums import enum_names
@@ -59,16 +62,17 @@ _CAPTURE_FORMATS: dict[int, CaptureFormat] = enum_names(
 class AgentServicer(pb_grpc.AgentServiceServicer):
     def __init__(
         self,
-        manager: GenerationManager,
         settings: AgentSettings,
+        core: AgentCore,
+        tools: GrpcToolExecutor,
         metrics: AgentMetrics,
-        *,
-        captures: GrpcToolExecutor | None = None,
     ) -> None:
-        self._manager = manager
         self._settings = settings
+        self._planner = core.planner
+        self._manager = core.manager
+        self._archive = core.archive
+        self._tools = tools  # capabilities, and CaptureUrl forwarded to a worker
         self._events_sent = metrics.events_sent
-        self._captures = captures  # the tool client CaptureUrl is forwarded to
 
     async def GenerateCode(
         self, request: pb.GenerateCodeRequest, context: Context
@@ -89,32 +93,23 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 yield message
 
     async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
-        violations = self._credential_violations(request.credentials)
         try:
-            domain = request_from_proto(request)
+            plan = self._planner.plan(*request_from_proto(request))
         except InvalidRequest as exc:
-            violations = [*exc.violations, *violations]
-        else:
-            # A pinned model that takes no video would silently drop it.
-            violations += video_violations(domain, self._settings.pinned_models)
-        if violations:
-            await abort_invalid(context, InvalidRequest(violations))
+            await abort_invalid(context, exc)
         try:
             parent = incoming_context(context.invocation_metadata())
             # The generation task starts inside this span, so its spans are children.
             with tracer("s2c.agent").start_as_current_span(
-                "GenerateCode",
-                context=parent,
-                attributes={"s2c.generation_id": domain.generation_id},
+                "GenerateCode", context=parent, attributes={"s2c.generation_id": plan.id}
             ):
                 # The caller's deadline bounds the generation, too.
-                return self._manager.start(domain, deadline_s=context.time_remaining())
+                return self._manager.start(plan, deadline_s=context.time_remaining())
         except ShuttingDown as exc:
             await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
         except Busy as exc:
             log.info(
-                "generation refused: busy",
-                extra={"generation_id": domain.generation_id, "reason": str(exc)},
+                "generation refused: busy", extra={"generation_id": plan.id, "reason": str(exc)}
             )
             await abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except ValueError as exc:
@@ -141,7 +136,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             return
         # Retired, or left by an agent that restarted: the final state its record keeps,
         # ending the way the generation ended (a run still "running" is another replica's).
-        record = await self._manager.get_record(request.generation_id)
+        record = await self._archive.stored(request.generation_id)
         if record is None or record.status == "running":
             await self._find(request.generation_id, context)  # NOT_FOUND
             return
@@ -158,8 +153,13 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     async def GetGeneration(
         self, request: pb.GetGenerationRequest, context: Context
     ) -> pb.GetGenerationResponse:
+        generation = self._manager.get(request.generation_id)
         try:
-            record = await self._manager.get_record(request.generation_id)
+            record = (
+                self._archive.snapshot(generation)
+                if generation is not None
+                else await self._archive.stored(request.generation_id)
+            )
         except StoreUnavailable as exc:
             # Not NOT_FOUND: the record may exist, or exist stale; retry once storage heals.
             await abort(context, grpc.StatusCode.UNAVAILABLE, clip(str(exc), 400))
@@ -201,8 +201,11 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self, request: pb.GetCapabilitiesRequest, context: Context
     ) -> pb.GetCapabilitiesResponse:
         await self._resolved(request.credentials, context)
+        wanted = ToolContext(
+            credentials=credentials_from_proto(request.credentials), assume_input_images=True
+        )
         try:
-            offer = await self._manager.tool_offer(credentials_from_proto(request.credentials))
+            offer = await self._tools.list_tools(wanted)
         except ToolServiceError as exc:
             await abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
         return pb.GetCapabilitiesResponse(
@@ -227,10 +230,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             violations.append(FieldViolation("format", f"unknown format {request.format}"))
         if violations or device is None or fmt is None:
             await abort_invalid(context, InvalidRequest(violations))
-        if self._captures is None:
-            await abort(context, grpc.StatusCode.UNAVAILABLE, "URL capture is not set up here")
         try:
-            image = await self._captures.capture_url(
+            image = await self._tools.capture_url(
                 UrlCapture(request.url, device, fmt), timeout_s=context.time_remaining()
             )
         except ToolCallFailed as exc:
@@ -240,16 +241,14 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             await abort(context, exc.code, clip(exc.message, 600))
         return pb.CaptureUrlResponse(**image.fields())
 
-    def _credential_violations(self, proto: common_pb2.Credentials) -> list[FieldViolation]:
-        policy = self._settings.credential_policy
-        return policy.violations(credentials_from_proto(proto), prefix="credentials.")
-
     async def _resolved(self, proto: common_pb2.Credentials, context: Context) -> Credentials:
         """The request's credentials resolved against ours, or INVALID_ARGUMENT."""
-        violations = self._credential_violations(proto)
+        policy = self._settings.credential_policy
+        credentials = credentials_from_proto(proto)
+        violations = policy.violations(credentials, prefix="credentials.")
         if violations:
             await abort_invalid(context, InvalidRequest(violations))
-        return self._settings.credential_policy.resolve(credentials_from_proto(proto))
+        return policy.resolve(credentials)
 
     async def _find(self, generation_id: str, context: Context) -> Generation:
         generation = self._manager.get(generation_id)

@@ -1,13 +1,17 @@
-"""The agent service's settings: read once from the environment, then passed down."""
+"""The agent service's settings: read once from the environment, then passed down.
+
+A leaf: it imports no module of the agent, so every module it configures may import it
+(the values flow down; nothing here knows what uses them).
+"""
 
 from __future__ import annotations
 
+import re
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.agent.eventlog import DEFAULT_CODE_MESSAGES_PER_S, DEFAULT_TICK_S
-from services.agent.retention import RetentionLimits
 from services.common import settings_env
 from services.common.credentials import (
     CredentialPolicy,
@@ -19,6 +23,35 @@ from services.common.security import GrpcSecurity
 
 def _csv(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+# An agent's name prefixes the ids it mints (`<name>-<32 hex>`), and generation ids are
+# at most 64 of these characters: the name gets 31 of them.
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,31}")
+AGENT_NAME_ENV = "S2C_AGENT_NAME"
+# Code messages a second a loaded agent aims at (eventlog.CodePace; S2C_CODE_MESSAGES_PER_S).
+DEFAULT_CODE_MESSAGES_PER_S = 1000.0
+
+
+def checked_agent_name(value: str) -> str:
+    """`value` if it can name an agent, else ValueError saying what would."""
+    if not _NAME.fullmatch(value):
+        raise ValueError(
+            f"{AGENT_NAME_ENV} must be 1-31 letters, digits, '-' or '_', got {value[:80]!r}"
+        )
+    return value
+
+
+def default_agent_name() -> str:
+    """This host's name (its first label, made a valid name): stable across restarts where
+    the host is (a StatefulSet pod's name, a compose service's `hostname`)."""
+    label = socket.gethostname().split(".")[0]
+    return re.sub(r"[^A-Za-z0-9_-]", "-", label)[:31] or "agent"
+
+
+def _agent_name(env: Mapping[str, str]) -> str:
+    value = env.get(AGENT_NAME_ENV, "").strip()
+    return checked_agent_name(value) if value else default_agent_name()
 
 
 def _float_or_none(value: str, name: str) -> float | None:
@@ -33,6 +66,10 @@ def _float_or_none(value: str, name: str) -> float | None:
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
     listen: str = "127.0.0.1:50051"
+    # The prefix of the generation ids this agent mints, by which a gateway routes a
+    # resume or a cancel to it: unique among a gateway's agents, and the same after a
+    # restart (S2C_AGENT_NAME; default: the host name).
+    agent_name: str = field(default_factory=default_agent_name)
     tools_addr: str = "127.0.0.1:50052"
     data_dir: Path = Path(".s2c-data")
     credentials: Credentials = field(default_factory=Credentials)
@@ -60,7 +97,8 @@ class AgentSettings:
     grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
     database_url: str = ""  # postgresql://… for a shared run store; empty: SQLite in data_dir
     # How long streamed deltas may wait to be merged into one event (see eventlog.py).
-    event_tick_s: float = DEFAULT_TICK_S
+    # The same as eventlog.DEFAULT_TICK_S (tests/agent/test_settings.py holds them equal).
+    event_tick_s: float = 0.04
     # Code messages a second a loaded agent aims at: past this × 10 ms generations their
     # code ticks stretch, up to 40 ms (eventlog.CodePace). 0: a fixed 10 ms code tick.
     code_messages_per_s: float = DEFAULT_CODE_MESSAGES_PER_S
@@ -76,17 +114,12 @@ class AgentSettings:
     def credential_policy(self) -> CredentialPolicy:
         return CredentialPolicy(self.credentials, self.allow_request_base_urls)
 
-    @property
-    def retention(self) -> RetentionLimits:
-        return RetentionLimits(
-            self.retained_generations, self.retained_bytes, self.retained_seconds
-        )
-
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
         env = settings_env.environ(env)
         return cls(
             tools_addr=env.get("S2C_TOOLS_ADDR", "127.0.0.1:50052"),
+            agent_name=_agent_name(env),
             **settings_env.service_fields(env),
             credentials=Credentials.from_env(env),
             allow_request_base_urls=request_base_urls_allowed(env),

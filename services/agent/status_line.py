@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from services.agent.models import ModelSpec
+from services.agent.providers import registry
 
 GENERATING = "Generating code..."
 DEMO_STATUS = (
     "Generating code with the built-in demo model: no model API key is configured. "
-    "Set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY (or add a key in the settings "
-    "dialog) to use a real model."
+    f"Set {registry.key_envs_text()} (or add a key in the settings dialog) to use a real "
+    "model."
 )
 # Appended to each variant's status line when the run record could not be saved: the
 # client learns the run will be missing from the history (the cause is in the agent's log).

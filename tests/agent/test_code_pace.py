@@ -11,8 +11,8 @@ import pytest
 from services.agent.domain import Prompt
 from services.agent.eventlog import CodePace, EventLog
 from services.agent.events import CodeDelta
-from services.agent.generation import GenerationManager
 from services.agent.settings import AgentSettings
+from tests.agent.cores import Manager as GenerationManager
 from tests.agent.test_engine import InProcessTools, request
 from tests.agent.test_eventlog import read_now
 from tests.agent.test_generation_retention import GatedSessions

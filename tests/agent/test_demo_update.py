@@ -19,12 +19,12 @@ from services.agent.demo import demo_turns, demo_update_script
 from services.agent.demo_pages import CTA_NEW, CTA_OLD, demo_page
 from services.agent.demo_update import NOTE_END, NOTE_START, demo_edit, note_html
 from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
-from services.agent.generation import GenerationManager
 from services.agent.providers.base import ExecutedTool, ToolCall
 from services.agent.providers.factory import ProviderSessions
 from services.agent.providers.scripted import CallTool
 from services.agent.settings import AgentSettings
 from services.common.html import extract_html_content
+from tests.agent.cores import Manager as GenerationManager
 from tests.agent.test_demo import STACKS
 from tests.agent.test_engine import InProcessTools, run
 

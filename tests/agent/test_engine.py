@@ -14,7 +14,7 @@ from services.agent import events as ev
 from services.agent.convert import event_to_proto
 from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
 from services.agent.engine import CostBudget, PreviewReplay, VariantEngine
-from services.agent.generation import ALL_FAILED, Generation, GenerationManager
+from services.agent.generation import Generation
 from services.agent.providers.base import (
     ProviderError,
     ProviderSession,
@@ -30,6 +30,7 @@ from services.agent.providers.scripted import (
     Think,
     call_tool,
 )
+from services.agent.runner import ALL_FAILED
 from services.agent.settings import AgentSettings
 from services.agent.tooling import ToolContext, ToolOffer, ToolOutcome
 from services.gateway.frames import FrameBuilder
@@ -40,6 +41,7 @@ from services.tools.types import FileState as ToolFile
 from services.tools.types import ToolCall as ToolsCall
 from services.tools.types import ToolContext as ToolsContext
 from services.tools.types import ToolFlags
+from tests.agent.cores import Manager as GenerationManager
 
 PAGE = "<!DOCTYPE html><html><body><h1>Hi \u00e9 \U0001f600</h1></body></html>"
 

@@ -3,8 +3,8 @@ and the file itself once when an edit then misses text the model could not see."
 
 from __future__ import annotations
 
-from services.agent.generation import GenerationManager
 from services.agent.providers.scripted import Say, ScriptedTurn, call_tool
+from tests.agent.cores import Manager as GenerationManager
 from tests.agent.test_engine import InProcessTools, request, run, scripted, settings
 
 BIG = "<!DOCTYPE html><html><body>\n" + "<p>a row of the page</p>\n" * 200 + "</body></html>"

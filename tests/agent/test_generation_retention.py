@@ -8,14 +8,15 @@ from dataclasses import replace
 from typing import Any
 
 from services.agent import events as ev
+from services.agent.archive import replay
 from services.agent.domain import VariantRecord
-from services.agent.generation import GenerationManager
 from services.agent.providers.base import ProviderSession
 from services.agent.providers.factory import SessionRequest
 from services.agent.providers.scripted import ScriptedSession
-from services.agent.retention import Retention, RetentionLimits, replay
+from services.agent.retention import Retention, RetentionLimits
 from services.agent.runstore import RunRecord
 from services.agent.settings import AgentSettings
+from tests.agent.cores import Manager as GenerationManager
 from tests.agent.test_engine import CREATE_THEN_EDIT, InProcessTools, request, run
 
 
@@ -56,19 +57,19 @@ async def test_retained_count_stays_bounded_past_the_cap() -> None:
     for generation_id in ids:
         await run(m, request(generation_id=generation_id))
     assert held_ids(m) == ids[-3:]
-    assert m._metrics.retained_generations._value.get() == 3
+    assert m.metrics.retained_generations._value.get() == 3
 
 
 async def test_retained_bytes_stay_bounded() -> None:
     probe = manager(retained_generations=0, retained_bytes=0, retained_seconds=0)
     await run(probe, request(generation_id="probe"))
-    one = probe._metrics.retained_bytes._value.get()
+    one = probe.metrics.retained_bytes._value.get()
     assert one > 2 * len(CREATE_THEN_EDIT)  # the log, the request and the code count
 
     m = manager(retained_generations=0, retained_bytes=int(one * 2.5), retained_seconds=0)
     for i in range(10):
         await run(m, request(generation_id=f"g{i}"))
-        assert m._metrics.retained_bytes._value.get() <= one * 2.5
+        assert m.metrics.retained_bytes._value.get() <= one * 2.5
     assert held_ids(m) == ["g8", "g9"]
 
 

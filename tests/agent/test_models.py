@@ -7,6 +7,9 @@ import pytest
 from services.agent import models
 from services.agent.domain import GenerationRequest, HistoryMessage, Prompt
 from services.agent.models import ModelSelectionError, resolve, select_models
+from services.agent.planning import Planner
+from services.agent.settings import AgentSettings
+from services.common.errors import FieldViolation, InvalidRequest
 
 # Upstream's `Llm` values (the strings its UI shows and keys badges on), in its order.
 UPSTREAM_LLM = [
@@ -51,6 +54,8 @@ def test_an_unknown_id_is_still_refused() -> None:
 
 def ids(**kwargs: object) -> list[str]:
     defaults: dict[str, object] = {"generation_type": "create", "input_mode": "image", "count": 2}
+    if "pinned" in kwargs:  # the planner resolves pinned ids before it selects
+        kwargs["pinned"] = [resolve(model_id) for model_id in kwargs["pinned"]]  # type: ignore[attr-defined]
     return [s.id for s in select_models(**{**defaults, **kwargs})]  # type: ignore[arg-type]
 
 
@@ -90,11 +95,19 @@ def test_video_violations_name_the_field_that_pinned_the_model() -> None:
         history=(HistoryMessage("user", "this", videos=(video,)),),
         models=("gemini-3-flash-preview (high thinking)", "gpt-5.5 (low effort)"),
     )
-    [violation] = models.video_violations(with_video)
+    [violation] = violations(Planner(AgentSettings()), with_video)
     assert violation.field == "models[1]"
     assert violation.description.startswith("Model gpt-5.5 (low effort) takes no video input")
     configured = GenerationRequest("g", prompt=Prompt(videos=(video,)))
-    [violation] = models.video_violations(configured, ("local:llama3.2", "nonsense"))
+    pinned = Planner(AgentSettings(pinned_models=("local:llama3.2", "nonsense")))
+    [violation] = violations(pinned, configured)
     assert violation.field == "prompt.videos"
     assert violation.description.endswith("(pinned by S2C_MODELS)")
-    assert models.video_violations(GenerationRequest("g"), ("local:llama3.2",)) == []
+    local = Planner(AgentSettings(pinned_models=("local:llama3.2",)))
+    assert local.plan(GenerationRequest("g")).models[0].id == "local:llama3.2"
+
+
+def violations(planner: Planner, request: GenerationRequest) -> list[FieldViolation]:
+    with pytest.raises(InvalidRequest) as caught:
+        planner.plan(request)
+    return caught.value.violations

@@ -17,9 +17,10 @@ from dataclasses import replace
 
 import pytest
 
-from services.agent.generation import Generation, GenerationManager
+from services.agent.generation import Generation
 from services.agent.runstore import RunRecord
 from services.agent.settings import AgentSettings
+from tests.agent.cores import Manager as GenerationManager
 from tests.agent.test_engine import InProcessTools, request
 from tests.agent.test_generation_retention import GatedSessions
 

@@ -17,6 +17,7 @@ import pytest
 from psycopg import sql
 
 from services.agent import runstore as rs
+from services.agent.archive import snapshot
 from services.agent.domain import (
     GenerationRequest,
     Prompt,
@@ -26,16 +27,11 @@ from services.agent.domain import (
 from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
 from services.agent.pricing import Usage
-from services.agent.runstore import (
-    REDACTED,
-    RunRecord,
-    RunStore,
-    open_run_store,
-    snapshot,
-)
+from services.agent.runstore import REDACTED, RunRecord, RunStore
 from services.agent.runstore_health import ObservedRunStore, RecordNotSaved, StoreUnavailable
 from services.agent.runstore_postgres import PostgresRunStore
 from services.agent.runstore_sqlite import SqliteRunStore
+from services.agent.server import open_run_store
 from services.common.credentials import Credentials, Endpoint
 from services.common.storage import StorageHealth
 from tests.pg import PostgresServer, postgres_server

@@ -26,7 +26,7 @@ from aiohttp import web
 from playwright.async_api import Browser, Error, Page, WebSocket, expect
 
 from services.agent.models import CATALOGUE
-from services.agent.pricing import PRICES
+from services.agent.providers.registry import PRICES
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials, Endpoint
 from services.tools.settings import ToolsSettings

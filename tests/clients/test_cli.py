@@ -16,7 +16,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from s2c.common.v1 import common_pb2
 
 from services.agent.models import CATALOGUE
-from services.agent.pricing import PRICES
+from services.agent.providers.registry import PRICES
 from services.cli_view import GenerationView
 from tests.clients import (
     GRPC_TOKEN,

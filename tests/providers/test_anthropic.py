@@ -120,6 +120,7 @@ def make_config(
             PromptMessage("user", "A landing page"),
         ),
         tools=TOOLS,
+        price=registry.PRICES[MODEL],
         max_retries=0,
         request_timeout_s=timeout_s,
     )
@@ -187,7 +188,7 @@ async def test_a_tool_loop_streams_deltas_and_replays_the_conversation(
     assert turn_2.usage == Usage(60, 80, 1500, 200, 1840)
     assert (turn_3.assistant_text, turn_3.tool_calls) == ("Done: the page is ready.", [])
     total = Usage(1300, 400, 3400, 1200, 0)
-    assert session.total_cost_usd() == pytest.approx(cost_usd(MODEL, total))
+    assert session.total_cost_usd() == pytest.approx(cost_usd(registry.PRICES[MODEL], total))
     assert session.total_cost_usd() == pytest.approx(
         (1300 * 5.0 + 400 * 25.0 + 3400 * 0.5 + 1200 * 6.25) / 1e6
     )

@@ -12,6 +12,7 @@ from openai import AsyncOpenAI
 
 from services.agent.domain import GenerationRequest
 from services.agent.models import resolve
+from services.agent.planning import Planner
 from services.agent.pricing import Usage
 from services.agent.providers.base import (
     ExecutedTool,
@@ -54,6 +55,7 @@ def _session(sessions: ProviderSessions, key: str = KEY, base_url: str = "") -> 
             messages=config("").messages,
             tools=(CREATE_FILE,),
             request=request,
+            credentials=Planner(sessions.settings).plan(request).credentials,
         )
     )
     assert isinstance(session, PooledSession)

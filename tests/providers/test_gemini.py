@@ -97,6 +97,7 @@ def make_config(
             PromptMessage("user", "A landing page"),
         ),
         tools=TOOLS,
+        price=registry.PRICES[MODEL],
         max_retries=0,
         request_timeout_s=timeout_s,
     )
@@ -191,7 +192,7 @@ async def test_a_tool_loop_streams_deltas_and_replays_the_conversation(
         Usage(800, 5, 0, 0, 805),
     )
     total = Usage(1450, 205, 450, 0, 0)
-    assert session.total_cost_usd() == pytest.approx(cost_usd(MODEL, total))
+    assert session.total_cost_usd() == pytest.approx(cost_usd(registry.PRICES[MODEL], total))
     assert session.total_cost_usd() == pytest.approx((1450 * 0.5 + 205 * 3.0 + 450 * 0.05) / 1e6)
 
     # First request: config, system instruction, tools.

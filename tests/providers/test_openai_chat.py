@@ -15,6 +15,7 @@ from openai import AsyncOpenAI
 
 from services.agent.domain import GenerationRequest
 from services.agent.models import resolve
+from services.agent.planning import Planner
 from services.agent.pricing import Usage, cost_usd
 from services.agent.providers import errors, registry
 from services.agent.providers.base import (
@@ -261,7 +262,13 @@ async def test_reasoning_extensions_become_thinking(
 async def test_effort_cost_and_keyless_server(fake: FakeOpenAI) -> None:
     fake.add_chat(chat_turn([Text(["ok"])], usage=TokenUsage(input=1000, cached=400, output=100)))
     # No key: a local server. The session makes its own client from the config.
-    cfg = config(fake.base_url, api_key="", api_name="gpt-5.4-mini", effort="low")
+    cfg = config(
+        fake.base_url,
+        api_key="",
+        api_name="gpt-5.4-mini",
+        effort="low",
+        price=registry.PRICES["gpt-5.4-mini"],
+    )
     session = OpenAIChatSession(cfg)
     turn = await session.stream_turn(Recorder())
     await session.close()
@@ -270,7 +277,9 @@ async def test_effort_cost_and_keyless_server(fake: FakeOpenAI) -> None:
     assert request.headers["Authorization"] == "Bearer not-needed"
     assert request.json["reasoning_effort"] == "low"
     assert turn.usage == Usage(600, 100, 400, 0, 1100)
-    assert session.total_cost_usd() == pytest.approx(cost_usd("gpt-5.4-mini", turn.usage))
+    assert session.total_cost_usd() == pytest.approx(
+        cost_usd(registry.PRICES["gpt-5.4-mini"], turn.usage)
+    )
     assert session.total_cost_usd() > 0
 
 
@@ -381,13 +390,15 @@ async def test_released_pause_finishes_the_turn(fake: FakeOpenAI, client: AsyncO
 
 def through_registry(settings: AgentSettings, model: str = "local:qwen3-coder") -> ProviderSession:
     """The session the agent would run: model id → registry entry → factory → session."""
+    request = GenerationRequest(generation_id="g-registry")
     return ProviderSessions(settings)(
         SessionRequest(
             resolve(model),
             variant_index=0,
             messages=config("").messages,
             tools=(CREATE_FILE,),
-            request=GenerationRequest(generation_id="g-registry"),
+            request=request,
+            credentials=Planner(settings).plan(request).credentials,
         )
     )
 

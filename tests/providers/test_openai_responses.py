@@ -111,6 +111,7 @@ def config(base_url: str, **changes: Any) -> SessionConfig:
             PromptMessage("user", "Make this page", images=(USER_IMAGE,)),
         ),
         tools=(CREATE_FILE, EDIT_FILE, SCREENSHOT),
+        price=registry.PRICES["gpt-5.4-mini"],
         max_retries=0,
     )
     return replace(base, **changes)
@@ -188,7 +189,9 @@ async def test_tool_loop_streams_events_and_continues_statelessly(
     assert turn3.tool_calls == []
     assert turn3.assistant_text == "All done."
 
-    expected_cost = sum(cost_usd("gpt-5.4-mini", t.usage) for t in (turn1, turn2, turn3))
+    expected_cost = sum(
+        cost_usd(registry.PRICES["gpt-5.4-mini"], t.usage) for t in (turn1, turn2, turn3)
+    )
     assert turn2.usage == Usage(500, 80, 1500, 0, 2080)
     assert expected_cost > 0
     assert session.total_cost_usd() == pytest.approx(expected_cost)

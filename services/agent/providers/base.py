@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 # The engine forwards these as generation events: one class for each, in events.py.
 from services.agent.events import AssistantDelta as AssistantDelta
 from services.agent.events import ThinkingDelta as ThinkingDelta
-from services.agent.pricing import Usage
+from services.agent.pricing import Price, Usage
 from services.common.tool_types import MediaPart as MediaPart
 from services.common.tool_types import ToolCall as ToolCall
 
@@ -126,6 +126,7 @@ class SessionConfig:
     base_url: str | None
     messages: tuple[PromptMessage, ...]  # messages[0] is the system prompt
     tools: tuple[ToolSpec, ...]
+    price: Price | None = None  # the model's (registry.py); None: unpriced
     max_output_tokens: int = 50_000
     # SDK-level retries happen before any byte of the turn streamed, so they never
     # replay output the user already saw.

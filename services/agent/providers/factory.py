@@ -19,7 +19,7 @@ from services.agent.providers.base import (
 from services.agent.providers.clients import ClientPool
 from services.agent.providers.scripted import ScriptedSession
 from services.agent.settings import AgentSettings
-from services.common.credentials import CredentialsError
+from services.common.credentials import Credentials
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +31,8 @@ class SessionRequest:
     messages: tuple[PromptMessage, ...]
     tools: tuple[ToolSpec, ...]
     request: GenerationRequest
+    # Every credential source's key and base URL, resolved by the plan (planning.py).
+    credentials: Credentials
 
 
 # The agent's one seam for model sessions: the default providers go through it, and tests
@@ -44,7 +46,7 @@ class ProviderSessions:
     owner calls `aclose` once no session runs any more."""
 
     def __init__(self, settings: AgentSettings) -> None:
-        self._settings = settings
+        self.settings = settings
         self.clients = ClientPool()
         registry.preload(settings)
 
@@ -57,18 +59,12 @@ class ProviderSessions:
             script = demo_turns(
                 request, wanted.variant_index, tools_offered=[t.name for t in tools]
             )
-            return ScriptedSession(script, pace_s=self._settings.demo_pace_s)
+            return ScriptedSession(script, pace_s=self.settings.demo_pace_s)
         provider = registry.get(spec.provider)
-        try:
-            endpoint = self._settings.credential_policy.endpoint(
-                request.credentials, provider.credential
-            )
-        except CredentialsError as exc:
-            # The servicer refuses these requests up front; this guards other callers.
-            raise ProviderError(f"Refused credentials: {exc}") from None
+        endpoint = wanted.credentials.get(provider.credential)
         base_url = endpoint.base_url
         if provider.override is not None:
-            base_url = provider.override.base_url(self._settings) or base_url
+            base_url = provider.override.base_url(self.settings) or base_url
             if not base_url:
                 raise ProviderError(provider.override.missing.format(model=spec.id))
         elif not endpoint.api_key:
@@ -83,7 +79,8 @@ class ProviderSessions:
                 base_url=base_url or None,
                 messages=wanted.messages,
                 tools=tools,
-                max_retries=self._settings.provider_max_retries,
+                price=spec.price,
+                max_retries=self.settings.provider_max_retries,
             ),
             self.clients,
         )

@@ -20,6 +20,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from services.agent.pricing import Price
 from services.agent.providers.base import ProviderName, ProviderSession, SessionConfig
 from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.settings import AgentSettings
@@ -34,13 +35,15 @@ class ModelFamily:
     `"{api_name} ({effort} {unit})"`, effort `none` reading `no` (`gpt-5.5 (no
     thinking)`); with no unit the id is the api name alone and the model runs at
     `efforts[0]`. `legacy_unit` names the unit of ids this catalogue used before; they
-    stay accepted as aliases so pinned configurations keep working.
+    stay accepted as aliases so pinned configurations keep working. `price` is the API
+    model's, whatever the effort (USD per million tokens).
     """
 
     api_name: str
     efforts: tuple[str, ...]
     unit: str = ""
     legacy_unit: str = ""
+    price: Price | None = None  # None: unpriced (its cost is unknown, not $0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +115,11 @@ def _openai_chat(config: SessionConfig, clients: ClientPool) -> ProviderSession:
 
 _EFFORTS = ("none", "low", "medium", "high", "xhigh")
 _CLAUDE = ("low", "medium", "high", "xhigh", "max")
+# Prices shared by several families: input, output, cache read, cache write.
+_GPT = Price(2.50, 15.00, 0.25, 0.0)
+_GPT_MINI = Price(0.40, 3.20, 0.10, 0.0)
+_FLASH = Price(0.50, 3.00, 0.05, 0.0)
+_PRO = Price(2.00, 12.00, 0.20, 0.0)
 
 PROVIDERS: tuple[ProviderSpec, ...] = (
     ProviderSpec(
@@ -121,11 +129,11 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         _openai_responses,
         "services.agent.providers.openai_responses",
         models=(
-            ModelFamily("gpt-5.4-mini", ("low",), "thinking", "effort"),
-            ModelFamily("gpt-5.4-2026-03-05", _EFFORTS, "thinking", "effort"),
-            ModelFamily("gpt-5.5", _EFFORTS, "thinking", "effort"),
-            ModelFamily("gpt-5.6-sol", (*_EFFORTS, "max"), "thinking", "effort"),
-            ModelFamily("gpt-5.6-terra", ("low",), "thinking", "effort"),
+            ModelFamily("gpt-5.4-mini", ("low",), "thinking", "effort", _GPT_MINI),
+            ModelFamily("gpt-5.4-2026-03-05", _EFFORTS, "thinking", "effort", _GPT),
+            ModelFamily("gpt-5.5", _EFFORTS, "thinking", "effort", _GPT),
+            ModelFamily("gpt-5.6-sol", (*_EFFORTS, "max"), "thinking", "effort", _GPT),
+            ModelFamily("gpt-5.6-terra", ("low",), "thinking", "effort", _GPT),
         ),
         alone=("gpt-5.5 (high thinking)", "gpt-5.5 (low thinking)"),
     ),
@@ -136,9 +144,11 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         _anthropic,
         "services.agent.providers.anthropic",
         models=(
-            ModelFamily("claude-sonnet-4-6", ("high",)),
-            ModelFamily("claude-opus-4-8", _CLAUDE, "effort"),
-            ModelFamily("claude-fable-5", _CLAUDE, "effort"),
+            ModelFamily("claude-sonnet-4-6", ("high",), price=Price(3.00, 15.00, 0.30, 3.75)),
+            ModelFamily("claude-opus-4-8", _CLAUDE, "effort", price=Price(5.00, 25.00, 0.50, 6.25)),
+            ModelFamily(
+                "claude-fable-5", _CLAUDE, "effort", price=Price(10.00, 50.00, 1.00, 12.50)
+            ),
         ),
         alone=("claude-opus-4-8 (medium effort)", "claude-sonnet-4-6"),
     ),
@@ -149,9 +159,13 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         _gemini,
         "services.agent.providers.gemini",
         models=(
-            ModelFamily("gemini-3-flash-preview", ("high", "minimal"), "thinking"),
-            ModelFamily("gemini-3.1-pro-preview", ("high", "medium", "low"), "thinking"),
-            ModelFamily("gemini-3.5-flash", ("high", "medium", "low", "minimal"), "thinking"),
+            ModelFamily("gemini-3-flash-preview", ("high", "minimal"), "thinking", price=_FLASH),
+            ModelFamily(
+                "gemini-3.1-pro-preview", ("high", "medium", "low"), "thinking", price=_PRO
+            ),
+            ModelFamily(
+                "gemini-3.5-flash", ("high", "medium", "low", "minimal"), "thinking", price=_FLASH
+            ),
         ),
         alone=(
             "gemini-3-flash-preview (minimal thinking)",
@@ -178,12 +192,32 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
     ),
 )
 _BY_ID: dict[str, ProviderSpec] = {spec.id: spec for spec in PROVIDERS}
+# Each priced API model's price, by API name (clients' and benchmarks' look-up; the agent
+# reads a model's own, ModelSpec.price).
+PRICES: dict[str, Price] = {
+    family.api_name: family.price
+    for spec in PROVIDERS
+    for family in spec.models
+    if family.price is not None
+}
 KEYED: tuple[ProviderSpec, ...] = tuple(spec for spec in PROVIDERS if not spec.local)
 LOCAL: ProviderSpec = next(spec for spec in PROVIDERS if spec.local)
 
 
 def get(provider_id: str) -> ProviderSpec:
     return _BY_ID[provider_id]
+
+
+def key_envs() -> list[str]:
+    """Every environment variable that gives a keyed provider its key (aliases too)."""
+    names = [name for spec in KEYED for name in BY_ID[spec.credential].key_envs]
+    return list(dict.fromkeys(names))
+
+
+def key_envs_text() -> str:
+    """The key variables a user may set, as a text names them: "A, B or C"."""
+    names = list(dict.fromkeys(spec.name.key_env for spec in KEYED))
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
 
 
 def preload(settings: AgentSettings) -> list[str]:

@@ -147,7 +147,7 @@ class SdkSession:
         self._usage = self._usage + usage
 
     def total_cost_usd(self) -> float:
-        return cost_usd(self._config.api_name, self._usage)
+        return cost_usd(self._config.price, self._usage)
 
     async def close(self) -> None:
         if self._closed:

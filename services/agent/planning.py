@@ -1,0 +1,170 @@
+"""The planning step: a request is checked once and becomes a frozen `GenerationPlan`.
+
+Everything a generation needs to know before it runs is decided here, once: the
+request's credentials resolved against the agent's (the pairing rule,
+services/common/credentials.py), the pinned model ids resolved, the variants' models
+chosen, the id minted. The manager admits and runs the plan; the runner, the session
+factory and the tools read it and decide nothing of it again.
+
+A request the agent must refuse is refused here, every bad field at once
+(`InvalidRequest`, which the servicer answers INVALID_ARGUMENT). A request that is valid
+but whose models cannot be chosen (a video with no Gemini key, an unknown id in
+`S2C_MODELS`) is still planned: its generation starts and fails with that message, as a
+stream the client reads like any other.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from services.agent.domain import GenerationRequest
+from services.agent.models import (
+    ModelSelectionError,
+    ModelSpec,
+    has_video,
+    no_video,
+    resolve,
+    select_models,
+    takes_video,
+    variant_count,
+)
+from services.agent.providers import registry
+from services.agent.settings import AgentSettings
+from services.agent.tooling import ToolContext
+from services.common.credentials import Credentials
+from services.common.errors import FieldViolation, InvalidRequest
+
+# Variants of a generation with nothing configured (the demo model).
+DEMO_VARIANTS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationPlan:
+    """One generation, decided: what runs it and with what."""
+
+    request: GenerationRequest  # as asked, with its id (minted when the caller gave none)
+    # Every credential source's (key, base URL), resolved once against the agent's own.
+    credentials: Credentials
+    # The model of each variant; empty when `refusal` says why none could be chosen.
+    models: tuple[ModelSpec, ...]
+    # The variants admission counts: len(models), or what the request would have run.
+    variant_count: int
+    tools: ToolContext  # what every tool call carries (the request's own credentials)
+    refusal: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.request.generation_id
+
+
+class Planner:
+    def __init__(self, settings: AgentSettings) -> None:
+        self._settings = settings
+        self._policy = settings.credential_policy
+        # S2C_MODELS, resolved once; an unknown entry fails each generation it pins.
+        self._configured: dict[str, ModelSpec] = {}
+        self._configured_error = ""
+        for model_id in settings.pinned_models:
+            try:
+                self._configured[model_id] = resolve(model_id)
+            except ModelSelectionError as exc:
+                self._configured_error = self._configured_error or str(exc)
+
+    @property
+    def name(self) -> str:
+        """The agent's name: the prefix of every id it mints."""
+        return self._settings.agent_name
+
+    def plan(
+        self, request: GenerationRequest, found: Sequence[FieldViolation] = ()
+    ) -> GenerationPlan:
+        """The plan of `request`, or InvalidRequest listing `found` (what converting the
+        request found wrong) and every violation of the plan's own."""
+        violations = list(found)
+        asked: dict[str, ModelSpec] = {}  # the request's pinned models, by the ids it gave
+        for i, model_id in enumerate(request.models):
+            try:
+                asked[model_id] = resolve(model_id)
+            except ModelSelectionError as exc:
+                violations.append(FieldViolation(f"models[{i}]", str(exc)))
+        violations += self._policy.violations(request.credentials, prefix="credentials.")
+        violations += self._video_violations(request, asked)
+        if violations:
+            raise InvalidRequest(violations)
+
+        credentials = self._policy.resolve(request.credentials)
+        keys = frozenset(p.id for p in registry.KEYED if credentials.key(p.credential))
+        count = variant_count(request.generation_type, request.input_mode, request.variant_count)
+        settings = self._settings
+        configured = keys or settings.pinned_models or settings.local_models
+        if not (configured or request.models or request.variant_count):
+            count = DEMO_VARIANTS
+        models: list[ModelSpec] = []
+        refusal = "" if request.models else self._configured_error
+        if not refusal:
+            source = asked if request.models else self._configured
+            pinned = [source[model_id] for model_id in request.models or settings.pinned_models]
+            try:
+                models = select_models(
+                    generation_type=request.generation_type,
+                    input_mode=request.input_mode,
+                    count=count,
+                    providers_with_keys=keys,
+                    pinned=pinned,
+                    local_models=settings.local_models,
+                    has_video=has_video(request),
+                )
+            except ModelSelectionError as exc:
+                refusal = str(exc)
+        generation_id = request.generation_id or f"{self.name}-{uuid.uuid4().hex}"
+        return GenerationPlan(
+            request=replace(request, generation_id=generation_id),
+            credentials=credentials,
+            models=tuple(models),
+            variant_count=count,
+            tools=tool_context(request),
+            refusal=refusal,
+        )
+
+    def _video_violations(
+        self, request: GenerationRequest, asked: dict[str, ModelSpec]
+    ) -> list[FieldViolation]:
+        """A pinned model that takes no video would silently drop the request's video:
+        one violation per such model, on the field that pinned it."""
+        if not has_video(request):
+            return []
+        if request.models:
+            # Named as the request names them (an alias stays an alias).
+            return [
+                FieldViolation(f"models[{i}]", no_video(model_id))
+                for i, model_id in enumerate(request.models)
+                if model_id in asked and not takes_video(asked[model_id])
+            ]
+        return [
+            FieldViolation("prompt.videos", f"{no_video(model_id)} (pinned by S2C_MODELS)")
+            for model_id, spec in self._configured.items()
+            if not takes_video(spec)
+        ]
+
+
+def tool_context(request: GenerationRequest) -> ToolContext:
+    return ToolContext(
+        input_images=input_images(request),
+        option_codes=request.option_codes,
+        image_generation_enabled=request.image_generation_enabled,
+        asset_extraction_enabled=request.asset_extraction_enabled,
+        credentials=request.credentials,
+        asset_base_url=request.asset_base_url,
+    )
+
+
+def input_images(request: GenerationRequest) -> tuple[str, ...]:
+    """Still images the tools may use: the prompt's and every user history message's."""
+    images = list(request.prompt.images)
+    for message in request.history:
+        if message.role == "user":
+            images.extend(message.images)
+    seen: dict[str, None] = dict.fromkeys(i for i in images if i.startswith("data:image/"))
+    return tuple(seen)

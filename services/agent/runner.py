@@ -1,0 +1,219 @@
+"""What a generation does once admitted: every variant of its plan, concurrently.
+
+The runner announces the variants, asks the tool service what to offer, assembles the
+prompt once and runs one engine per variant (engine.py), each with its own provider
+session; a variant that fails stops only itself. It publishes into the generation's
+log and records each variant's outcome (the run record, metrics, a log line). How the
+generation ends — deadline, cancellation, completion — is the manager's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from services.agent.domain import GenerationRequest, VariantRecord
+from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
+from services.agent.events import (
+    RunStatus,
+    Status,
+    Usage,
+    VariantComplete,
+    VariantCount,
+    VariantError,
+)
+from services.agent.generation import Generation
+from services.agent.metrics import AgentMetrics
+from services.agent.models import ModelSpec
+from services.agent.planning import GenerationPlan, input_images
+from services.agent.prompts import PromptError, build_prompt_messages, current_file
+from services.agent.providers.base import PromptMessage, ProviderError, ToolSpec
+from services.agent.providers.factory import SessionFactory, SessionRequest
+from services.agent.settings import AgentSettings
+from services.agent.status_line import status_line
+from services.agent.tool_client import ToolServiceError
+from services.agent.tooling import ToolExecutor
+from services.common.tracing import tracer
+from services.common.uploads import decode_image_data_url, upload_id
+
+log = logging.getLogger(__name__)
+
+ALL_FAILED = "Error generating code. Please contact support."
+
+# Saves a generation's record as it stands; whether it was saved (archive.py).
+Save = Callable[[Generation], Awaitable[bool]]
+
+
+class Runner:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        tools: ToolExecutor,
+        sessions: SessionFactory,
+        metrics: AgentMetrics,
+        save: Save,
+    ) -> None:
+        self._settings = settings
+        self._tools = tools
+        self._sessions = sessions
+        self._metrics = metrics
+        self._save = save
+
+    async def run(self, generation: Generation, plan: GenerationPlan) -> RunStatus:
+        """Runs every variant to its end; the generation's status: "completed" when any
+        variant completed, else "failed" (with its `generation_error` published)."""
+        if plan.refusal:
+            return generation.fail(plan.refusal)
+        specs = plan.models
+        generation.variants = [
+            VariantRecord(i, spec.id, priced=spec.priced) for i, spec in enumerate(specs)
+        ]
+        generation.publish(0, "", VariantCount(len(specs), tuple(s.id for s in specs)))
+        # The full record so far: if this one lands, the start save's outcome is moot.
+        saved = await self._save(generation)
+
+        try:
+            offer = await self._tools.list_tools(plan.tools)
+        except ToolServiceError as exc:
+            return generation.fail(str(exc))
+        for i, spec in enumerate(specs):
+            generation.publish(i, "", Status(status_line(spec, saved, offer.unavailable)))
+        tools, names = offer.tools, set(offer.names)
+        request = plan.request
+        try:
+            messages = build_prompt_messages(
+                request,
+                tools=names,
+                uploaded_asset_ids=upload_ids(request) if "save_assets" in names else None,
+            )
+        except PromptError as exc:
+            return generation.fail(f"Error assembling prompt: {exc}")
+
+        budget = CostBudget(self._settings.max_cost_usd, self._settings.max_total_cost_usd)
+        await asyncio.gather(
+            *(
+                self._run_variant(generation, plan, i, messages, tools, budget)
+                for i in range(len(specs))
+            )
+        )
+        if all(v.status == "failed" for v in generation.variants):
+            return generation.fail(ALL_FAILED)
+        return "completed"
+
+    async def _run_variant(
+        self,
+        generation: Generation,
+        plan: GenerationPlan,
+        index: int,
+        messages: Sequence[PromptMessage],
+        tools: Sequence[ToolSpec],
+        budget: CostBudget,
+    ) -> None:
+        state = generation.variants[index]
+        spec = plan.models[index]
+        settings = self._settings
+
+        # Straight into the log (per streamed delta: no extra frame); a variant never
+        # publishes the generation's completion, which is all Generation.publish adds.
+        emit = functools.partial(generation.log.publish, index)
+
+        engine: VariantEngine | None = None
+        span = tracer("s2c.agent").start_span(
+            f"variant {index}", attributes={"s2c.model": spec.id, "s2c.variant_index": index}
+        )
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            session = self._sessions(
+                SessionRequest(
+                    spec, index, tuple(messages), tuple(tools), plan.request, plan.credentials
+                )
+            )
+            budget.track(session)
+            engine = VariantEngine(
+                index=index,
+                session=session,
+                tools=self._tools,
+                context=plan.tools,
+                emit=emit,
+                budget=budget,
+                # Without file_state, an update's file is recovered from its history.
+                file=current_file(plan.request),
+                max_turns=settings.max_turns,
+                max_tool_calls_per_turn=settings.max_tool_calls_per_turn,
+                deadline=generation.deadline,
+                preview_replay=PreviewReplay(settings.preview_replay_s),
+                priced=state.priced,
+            )
+            state.code = await engine.run()
+            state.status = "completed"
+            state.usage = engine.usage
+            state.cost_usd = session.total_cost_usd()
+            emit("", VariantComplete(Usage(engine.usage, state.cost_usd, state.priced)))
+        except (EngineError, ProviderError) as exc:
+            state.status, state.error = "failed", str(exc)
+            emit("", VariantError(state.error))
+        except asyncio.CancelledError:
+            state.status = "cancelled"
+            raise
+        except Exception as exc:
+            # Anything unexpected fails this variant only; the others go on.
+            log.exception("variant failed", extra={"generation_id": generation.id})
+            state.status, state.error = "failed", str(exc) or type(exc).__name__
+            emit("", VariantError(state.error))
+        finally:
+            if engine is not None:
+                state.tool_calls = tuple(engine.tool_records)
+                state.usage = engine.usage
+                state.cost_usd = engine.session.total_cost_usd()
+            self._observe(generation.id, spec, state)
+            span.set_attribute("s2c.status", state.status)
+            span.end()
+            otel_context.detach(token)
+
+    def _observe(self, generation_id: str, spec: ModelSpec, state: VariantRecord) -> None:
+        log.info(
+            "variant finished",
+            extra={
+                "generation_id": generation_id,
+                "variant_index": state.index,
+                "model": state.model,
+                "status": state.status,
+                "error": state.error,
+                "tool_calls": [(t.id, t.name, t.ok, t.duration_ms) for t in state.tool_calls],
+                "cost_usd": state.cost_usd,
+            },
+        )
+        m = self._metrics
+        provider = spec.provider
+        m.variants.labels(provider, state.status).inc()
+        for record in state.tool_calls:
+            m.tool_seconds.labels(record.name, str(record.ok).lower()).observe(
+                record.duration_ms / 1000
+            )
+        usage = state.usage
+        for kind, count in (
+            ("input", usage.input_tokens),
+            ("output", usage.output_tokens),
+            ("cache_read", usage.cache_read_tokens),
+            ("cache_write", usage.cache_write_tokens),
+        ):
+            if count:
+                m.tokens.labels(provider, kind).inc(count)
+        if state.cost_usd:
+            m.cost.labels(provider).inc(state.cost_usd)
+
+
+def upload_ids(request: GenerationRequest) -> dict[str, str]:
+    """Uploaded image → its `tmp_asset_…` id. Ids are content hashes, so the tool
+    worker that later runs save_assets derives the same id from the same image."""
+    ids: dict[str, str] = {}
+    for url in input_images(request):
+        image = decode_image_data_url(url)
+        if image is not None:
+            ids[url] = upload_id(image.data)
+    return ids
