@@ -94,10 +94,9 @@ def _run_gateway(args: argparse.Namespace) -> None:
 
 
 def _model_key_envs() -> list[str]:
-    from services.agent.providers.registry import KEYED
-    from services.common.credentials import BY_ID
+    from services.agent.providers.registry import key_envs
 
-    return [name for p in KEYED for name in BY_ID[p.credential].key_envs]
+    return key_envs()
 
 
 def _has_model_key(env: dict[str, str]) -> bool:
@@ -121,10 +120,11 @@ def _agent_count(flag: int | None) -> int:
 def _agent_commands(
     args: argparse.Namespace, me: list[str], env: dict[str, str]
 ) -> list[tuple[list[str], dict[str, str]]]:
-    """Agent i listens on agent_port + 100 i, its metrics on 9101 + 100 i."""
+    """Agent i, named agent-<i>, listens on agent_port + 100 i, its metrics on 9101 + 100 i."""
     commands = []
     for i in range(args.agents):
-        agent_env = dict(env)
+        # One host, so the host name (the default) would name them all alike.
+        agent_env = {**env, "S2C_AGENT_NAME": f"agent-{i}"}
         if i and not env.get("S2C_DATABASE_URL"):
             # A SQLite run store is one process's (at start it closes every run left
             # running); the gateway sends each generation back to its owner, so each
@@ -150,7 +150,7 @@ def _up(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     tool_ports = [args.tools_port + i for i in range(args.tools_workers)]
     env["S2C_TOOLS_ADDR"] = ",".join(f"127.0.0.1:{p}" for p in tool_ports)
-    # The gateway's agents, in index order: generation ids name their owner by index.
+    # The gateway's agents; generation ids name their owner (agent-<i>), not a position.
     env["S2C_AGENT_ADDR"] = ",".join(
         f"127.0.0.1:{args.agent_port + 100 * i}" for i in range(args.agents)
     )

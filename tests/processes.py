@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.common.credentials import CREDENTIALS
+
+# What would send a test's processes to a real model: every credential source's key (a
+# provider with a key of its own declares its source there) and the pinned models.
 MODEL_KEYS = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
-    "REPLICATE_API_TOKEN",
-    "REPLICATE_API_KEY",
+    *(name for source in CREDENTIALS for name in source.key_envs),
     "S2C_MODELS",
     "S2C_LOCAL_MODELS",
 )

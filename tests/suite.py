@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -203,3 +204,57 @@ async def running_suite(
         await runner.cleanup()
         await agent_server.stop(grace_s=0.0)
         await tools_server.stop()
+
+
+@dataclass
+class Socket:
+    """One browser socket, read in the background; tests wait on its frames."""
+
+    session: aiohttp.ClientSession
+    ws: aiohttp.ClientWebSocketResponse
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    reader: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, url: str, first: dict[str, Any]) -> Socket:
+        session = aiohttp.ClientSession()
+        ws = await session.ws_connect(url, max_msg_size=0)
+        socket = cls(session, ws)
+        socket.reader = asyncio.create_task(socket._read())
+        await ws.send_str(json.dumps(first))
+        return socket
+
+    async def _read(self) -> None:
+        async for message in self.ws:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                self.frames.append(json.loads(message.data))
+                self.arrived.set()
+        self.arrived.set()
+
+    async def frame(self, kind: str) -> dict[str, Any]:
+        """The first frame of `kind`, waiting for it."""
+        while True:
+            for f in self.frames:
+                if f["type"] == kind:
+                    return f
+            assert not self.ws.closed, f"closed ({self.ws.close_code}) without a {kind} frame"
+            self.arrived.clear()
+            await self.arrived.wait()
+
+    async def generation_id(self) -> str:
+        return str((await self.frame("generation"))["value"])
+
+    async def close(self, code: int) -> None:
+        await self.ws.close(code=code)
+        await self.end()
+
+    async def end(self) -> int | None:
+        """Waits for the close; its code."""
+        assert self.reader is not None
+        await self.reader
+        await self.session.close()
+        return self.ws.close_code
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [f for f in self.frames if f["type"] == kind]

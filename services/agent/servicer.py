@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 Context = grpc.aio.ServicerContext[object, object]
 
+# The response header of GenerateCode that names the admitted generation (the proto says).
+GENERATION_ID_HEADER = "s2c-generation-id"
 MAX_BATCH_BYTES = 1 << 20
 # A repeated message field costs a tag byte and a length varint (≤ 5 bytes) per element.
 _FIELD_OVERHEAD = 6
@@ -79,8 +81,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     ) -> AsyncIterator[pb.GenerateCodeResponse]:
         generation = await self._start(request, context)
         # Headers now, before any event: they tell the gateway this agent admitted the
-        # generation, so only a refusal is worth trying on another agent.
-        await context.send_initial_metadata(())
+        # generation (so only a refusal is worth trying on another agent), and its id.
+        await context.send_initial_metadata(((GENERATION_ID_HEADER, generation.id),))
         async for events in self._held(generation, 0):
             for message in chunk_events(events, pb.GenerateCodeResponse):
                 yield message
@@ -240,6 +242,11 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 await abort_invalid(context, InvalidRequest(exc.violations))
             await abort(context, exc.code, clip(exc.message, 600))
         return pb.CaptureUrlResponse(**image.fields())
+
+    async def GetAgentInfo(
+        self, request: pb.GetAgentInfoRequest, context: Context
+    ) -> pb.GetAgentInfoResponse:
+        return pb.GetAgentInfoResponse(name=self._planner.name)
 
     async def _resolved(self, proto: common_pb2.Credentials, context: Context) -> Credentials:
         """The request's credentials resolved against ours, or INVALID_ARGUMENT."""

@@ -1,36 +1,46 @@
-"""Which agent a generation goes to, and finding its owner again.
+"""Which agent a generation goes to, and finding its owner again by name.
 
 `S2C_AGENT_ADDR` lists the agents (`host:port,host:port`, or one target such as
 `dns:///agent:50051`, which counts as one agent however many it resolves to). A new
 generation goes to the next agent in turn; one that refuses it (busy, or down) passes
-it to the next, and only when all refused is the browser told. The gateway names the
-generation `a<index>-<hex>`: the index of the agent that admitted it, so a resume and a
-cancel go to that agent, which holds its event log (and, with SQLite, its record). An
-id without that prefix belongs to agent 0, as every id did before there were several.
+it to the next, and only when all refused is the browser told.
+
+The agent that admits a generation names it `<agent name>-<32 hex>` (its own
+`S2C_AGENT_NAME`), so the id says who holds its event log and record whatever order or
+length the gateway's list has: a resume and a cancel go to the agent of that name. The
+gateway learns its agents' names by asking them (`GetAgentInfo`), once, and again when
+an id names an agent it does not know yet (one restarted under a new name, or added).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
-import uuid
 from dataclasses import dataclass
 
 import grpc
+from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 
-_OWNED = re.compile(r"a(\d{1,4})-[0-9a-f]{32}")
+log = logging.getLogger(__name__)
+
+# GenerateCode's response header naming the admitted generation (agent_service.proto).
+GENERATION_ID_HEADER = "s2c-generation-id"
+_OWNED = re.compile(r"(?P<name>[A-Za-z0-9_-]{1,31})-[0-9a-f]{32}")
+# How long asking the agents their names may take: a resume waits for it.
+NAME_TIMEOUT_S = 5.0
 
 
 class UnknownOwner(ValueError):
-    """A generation id naming an agent this gateway does not have."""
+    """A generation id naming no agent this gateway can reach; the text says why."""
 
 
 @dataclass(frozen=True, slots=True)
 class Agent:
-    index: int
     addr: str
     channel: grpc.aio.Channel
 
@@ -38,12 +48,16 @@ class Agent:
     def stub(self) -> pb_grpc.AgentServiceAsyncStub:
         return pb_grpc.AgentServiceStub(self.channel)
 
-    def new_generation_id(self) -> str:
-        return f"a{self.index}-{uuid.uuid4().hex}"
-
 
 def agent_addrs(setting: str) -> list[str]:
     return [addr.strip() for addr in setting.split(",") if addr.strip()]
+
+
+def owner_name(generation_id: str) -> str | None:
+    """The name of the agent that minted `generation_id`; None for an id it did not mint
+    (a client's own)."""
+    match = _OWNED.fullmatch(generation_id)
+    return match.group("name") if match else None
 
 
 class AgentPool:
@@ -52,10 +66,12 @@ class AgentPool:
     def __init__(self, setting: str, security: GrpcSecurity) -> None:
         addrs = agent_addrs(setting) or ["127.0.0.1:50051"]
         self.agents = [
-            Agent(i, addr, create_channel(addr, security, CHANNEL_OPTIONS))
-            for i, addr in enumerate(addrs)
+            Agent(addr, create_channel(addr, security, CHANNEL_OPTIONS)) for addr in addrs
         ]
         self._next = 0
+        self._names: dict[str, Agent] = {}
+        self._shared: set[str] = set()  # names several agents answered with
+        self._asking: asyncio.Task[list[str]] | None = None
 
     def in_turn(self) -> list[Agent]:
         """Every agent, starting with the next one in round-robin order."""
@@ -63,17 +79,77 @@ class AgentPool:
         self._next = start + 1
         return self.agents[start:] + self.agents[:start]
 
-    def owner(self, generation_id: str) -> Agent:
-        """The agent that holds `generation_id`; UnknownOwner if it names no agent of ours."""
-        match = _OWNED.fullmatch(generation_id)
-        index = int(match.group(1)) if match else 0
-        if index >= len(self.agents):
+    async def owner(self, generation_id: str) -> Agent:
+        """The agent that holds `generation_id`; UnknownOwner when no agent of ours has
+        its name (or, with several agents, the id names none)."""
+        name = owner_name(generation_id)
+        shown = f"{generation_id[:80]!r}"
+        if name is None:
+            if len(self.agents) == 1:
+                return self.agents[0]  # a client's own id: its agent, the only one
             raise UnknownOwner(
-                f"generation {generation_id[:80]!r} belongs to agent {index}, but this "
-                f"gateway has {len(self.agents)} agent(s) (S2C_AGENT_ADDR)"
+                f"generation {shown} names no agent (this gateway's generation ids are "
+                "<agent name>-<32 hex digits>)"
             )
-        return self.agents[index]
+        if name not in self._names:
+            unreachable = await self._learn_names()
+            if name in self._shared:
+                raise UnknownOwner(
+                    f"generation {shown} belongs to agent {name!r}, but several of this "
+                    "gateway's agents have that name: give each its own S2C_AGENT_NAME"
+                )
+            if name not in self._names:
+                known = ", ".join(sorted(self._names)) or "none"
+                message = (
+                    f"generation {shown} belongs to agent {name!r}, which is not one of "
+                    f"this gateway's agents (S2C_AGENT_ADDR; their names: {known})"
+                )
+                if unreachable:
+                    message += f"; unreachable now: {', '.join(unreachable)}"
+                raise UnknownOwner(message)
+        return self._names[name]
+
+    async def _learn_names(self) -> list[str]:
+        """Asks every agent its name (one round at a time, shared by concurrent callers);
+        the addresses that did not answer."""
+        if self._asking is None or self._asking.done():
+            self._asking = asyncio.create_task(self._ask_names())
+        return await asyncio.shield(self._asking)
+
+    async def _ask_names(self) -> list[str]:
+        answers = await asyncio.gather(
+            *(
+                agent.stub.GetAgentInfo(pb.GetAgentInfoRequest(), timeout=NAME_TIMEOUT_S)
+                for agent in self.agents
+            ),
+            return_exceptions=True,
+        )
+        found: dict[str, list[Agent]] = {}
+        unreachable = []
+        for agent, answer in zip(self.agents, answers, strict=True):
+            if isinstance(answer, BaseException):
+                unreachable.append(agent.addr)
+            else:
+                found.setdefault(answer.name, []).append(agent)
+        # An agent that did not answer keeps the name it had: its generations' resumes
+        # still go to it, and learn that it is unavailable.
+        names = {name: a for name, a in self._names.items() if a.addr in unreachable}
+        for name, agents in found.items():
+            if len(agents) > 1:
+                # A resume could reach the wrong one: neither is routed to by that name.
+                log.error(
+                    "agents share one name: give each its own S2C_AGENT_NAME",
+                    extra={"agent_name": name, "agents": [a.addr for a in agents]},
+                )
+                names.pop(name, None)
+            else:
+                names[name] = agents[0]
+        self._names = names
+        self._shared = {name for name, agents in found.items() if len(agents) > 1}
+        return unreachable
 
     async def close(self) -> None:
+        if self._asking is not None:
+            self._asking.cancel()
         for agent in self.agents:
             await agent.channel.close()

@@ -42,7 +42,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from services.common.text import clean_json
 from services.common.tracing import outgoing_metadata, tracer
 from services.gateway.access import FrameLimitedWebSocketResponse, client_identity
-from services.gateway.agents import Agent, AgentPool, UnknownOwner
+from services.gateway.agents import GENERATION_ID_HEADER, Agent, AgentPool, UnknownOwner
 from services.gateway.frames import FrameBuilder, frame
 from services.gateway.keys import (
     AGENTS_KEY,
@@ -176,18 +176,18 @@ async def _generate(
         append = appends_code(params)
         if resumed:
             generation_id, after = _resume_params(params)
-            agent = request.app[AGENTS_KEY].owner(generation_id)
+            agent = await request.app[AGENTS_KEY].owner(generation_id)
             call = agent.stub.WatchGeneration(
                 pb.WatchGenerationRequest(generation_id=generation_id),
                 metadata=outgoing_metadata(),
             )
             resumable, skip_until = True, after
             # If it is down, the browser learns which agent holds its generation.
-            agent_addr = f"{agent.addr} (agent {agent.index}, which holds this generation)"
+            agent_addr = f"{agent.addr} (the agent that holds this generation)"
         else:
             generate_request = parse_params(params, asset_base_url=asset_base_url(request))
-            agent, call, admitted = await _admitted(request.app[AGENTS_KEY], generate_request)
-            generation_id = generate_request.generation_id
+            agent, call, generation_id = await _admitted(request.app[AGENTS_KEY], generate_request)
+            admitted = bool(generation_id)
             # A refused generation has no id to resume: the relay reports the refusal.
             resumable, skip_until = admitted and params.get("resumable") is True, 0
             agent_addr = agent.addr
@@ -243,24 +243,32 @@ _TRY_NEXT = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
 
 async def _admitted(
     pool: AgentPool, request: pb.GenerateCodeRequest
-) -> tuple[Agent, grpc.aio.UnaryStreamCall[Any, pb.GenerateCodeResponse], bool]:
-    """The call of the first agent, in turn, that admits the generation (named for it),
-    and True; when none does, the last refusal (which the relay turns into an `error`
-    frame) and False."""
+) -> tuple[Agent, grpc.aio.UnaryStreamCall[Any, pb.GenerateCodeResponse], str]:
+    """The call of the first agent, in turn, that admits the generation, and the id that
+    agent gave it (its name first: agents.py); when none does, the last refusal (which
+    the relay turns into an `error` frame) and ""."""
     for agent in pool.in_turn():
-        request.generation_id = agent.new_generation_id()
         call = agent.stub.GenerateCode(request, metadata=outgoing_metadata())
         # An agent sends its headers as it admits a generation; a refusal is a call that
         # ended without them (its status came first), so trying the next one is safe.
-        await call.initial_metadata()
+        headers = await call.initial_metadata()
         if not call.done() or (code := await call.code()) not in _TRY_NEXT:
-            return agent, call, True
+            return agent, call, _generation_id(headers)
         details = (await call.details() or "")[:300]
         log.info(
             "agent did not take the generation",
             extra={"agent": agent.addr, "code": code.name, "details": details},
         )
-    return agent, call, False
+    return agent, call, ""
+
+
+def _generation_id(headers: Any) -> str:
+    """The id in an admitting agent's response headers ("" if it sent none: the call
+    failed before the agent admitted it, and the relay reports that)."""
+    for key, value in headers or ():
+        if key == GENERATION_ID_HEADER:
+            return value if isinstance(value, str) else value.decode()
+    return ""
 
 
 def _resume_params(params: dict[str, Any]) -> tuple[str, int]:

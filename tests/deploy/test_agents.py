@@ -1,13 +1,11 @@
-"""The agents in Kubernetes: a StatefulSet behind a headless Service, and the gateway
-routing each generation's owner index to its pod (docs/architecture.md, "In Kubernetes")."""
+"""The agents in Kubernetes: a StatefulSet behind a headless Service, each agent named
+after its pod, and the gateway listing every pod (docs/architecture.md, "In Kubernetes")."""
 
 from __future__ import annotations
 
-import pytest
-
+from services.agent.settings import AGENT_NAME_ENV, checked_agent_name
 from services.cli import AGENT_PORT, GATEWAY_PORT
-from services.common.security import GrpcSecurity
-from services.gateway.agents import AgentPool, UnknownOwner, agent_addrs
+from services.gateway.agents import agent_addrs, owner_name
 from tests.deploy import manifests as k8s
 
 
@@ -36,33 +34,28 @@ def test_agents_are_a_statefulset_behind_a_headless_service() -> None:
     assert pdb["spec"]["maxUnavailable"] == 1
 
 
-def test_the_gateway_lists_every_agent_pod_in_ordinal_order() -> None:
-    # Owner index i (ids a<i>-...) must be pod agent-<i>: its stable DNS name, one entry
-    # per replica, so a resume or cancel reaches the agent that holds the generation.
+def test_the_gateway_lists_every_agent_pod() -> None:
+    # One entry per replica, by its stable DNS name; the order is free (ids name their
+    # agent, not a position).
     agents = k8s.one("StatefulSet", "agent")
     name, service = agents["metadata"]["name"], agents["spec"]["serviceName"]
     expected = [f"{name}-{i}.{service}:{AGENT_PORT}" for i in range(agents["spec"]["replicas"])]
-    assert _agent_addrs() == expected
+    assert sorted(_agent_addrs()) == expected
     gateway = k8s.one("Service", "gateway")
     assert [p["port"] for p in gateway["spec"]["ports"]] == [GATEWAY_PORT]
     assert k8s.selects(gateway["spec"]["selector"], k8s.pod_labels("gateway"))
 
 
-async def test_the_gateways_routing_sends_each_owner_to_its_pod() -> None:
-    # The gateway's own parser and owner rule on the manifest's list.
-    pool = AgentPool(k8s.env(k8s.container("gateway"))["S2C_AGENT_ADDR"], GrpcSecurity())
-    try:
-        for i, addr in enumerate(_agent_addrs()):
-            assert addr.startswith(f"agent-{i}.")
-            generated = pool.agents[i].new_generation_id()
-            assert generated.startswith(f"a{i}-")
-            assert pool.owner(generated).addr == addr
-        assert pool.owner("0f8fad5b-d9cb-469f-a165-70867728950e").addr == _agent_addrs()[0]
-        beyond = f"a{len(pool.agents)}-{'0' * 32}"
-        with pytest.raises(UnknownOwner):
-            pool.owner(beyond)
-    finally:
-        await pool.close()
+def test_each_agent_is_named_after_its_pod() -> None:
+    # The name prefixes the ids the agent mints, and the gateway routes a resume by it:
+    # the pod's name is unique, valid and survives a restart or a replacement.
+    [naming] = [e for e in k8s.container("agent")["env"] if e["name"] == AGENT_NAME_ENV]
+    assert naming["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    for i, addr in enumerate(sorted(_agent_addrs())):
+        pod = f"agent-{i}"
+        assert addr.startswith(f"{pod}.")
+        assert checked_agent_name(pod) == pod
+        assert owner_name(f"{pod}-{'0' * 32}") == pod
 
 
 def test_direct_grpc_clients_get_one_agent() -> None:

@@ -3,7 +3,7 @@
 `scripts/validate_deploy.sh` checks the compose file against the Compose Specification and
 the Kubernetes manifests against the API schemas; the checks below cover what no schema
 can see: probes, ports, the headless Services behind `S2C_TOOLS_ADDR` and
-`S2C_AGENT_ADDR` (the agents' StatefulSet, routed by ordinal), the HPA and PDB targets,
+`S2C_AGENT_ADDR` (the agents' StatefulSet, routed by name), the HPA and PDB targets,
 secrets and the data volumes.
 """
 

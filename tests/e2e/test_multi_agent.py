@@ -1,8 +1,8 @@
 """Several agents behind one gateway, and admission control, on real processes.
 
 Two agent processes (each with its own SQLite run store, as `s2c up` runs them) behind
-one gateway: new generations go to the agents in turn and carry their owner in their
-id, a resume and a cancel reach the owner, and an agent at its bound refuses at once
+one gateway: new generations go to the agents in turn and carry their owner's name in
+their id, a resume and a cancel reach the owner, and an agent at its bound refuses at once
 (RESOURCE_EXHAUSTED), after which the gateway tries the other agent and, when both are
 full, the browser gets a "busy" `error` frame and 4332. Every socket ends with its
 result or an error frame: none with a bare close.
@@ -10,21 +10,19 @@ result or an error frame: none with a bare close.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from services import cli
+from services.gateway.agents import owner_name
 from tests.processes import Service, base_env, start_service
-from tests.suite import create_params
+from tests.suite import Socket, create_params
 
 METRICS = ["--metrics-listen", "127.0.0.1:0"]
 
@@ -52,6 +50,7 @@ async def agents_behind_a_gateway(
             **env,
             "S2C_TOOLS_ADDR": f"127.0.0.1:{tools.port}",
             "S2C_DATA_DIR": str(data_dir / f"agent-{i}"),
+            "S2C_AGENT_NAME": f"agent-{i}",  # as `s2c up` names them
         }
         agents.append(
             await start_service("agent", ["--listen", "127.0.0.1:0", *METRICS], agent_env)
@@ -68,60 +67,6 @@ async def agents_behind_a_gateway(
                 await service.process.wait()
 
 
-@dataclass
-class Socket:
-    """One browser socket, read in the background; tests wait on its frames."""
-
-    session: aiohttp.ClientSession
-    ws: aiohttp.ClientWebSocketResponse
-    frames: list[dict[str, Any]] = field(default_factory=list)
-    arrived: asyncio.Event = field(default_factory=asyncio.Event)
-    reader: asyncio.Task[None] | None = None
-
-    @classmethod
-    async def open(cls, url: str, first: dict[str, Any]) -> Socket:
-        session = aiohttp.ClientSession()
-        ws = await session.ws_connect(url, max_msg_size=0)
-        socket = cls(session, ws)
-        socket.reader = asyncio.create_task(socket._read())
-        await ws.send_str(json.dumps(first))
-        return socket
-
-    async def _read(self) -> None:
-        async for message in self.ws:
-            if message.type == aiohttp.WSMsgType.TEXT:
-                self.frames.append(json.loads(message.data))
-                self.arrived.set()
-        self.arrived.set()
-
-    async def frame(self, kind: str) -> dict[str, Any]:
-        """The first frame of `kind`, waiting for it."""
-        while True:
-            for f in self.frames:
-                if f["type"] == kind:
-                    return f
-            assert not self.ws.closed, f"closed ({self.ws.close_code}) without a {kind} frame"
-            self.arrived.clear()
-            await self.arrived.wait()
-
-    async def generation_id(self) -> str:
-        return str((await self.frame("generation"))["value"])
-
-    async def close(self, code: int) -> None:
-        await self.ws.close(code=code)
-        await self.end()
-
-    async def end(self) -> int | None:
-        """Waits for the close; its code."""
-        assert self.reader is not None
-        await self.reader
-        await self.session.close()
-        return self.ws.close_code
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [f for f in self.frames if f["type"] == kind]
-
-
 def logged(msg: str, generation_id: str, **fields: Any) -> Any:
     return lambda r: (
         r.get("msg") == msg
@@ -131,9 +76,10 @@ def logged(msg: str, generation_id: str, **fields: Any) -> Any:
 
 
 def owner_index(generation_id: str) -> int:
-    prefix, _, _ = generation_id.partition("-")
-    assert prefix.startswith("a"), generation_id
-    return int(prefix[1:])
+    name = owner_name(generation_id)
+    assert name is not None, generation_id
+    assert name.startswith("agent-"), generation_id
+    return int(name.removeprefix("agent-"))
 
 
 def assert_completed(socket: Socket, close_code: int | None) -> None:
@@ -190,10 +136,12 @@ async def test_generations_spread_over_both_agents_and_resume_and_cancel_reach_t
 
         # An id naming an agent this gateway does not have is refused, saying why.
         stray = await Socket.open(
-            suite.ws_url, {"resumeGenerationId": f"a7-{'0' * 32}", "afterSequence": 0}
+            suite.ws_url, {"resumeGenerationId": f"agent-7-{'0' * 32}", "afterSequence": 0}
         )
         assert await stray.end() == 4332
-        assert "belongs to agent 7" in stray.of("error")[0]["value"]
+        refusal = stray.of("error")[0]["value"]
+        assert "belongs to agent 'agent-7', which is not one of this gateway's" in refusal
+        assert "their names: agent-0, agent-1" in refusal
 
 
 async def test_full_agents_refuse_at_once_and_the_gateway_tries_the_other_first(
@@ -284,6 +232,7 @@ def test_up_runs_one_agent_per_core_each_with_its_own_port_and_run_store(
     assert zero[zero.index("--listen") + 1] == "127.0.0.1:50051"
     assert one[one.index("--listen") + 1] == "127.0.0.1:50151"
     assert one[one.index("--metrics-listen") + 1] == "127.0.0.1:9201"
+    assert (zero_env["S2C_AGENT_NAME"], one_env["S2C_AGENT_NAME"]) == ("agent-0", "agent-1")
     assert zero_env["S2C_DATA_DIR"] == "/data"
     assert one_env["S2C_DATA_DIR"] == str(Path("/data") / "agent-1")
     # A shared PostgreSQL store: every agent keeps the one data directory.

@@ -429,3 +429,13 @@ class CaptureUrlResponse(_message.Message):
     truncated: bool
     http_status: int
     def __init__(self, image: _Optional[bytes] = ..., mime_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., final_url: _Optional[str] = ..., truncated: _Optional[bool] = ..., http_status: _Optional[int] = ...) -> None: ...
+
+class GetAgentInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetAgentInfoResponse(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...

@@ -71,6 +71,11 @@ class AgentServiceStub:
                 request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlRequest.SerializeToString,
                 response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlResponse.FromString,
                 _registered_method=True)
+        self.GetAgentInfo = channel.unary_unary(
+                '/s2c.agent.v1.AgentService/GetAgentInfo',
+                request_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetAgentInfoRequest.SerializeToString,
+                response_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetAgentInfoResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -84,7 +89,9 @@ class AgentServiceServicer:
         the `generation_complete` event. Cancelling the call cancels the generation (once
         no other stream, e.g. a WatchGeneration, holds it). Errors: INVALID_ARGUMENT with
         a BadRequest listing every bad field, ALREADY_EXISTS for a `generation_id` in use,
-        UNAVAILABLE while the agent shuts down.
+        UNAVAILABLE while the agent shuts down, RESOURCE_EXHAUSTED while it runs as many
+        variants as it may. The response headers, sent as soon as the agent admitted the
+        generation, carry its id as `s2c-generation-id` (the caller's, or the one it minted).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -140,6 +147,14 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetAgentInfo(self, request, context):
+        """Names this agent. Its name prefixes every generation id it mints, so a client of
+        several agents (the gateway) sends a resume or a cancel to the one that holds it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -177,6 +192,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.CaptureUrl,
                     request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlRequest.FromString,
                     response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlResponse.SerializeToString,
+            ),
+            'GetAgentInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAgentInfo,
+                    request_deserializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetAgentInfoRequest.FromString,
+                    response_serializer=s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetAgentInfoResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -370,6 +390,33 @@ class AgentService:
             '/s2c.agent.v1.AgentService/CaptureUrl',
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlRequest.SerializeToString,
             s2c_dot_agent_dot_v1_dot_agent__service__pb2.CaptureUrlResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAgentInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/s2c.agent.v1.AgentService/GetAgentInfo',
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetAgentInfoRequest.SerializeToString,
+            s2c_dot_agent_dot_v1_dot_agent__service__pb2.GetAgentInfoResponse.FromString,
             options,
             channel_credentials,
             insecure,

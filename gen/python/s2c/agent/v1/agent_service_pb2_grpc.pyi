@@ -41,7 +41,9 @@ class AgentServiceStub:
     the `generation_complete` event. Cancelling the call cancels the generation (once
     no other stream, e.g. a WatchGeneration, holds it). Errors: INVALID_ARGUMENT with
     a BadRequest listing every bad field, ALREADY_EXISTS for a `generation_id` in use,
-    UNAVAILABLE while the agent shuts down.
+    UNAVAILABLE while the agent shuts down, RESOURCE_EXHAUSTED while it runs as many
+    variants as it may. The response headers, sent as soon as the agent admitted the
+    generation, carry its id as `s2c-generation-id` (the caller's, or the one it minted).
     """
     WatchGeneration: _grpc.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.WatchGenerationResponse]
     """Re-attaches to a running or finished generation and streams its events with
@@ -65,6 +67,10 @@ class AgentServiceStub:
     RESOURCE_EXHAUSTED (over the size limit), FAILED_PRECONDITION (the page did not
     load), UNAVAILABLE (no worker with a browser).
     """
+    GetAgentInfo: _grpc.UnaryUnaryMultiCallable[_agent_service_pb2.GetAgentInfoRequest, _agent_service_pb2.GetAgentInfoResponse]
+    """Names this agent. Its name prefixes every generation id it mints, so a client of
+    several agents (the gateway) sends a resume or a cancel to the one that holds it.
+    """
 
 @_typing.type_check_only
 class AgentServiceAsyncStub(AgentServiceStub):
@@ -79,7 +85,9 @@ class AgentServiceAsyncStub(AgentServiceStub):
     the `generation_complete` event. Cancelling the call cancels the generation (once
     no other stream, e.g. a WatchGeneration, holds it). Errors: INVALID_ARGUMENT with
     a BadRequest listing every bad field, ALREADY_EXISTS for a `generation_id` in use,
-    UNAVAILABLE while the agent shuts down.
+    UNAVAILABLE while the agent shuts down, RESOURCE_EXHAUSTED while it runs as many
+    variants as it may. The response headers, sent as soon as the agent admitted the
+    generation, carry its id as `s2c-generation-id` (the caller's, or the one it minted).
     """
     WatchGeneration: _aio.UnaryStreamMultiCallable[_agent_service_pb2.WatchGenerationRequest, _agent_service_pb2.WatchGenerationResponse]  # type: ignore[assignment]
     """Re-attaches to a running or finished generation and streams its events with
@@ -103,6 +111,10 @@ class AgentServiceAsyncStub(AgentServiceStub):
     RESOURCE_EXHAUSTED (over the size limit), FAILED_PRECONDITION (the page did not
     load), UNAVAILABLE (no worker with a browser).
     """
+    GetAgentInfo: _aio.UnaryUnaryMultiCallable[_agent_service_pb2.GetAgentInfoRequest, _agent_service_pb2.GetAgentInfoResponse]  # type: ignore[assignment]
+    """Names this agent. Its name prefixes every generation id it mints, so a client of
+    several agents (the gateway) sends a resume or a cancel to the one that holds it.
+    """
 
 class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
     """Runs code generations: one request fans out into several variants, each an
@@ -120,7 +132,9 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         the `generation_complete` event. Cancelling the call cancels the generation (once
         no other stream, e.g. a WatchGeneration, holds it). Errors: INVALID_ARGUMENT with
         a BadRequest listing every bad field, ALREADY_EXISTS for a `generation_id` in use,
-        UNAVAILABLE while the agent shuts down.
+        UNAVAILABLE while the agent shuts down, RESOURCE_EXHAUSTED while it runs as many
+        variants as it may. The response headers, sent as soon as the agent admitted the
+        generation, carry its id as `s2c-generation-id` (the caller's, or the one it minted).
         """
 
     @_abc_1.abstractmethod
@@ -179,6 +193,16 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         loopback, private, link-local or unresolvable target), DEADLINE_EXCEEDED,
         RESOURCE_EXHAUSTED (over the size limit), FAILED_PRECONDITION (the page did not
         load), UNAVAILABLE (no worker with a browser).
+        """
+
+    @_abc_1.abstractmethod
+    def GetAgentInfo(
+        self,
+        request: _agent_service_pb2.GetAgentInfoRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_service_pb2.GetAgentInfoResponse, _abc.Awaitable[_agent_service_pb2.GetAgentInfoResponse]]:
+        """Names this agent. Its name prefixes every generation id it mints, so a client of
+        several agents (the gateway) sends a resume or a cancel to the one that holds it.
         """
 
 def add_AgentServiceServicer_to_server(servicer: AgentServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
