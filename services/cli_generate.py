@@ -64,8 +64,8 @@ from services.cli_view import (
 )
 from services.common.errors import bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
+from services.common.proto_enums import enum_values
 from services.common.security import GrpcSecurity, create_channel
-from services.gateway.params import STACKS
 
 # GenerationView moved to cli_view; other tools (s2c eval) still import it from here.
 __all__ = ["GenerationView", "UsageError", "build_request", "generate", "sniff_image"]
@@ -94,15 +94,16 @@ def sniff_image(data: bytes) -> str | None:
 
 def build_request(args: argparse.Namespace) -> pb.GenerateCodeRequest:
     """The request the command line asks for; raises UsageError when it cannot be sent."""
-    if args.stack not in STACKS:
-        raise UsageError(f"unknown stack {args.stack!r}; one of: {', '.join(STACKS)}")
+    stacks = enum_values(pb.Stack)
+    if args.stack not in stacks:
+        raise UsageError(f"unknown stack {args.stack!r}; one of: {', '.join(stacks)}")
     if args.variants < 0:
         raise UsageError("--variants must be 0 (the agent chooses) or more")
     try:
         request = pb.GenerateCodeRequest(
             generation_id=uuid.uuid4().hex,
             generation_type=pb.GENERATION_TYPE_CREATE,
-            stack=STACKS[args.stack],
+            stack=stacks[args.stack],
             variant_count=args.variants,
             models=args.model,
         )

@@ -34,3 +34,15 @@ def enum_names(enum: EnumTypeWrapper, names: Iterable[Name], unspecified: Name) 
             raise ValueError(f"{value.name} spells none of {sorted(known)}")
         table[value.number] = known[spelled]
     return table
+
+
+def enum_values(enum: EnumTypeWrapper) -> dict[str, str]:
+    """The name each set value of `enum` spells (`STACK_HTML_CSS`: `html_css`) → the
+    value's proto name, which a message's constructor takes as the value; in the proto's
+    order. What a client (a CLI flag, a params frame) is given."""
+    prefix = enum.DESCRIPTOR.values_by_number[0].name.removesuffix("UNSPECIFIED")
+    return {
+        value.name.removeprefix(prefix).lower(): value.name
+        for value in enum.DESCRIPTOR.values
+        if value.number != 0
+    }

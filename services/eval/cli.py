@@ -27,13 +27,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
+from s2c.agent.v1 import agent_service_pb2 as pb
 
+from services.common.proto_enums import enum_values
 from services.common.security import GrpcSecurity
 from services.eval.report import SUMMARY_HEADER, summary_rows
 from services.eval.results import ItemResult, Results, ResultsError
 from services.eval.runner import EvalAborted, EvalOptions, prepare, run_eval
 from services.eval.sets import SetError, load_set
-from services.gateway.params import STACKS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -124,8 +125,9 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace) -> EvalOptions:
-    if args.stack not in STACKS:
-        raise ValueError(f"unknown stack {args.stack!r}; one of: {', '.join(STACKS)}")
+    stacks = enum_values(pb.Stack)
+    if args.stack not in stacks:
+        raise ValueError(f"unknown stack {args.stack!r}; one of: {', '.join(stacks)}")
     models = tuple(dict.fromkeys(m.strip() for m in args.model))
     if not all(models):
         raise ValueError("--model needs a model id (see the agent's ListModels, or `demo`)")

@@ -24,13 +24,13 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from services.cli_generate import GenerationView
 from services.common.errors import bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
+from services.common.proto_enums import enum_values
 from services.common.security import GrpcSecurity, create_channel
 from services.eval.metrics import score
 from services.eval.render import Renderer, RenderError, Rendering, renderer
 from services.eval.report import write_report
 from services.eval.results import ItemResult, Results, slug, write_atomic
 from services.eval.sets import Reference, ReferenceSet
-from services.gateway.params import STACKS
 
 
 class EvalAborted(Exception):
@@ -126,7 +126,7 @@ def build_request(png: bytes, model: str, stack: str) -> pb.GenerateCodeRequest:
         generation_id=f"eval-{uuid.uuid4().hex}",
         generation_type=pb.GENERATION_TYPE_CREATE,
         input_mode=pb.INPUT_MODE_IMAGE,
-        stack=STACKS[stack],
+        stack=enum_values(pb.Stack)[stack],
         variant_count=1,
         models=[model],
     )

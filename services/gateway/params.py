@@ -8,15 +8,9 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
 from services.common.credentials import CREDENTIALS
+from services.common.proto_enums import enum_values
 
-STACKS = {
-    "html_tailwind": pb.STACK_HTML_TAILWIND,
-    "html_css": pb.STACK_HTML_CSS,
-    "react_tailwind": pb.STACK_REACT_TAILWIND,
-    "bootstrap": pb.STACK_BOOTSTRAP,
-    "vue_tailwind": pb.STACK_VUE_TAILWIND,
-    "ionic_tailwind": pb.STACK_IONIC_TAILWIND,
-}
+STACKS = enum_values(pb.Stack)
 INPUT_MODES = {
     "image": pb.INPUT_MODE_IMAGE,
     "video": pb.INPUT_MODE_VIDEO,
