@@ -52,12 +52,47 @@ MAX_CODE_TICK_S = 0.04
 
 Streamed = AssistantDelta | ThinkingDelta | CodeDelta
 
-# Committed events are kept as plain tuples of strings and numbers — (variant, event id,
-# kind, offset, text) for streamed deltas, (variant, event id, payload) for the rest —
-# and become `Event`s only when read. The cycle collector stops tracking such tuples, so
-# the logs an agent keeps (about a thousand events per variant) add nothing to its full
-# collections; as dataclasses they made each one stall the loop for 100+ ms under load.
+# Committed events are kept as plain tuples of strings and numbers and become `Event`s
+# only when read. The cycle collector stops tracking such tuples, so the logs an agent
+# keeps (about a thousand events per variant) add nothing to its full collections; as
+# dataclasses they made each one stall the loop for 100+ ms under load. The tuples'
+# shapes are known to the four functions below and nowhere else.
+Record = tuple[Any, ...]
 _KINDS: tuple[type[Streamed], ...] = (AssistantDelta, ThinkingDelta, CodeDelta)
+_STREAMED_FIELDS = 5
+
+
+def _streamed_record(
+    variant_index: int, event_id: str, kind: type[Streamed], offset: int, text: str
+) -> Record:
+    """A streamed delta's record (`offset` only counts for code)."""
+    return (variant_index, event_id, _KINDS.index(kind), offset, text)
+
+
+def _record(variant_index: int, event_id: str, payload: Payload) -> Record:
+    """Any other event's record: its payload as it is (it holds no cycle)."""
+    return (variant_index, event_id, payload)
+
+
+def _decoded(record: Record) -> tuple[int, str, Payload]:
+    """A record's variant index, event id and payload."""
+    if len(record) != _STREAMED_FIELDS:
+        variant_index, event_id, payload = record
+        return variant_index, event_id, payload
+    variant_index, event_id, kind, offset, text = record
+    cls = _KINDS[kind]
+    return (
+        variant_index,
+        event_id,
+        CodeDelta(offset, text) if issubclass(cls, CodeDelta) else cls(text),
+    )
+
+
+def _held_bytes(record: Record) -> int:
+    """Roughly the bytes a record holds besides its tuple (RECORD_OVERHEAD)."""
+    if len(record) != _STREAMED_FIELDS:
+        return len(record[1]) + _size(record[2])
+    return len(record[1]) + len(record[4])
 
 
 class CodePace:
@@ -129,7 +164,7 @@ class EventLog:
             )
         self._pace = pace
         self._ticked_at = -float("inf")  # loop time of the last tick
-        self._records: list[tuple[Any, ...]] = []
+        self._records: list[Record] = []
         self._open: dict[int, _Stream] = {}
         self._pending = 0  # streams with uncommitted parts
         # uvloop's call_at returns a plain Handle, without `when()`, for a time under a
@@ -188,10 +223,11 @@ class EventLog:
             self._open.pop(variant_index, None)
         if isinstance(payload, Streamed):
             offset = payload.offset if isinstance(payload, CodeDelta) else 0
-            kind = _KINDS.index(type(payload))
-            self._append((variant_index, event_id, kind, offset, payload.text))
+            self._append(
+                _streamed_record(variant_index, event_id, type(payload), offset, payload.text)
+            )
         else:
-            self._append((variant_index, event_id, payload))
+            self._append(_record(variant_index, event_id, payload))
         if isinstance(payload, GenerationComplete):
             self.closed = True
         self.tick()
@@ -237,25 +273,16 @@ class EventLog:
         text = "".join(stream.parts)
         stream.parts = []
         self._pending -= 1
-        kind = _KINDS.index(stream.kind)
-        self._append((variant_index, stream.event_id, kind, stream.start, text))
+        self._append(
+            _streamed_record(variant_index, stream.event_id, stream.kind, stream.start, text)
+        )
 
-    def _append(self, record: tuple[Any, ...]) -> None:
+    def _append(self, record: Record) -> None:
         self._records.append(record)
-        size = RECORD_OVERHEAD + len(record[1])
-        self.bytes += size + (len(record[4]) if len(record) == 5 else _size(record[2]))
+        self.bytes += RECORD_OVERHEAD + _held_bytes(record)
 
-    def _event(self, sequence: int, record: tuple[Any, ...]) -> Event:
-        if len(record) == 3:
-            return Event(self._generation_id, sequence, record[0], record[1], record[2])
-        variant_index, event_id, kind, offset, text = record
-        payload: Payload
-        if kind == 2:
-            payload = CodeDelta(offset, text)
-        elif kind == 0:
-            payload = AssistantDelta(text)
-        else:
-            payload = ThinkingDelta(text)
+    def _event(self, sequence: int, record: Record) -> Event:
+        variant_index, event_id, payload = _decoded(record)
         return Event(self._generation_id, sequence, variant_index, event_id, payload)
 
     async def batches(self, after_sequence: int = 0) -> AsyncIterator[Sequence[Event]]:

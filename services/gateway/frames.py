@@ -203,10 +203,10 @@ class FrameBuilder:
                 # show for a frame; its first text goes out at once. An empty file still
                 # arrives as a code_snapshot.
                 code.dirty, code.due = False, None
-            elif code.policy.on_change(now, code.length, restart=restart):
+            elif (at := code.policy.on_change(now, code.length, restart=restart)) <= now:
                 out.extend(self._set_code(v, code, now))
             else:
-                code.due = code.policy.timer_at(now)
+                code.due = at
         elif kind == "code_snapshot":
             code = self._variant(v)
             code.replace(event.sequence, event.code_snapshot.content)

@@ -17,7 +17,7 @@ goes out only if the window still has room for one more frame of its size afterw
 `variantComplete` and is never held back, fits within the cap too. A file over half the cap
 cannot have two frames in one second: its final flush is the one frame allowed past it.
 
-A change that cannot go out yet is pending, never dropped: `next_due` says when it may, so
+A change that cannot go out yet is pending, never dropped: `on_change` says when it may, so
 the gateway arms a timer. A pending change smaller than `min_chars` goes out once the stream
 has been quiet for `idle_s` (and the interval allows), so a paused stream never leaves the
 preview behind; the first frame of a new file goes out as promptly as the first.
@@ -75,12 +75,10 @@ class PreviewPolicyConfig:
 class SetCodePolicy:
     """Decides, for one variant, when the current code goes to the browser.
 
-    The gateway calls `on_change` whenever the code changes and sends a frame when it says
-    so; after every frame it sends (asked for or not: flushes, snapshots) it calls
-    `mark_sent`. While `timer_at` is not None it keeps a timer armed for that time and sends
-    then. Before `toolStart`, `toolResult`, `variantComplete` and close it sends
-    the latest code if `flush_needed`; `flush_at` tells when that fits within the cap, for
-    a gateway that prefers to wait a little over exceeding it.
+    The gateway calls `on_change` whenever the code changes: it sends a frame at once when
+    the time returned has come, else arms a timer for that time (a newer change answers
+    anew). After every frame it sends (asked for or not: flushes before `toolStart`,
+    `toolResult`, `variantComplete` and close, snapshots) it calls `mark_sent`.
     """
 
     def __init__(self, config: PreviewPolicyConfig | None = None) -> None:
@@ -90,41 +88,30 @@ class SetCodePolicy:
         self._interval_ready = -math.inf
         self._idle_ready = -math.inf
         self._len = 0
-        self._frame_bytes: int | None = None
         self._sent_bytes = 0  # the last frame's size
         self._dirty = False
         self._bytes_per_char = 1.0
         self._window: deque[tuple[float, int]] = deque()  # (leaves the window at, bytes)
         self._window_bytes = 0
-        # `next_due` as `on_change` computed it, at that `now`: the gateway asks `timer_at`
-        # right after a change that is not ready, and the computation was a tenth of its
-        # CPU under load when done twice per code delta.
-        self._due_at: tuple[float, float | None] | None = None
 
-    def on_change(
-        self,
-        now: float,
-        code_len: int,
-        *,
-        frame_bytes: int | None = None,
-        restart: bool = False,
-    ) -> bool:
-        """Records that the code is now `code_len` code points long; True: send it now.
+    def on_change(self, now: float, code_len: int, *, restart: bool = False) -> float:
+        """Records that the code is now `code_len` code points long, and says when to send
+        it: at once when the time returned is `now` or earlier, else then (a timer), unless
+        newer code comes first. `restart` means the code was replaced from the start (a new
+        file): its first frame goes out as promptly as the very first one.
 
-        `frame_bytes` is the size the frame would have; without it the policy estimates
-        from earlier frames (pass it when known: only then is the cap exact). `restart`
-        means the code was replaced from the start (a new file): its first frame goes out
-        as promptly as the very first one.
+        The timer waits `arrival_grace_s` past the due time once the stream's first frame
+        is out: code arriving meanwhile goes out with its batch (see the config).
         """
         self._len = code_len
-        self._frame_bytes = frame_bytes
         self._dirty = True
         self._idle_ready = now + self.config.idle_s
         if restart:
             self._first = True
-        due = self.next_due(now)
-        self._due_at = (now, due)
-        return due is not None and due <= now
+        due = self._due(now)
+        if due <= now or self._first:
+            return due
+        return due + self.config.arrival_grace_s
 
     def mark_sent(self, now: float, nbytes: int) -> None:
         """A frame with the current code, `nbytes` long, went to the browser at `now`."""
@@ -138,7 +125,6 @@ class SetCodePolicy:
         self._sent_bytes = nbytes
         self._interval_ready = now + self.interval(nbytes)
         self._dirty = False
-        self._due_at = None
 
     def interval(self, nbytes: int) -> float:
         """The least time after a frame of `nbytes` before the next paced one."""
@@ -146,8 +132,9 @@ class SetCodePolicy:
 
     def next_due(self, now: float) -> float | None:
         """When the pending change may go out (at least `now`); None when nothing waits."""
-        if not self._dirty:
-            return None
+        return self._due(now) if self._dirty else None
+
+    def _due(self, now: float) -> float:
         if self._first:
             return self._cap_ready(now)
         # Room for the final flush: a frame as big as this one, grown by as much again.
@@ -159,36 +146,8 @@ class SetCodePolicy:
             allowed = max(self._interval_ready, self._idle_ready)
         return max(allowed, cap_ready)
 
-    def timer_at(self, now: float) -> float | None:
-        """When to send the pending change if no newer code arrives first: `next_due`, plus
-        `arrival_grace_s` once the stream's first frame is out; None when nothing waits."""
-        memo = self._due_at
-        due = memo[1] if memo is not None and memo[0] == now else self.next_due(now)
-        if due is None or self._first:
-            return due
-        return due + self.config.arrival_grace_s
-
-    def ready(self, now: float) -> bool:
-        """A pending change may go out now."""
-        due = self.next_due(now)
-        return due is not None and due <= now
-
-    def flush_needed(self) -> bool:
-        """The browser has not seen the latest code."""
-        return self._dirty
-
-    def flush_at(self, now: float) -> float | None:
-        """The earliest time a flush of the latest code fits within the cap; None if none."""
-        return self._cap_ready(now) if self._dirty else None
-
-    def window_bytes(self, now: float) -> int:
-        """setCode bytes sent in the last second."""
-        self._prune(now)
-        return self._window_bytes
-
     def _estimate(self) -> int:
-        if self._frame_bytes is not None:
-            return self._frame_bytes
+        """The pending frame's bytes, by what earlier frames cost per character."""
         return math.ceil(self._len * self._bytes_per_char)
 
     def _prune(self, now: float) -> None:

@@ -85,13 +85,23 @@ class _Mailbox:
             getter.set_result(True)
 
     async def put(self, item: object) -> None:
+        # One waiting producer: a second would take the first's wake-up and leave it
+        # asleep with room in the mailbox.
+        if self._putter is not None:
+            raise RuntimeError("the mailbox has one producer: put while another put waits")
         while self.full():
             self._putter = self._running_loop().create_future()
-            await self._putter
+            try:
+                await self._putter
+            finally:
+                self._putter = None
         self.put_nowait(item)
 
     async def get(self, deadline: float | None = None) -> object:
         """The next item, or `_TIMED_OUT` once the loop's clock passed `deadline`."""
+        # One consumer: a second would take the first's wake-up (and its item).
+        if self._getter is not None:
+            raise RuntimeError("the mailbox has one consumer: get while another get waits")
         while not self._items:
             loop = self._running_loop()
             waiter: asyncio.Future[bool] = loop.create_future()

@@ -14,14 +14,50 @@ from services.gateway.preview_policy import PreviewPolicyConfig, SetCodePolicy
 
 FRAME = 1000  # bytes of a frame in the hand-written cases
 
+
+class Policy(SetCodePolicy):
+    """The policy with what the tests ask of it besides the gateway's calls: frames of a
+    known size (the gateway lets it estimate) and a look at its cap window."""
+
+    frame_size: int | None = None
+    timer: float | None = None  # when the last change not sent at once is due
+
+    def change(
+        self, now: float, code_len: int, *, frame_bytes: int | None = None, restart: bool = False
+    ) -> bool:
+        """`on_change` as the gateway calls it: True when the code goes out at once."""
+        self.frame_size = frame_bytes
+        at = self.on_change(now, code_len, restart=restart)
+        self.timer = None if at <= now else at
+        return at <= now
+
+    def _estimate(self) -> int:
+        return super()._estimate() if self.frame_size is None else self.frame_size
+
+    def ready(self, now: float) -> bool:
+        due = self.next_due(now)
+        return due is not None and due <= now
+
+    def flush_needed(self) -> bool:
+        return self._dirty
+
+    def flush_at(self, now: float) -> float | None:
+        """The earliest time a flush of the latest code fits within the cap."""
+        return self._cap_ready(now) if self.flush_needed() else None
+
+    def window_bytes(self, now: float) -> int:
+        self._prune(now)
+        return self._window_bytes
+
+
 # The rules with a round interval floor (the product's is 50 ms; frames of FRAME bytes
 # under the default 1 MB/s cap are paced by the floor, not by their size).
 INTERVAL_200 = PreviewPolicyConfig(min_interval_s=0.2)
 
 
-def sent(policy: SetCodePolicy, now: float, code_len: int, nbytes: int = FRAME) -> bool:
+def sent(policy: Policy, now: float, code_len: int, nbytes: int = FRAME) -> bool:
     """on_change, and mark_sent when it says so: what the gateway does."""
-    go = policy.on_change(now, code_len, frame_bytes=nbytes)
+    go = policy.change(now, code_len, frame_bytes=nbytes)
     if go:
         policy.mark_sent(now, nbytes)
     return go
@@ -31,16 +67,16 @@ def sent(policy: SetCodePolicy, now: float, code_len: int, nbytes: int = FRAME) 
 
 
 def test_first_preview_goes_out_at_once() -> None:
-    policy = SetCodePolicy(INTERVAL_200)
+    policy = Policy(INTERVAL_200)
     assert not policy.flush_needed()
     assert policy.next_due(5.0) is None
-    assert policy.on_change(5.0, 3, frame_bytes=60)
+    assert policy.change(5.0, 3, frame_bytes=60)
     policy.mark_sent(5.0, 60)
     assert not policy.flush_needed()
 
 
 def test_new_frame_needs_40_characters_and_200_ms() -> None:
-    policy = SetCodePolicy(INTERVAL_200)
+    policy = Policy(INTERVAL_200)
     assert sent(policy, 0.0, 10)
     assert not sent(policy, 0.1, 200)  # plenty of text, too early
     assert policy.next_due(0.1) == pytest.approx(0.2)
@@ -53,24 +89,24 @@ def test_new_frame_needs_40_characters_and_200_ms() -> None:
 
 def test_the_timer_waits_for_the_next_batch_but_never_for_the_first_frame() -> None:
     # The first frame of a stream: due at once, and the timer does not wait.
-    fresh = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=100, arrival_grace_s=0.05))
-    assert fresh.timer_at(0.0) is None
+    fresh = Policy(PreviewPolicyConfig(max_bytes_per_s=100, arrival_grace_s=0.05))
+    assert fresh.next_due(0.0) is None
     fresh.mark_sent(0.0, 100)  # the cap is full for a second
-    fresh.on_change(0.1, 10, frame_bytes=50, restart=True)
-    assert fresh.timer_at(0.1) == fresh.next_due(0.1) == pytest.approx(1.0)
+    assert not fresh.change(0.1, 10, frame_bytes=50, restart=True)
+    assert fresh.timer == fresh.next_due(0.1) == pytest.approx(1.0)
     # Later frames: the timer fires a grace after the due time...
-    policy = SetCodePolicy(PreviewPolicyConfig(min_interval_s=0.2, arrival_grace_s=0.05))
+    policy = Policy(PreviewPolicyConfig(min_interval_s=0.2, arrival_grace_s=0.05))
     assert sent(policy, 1.0, 100)
     assert not sent(policy, 1.05, 150)
     assert policy.next_due(1.05) == pytest.approx(1.2)
-    assert policy.timer_at(1.05) == pytest.approx(1.25)
+    assert policy.timer == pytest.approx(1.25)
     # ...so code arriving in between goes out with its batch, not a timer before it.
     assert sent(policy, 1.22, 170)
-    assert policy.timer_at(1.22) is None
+    assert policy.next_due(1.22) is None
 
 
 def test_a_pending_update_is_due_when_the_interval_allows() -> None:
-    policy = SetCodePolicy(INTERVAL_200)
+    policy = Policy(INTERVAL_200)
     sent(policy, 1.0, 100)
     assert not sent(policy, 1.05, 150)
     assert policy.next_due(1.05) == pytest.approx(1.2)
@@ -81,7 +117,7 @@ def test_a_pending_update_is_due_when_the_interval_allows() -> None:
 
 def test_a_small_change_goes_out_once_the_stream_pauses() -> None:
     config = PreviewPolicyConfig(idle_s=0.1, min_interval_s=0.2)
-    policy = SetCodePolicy(config)
+    policy = Policy(config)
     sent(policy, 0.0, 100)
     assert not sent(policy, 0.05, 110)  # 10 characters: waits for more, or for a pause
     assert policy.next_due(0.05) == pytest.approx(0.2)  # quiet since 0.05: interval binds
@@ -92,17 +128,17 @@ def test_a_small_change_goes_out_once_the_stream_pauses() -> None:
 
 
 def test_a_restart_goes_out_promptly() -> None:
-    policy = SetCodePolicy(INTERVAL_200)
+    policy = Policy(INTERVAL_200)
     sent(policy, 0.0, 5000)
     policy.mark_sent(0.05, FRAME)  # a flush before toolResult
-    assert policy.on_change(0.06, 4, frame_bytes=50, restart=True)  # new file: at once
+    assert policy.change(0.06, 4, frame_bytes=50, restart=True)  # new file: at once
     policy.mark_sent(0.06, 50)
     assert not sent(policy, 0.07, 100)  # then the usual rules again
     assert policy.next_due(0.07) == pytest.approx(0.26)
 
 
 def test_the_interval_grows_with_the_frame() -> None:
-    policy = SetCodePolicy(PreviewPolicyConfig())  # 50 ms floor, 1 MB/s cap
+    policy = Policy(PreviewPolicyConfig())  # 50 ms floor, 1 MB/s cap
     assert sent(policy, 0.0, 100, 1_000)
     assert not sent(policy, 0.01, 200, 1_000)
     assert policy.next_due(0.01) == pytest.approx(0.05)  # a small page: the floor binds
@@ -112,7 +148,7 @@ def test_the_interval_grows_with_the_frame() -> None:
 
 
 def test_paced_frames_leave_room_for_the_final_flush() -> None:
-    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=1000, min_interval_s=0.0))
+    policy = Policy(PreviewPolicyConfig(max_bytes_per_s=1000, min_interval_s=0.0))
     assert sent(policy, 0.0, 100, 100)  # next one 0.2 s later (100 bytes at 500 B/s)
     # 300 bytes, and room for a final one of 300 + the 200 it grew by: 900 of 1000.
     assert sent(policy, 0.2, 300, 300)
@@ -132,7 +168,7 @@ def test_the_final_flush_of_a_fast_stream_stays_within_the_cap() -> None:
     # What the gateway does: paced frames as the policy allows, then the final code sent
     # at once (never held before variantComplete).
     config = PreviewPolicyConfig(max_bytes_per_s=100_000, min_interval_s=0.0)
-    browser = Browser(SetCodePolicy(config))
+    browser = Browser(Policy(config))
     length = 0
     for i in range(1, 2001):  # 20 000 characters per second, 10 at a time, to 20 kB
         now = i / 2000
@@ -146,7 +182,7 @@ def test_the_final_flush_of_a_fast_stream_stays_within_the_cap() -> None:
 
 
 def test_a_frame_bigger_than_the_cap_goes_out_alone() -> None:
-    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=1000, min_interval_s=0.2))
+    policy = Policy(PreviewPolicyConfig(max_bytes_per_s=1000, min_interval_s=0.2))
     assert sent(policy, 0.0, 10, 100)
     assert not sent(policy, 0.5, 5000, 5000)
     assert policy.next_due(0.5) == pytest.approx(1.0)
@@ -154,18 +190,18 @@ def test_a_frame_bigger_than_the_cap_goes_out_alone() -> None:
 
 
 def test_cap_without_frame_sizes_uses_what_earlier_frames_cost() -> None:
-    policy = SetCodePolicy(PreviewPolicyConfig(max_bytes_per_s=10_000))
-    assert policy.on_change(0.0, 1000)
+    policy = Policy(PreviewPolicyConfig(max_bytes_per_s=10_000))
+    assert policy.change(0.0, 1000)
     policy.mark_sent(0.0, 2000)  # two bytes per character
-    policy.on_change(0.3, 3000)
+    policy.change(0.3, 3000)
     assert policy.flush_at(0.3) == pytest.approx(0.3)  # about 6000 bytes: fits beside 2000
     policy.mark_sent(0.3, 6000)
-    policy.on_change(0.6, 3100)
+    policy.change(0.6, 3100)
     assert policy.flush_at(0.6) == pytest.approx(1.3)  # 6200 more: once both have left
 
 
 def test_flush_needed_until_the_latest_code_is_sent() -> None:
-    policy = SetCodePolicy(INTERVAL_200)
+    policy = Policy(INTERVAL_200)
     assert policy.flush_at(0.0) is None
     sent(policy, 0.0, 10)
     sent(policy, 0.01, 20)
@@ -190,7 +226,7 @@ def test_config_is_validated() -> None:
 class Browser:
     """A gateway (code + policy + timer) and what its browser received."""
 
-    policy: SetCodePolicy
+    policy: Policy
     now: float = 0.0
     code: str = ""
     frames: list[tuple[float, str, int, str]] = field(
@@ -218,7 +254,7 @@ class Browser:
         self.new_file = self.new_file or restart
         self.code = self.code[:offset] + text
         frame_bytes = self.frame_bytes()
-        if self.policy.on_change(now, len(self.code), frame_bytes=frame_bytes, restart=restart):
+        if self.policy.change(now, len(self.code), frame_bytes=frame_bytes, restart=restart):
             self.send(now, "change")
 
     def run_timer_until(self, limit: float) -> None:
@@ -266,7 +302,7 @@ def timed_streams(draw: st.DrawFn) -> list[tuple[float, int, str]]:
 def test_any_timed_stream_ends_with_the_browser_showing_the_content(
     edits: list[tuple[float, int, str]], config: PreviewPolicyConfig
 ) -> None:
-    browser = Browser(SetCodePolicy(config))
+    browser = Browser(Policy(config))
     content = ""
     for now, offset, text in edits:
         browser.run_timer_until(now)
@@ -300,7 +336,7 @@ def test_a_new_file_held_back_by_the_cap_goes_out_when_the_window_has_room() -> 
     # emptied one ulp after the first restart (0.401 + 1.0 vs an accumulated 1.4009...8);
     # the times here are exact binary fractions, so no rounding is involved.
     config = PreviewPolicyConfig(min_chars=0, min_interval_s=0.05, max_bytes_per_s=2000, idle_s=0.0)
-    browser = Browser(SetCodePolicy(config))
+    browser = Browser(Policy(config))
     edits = [
         (0.0, 0, "a" * 1000),  # 1046 bytes, in the window until 1.0
         (0.96875, 0, "b"),  # a new file: 47 bytes fit, out at once
@@ -319,7 +355,7 @@ def test_a_new_file_held_back_by_the_cap_goes_out_when_the_window_has_room() -> 
 
 
 def test_a_paused_stream_never_leaves_the_preview_behind() -> None:
-    browser = Browser(SetCodePolicy(INTERVAL_200))
+    browser = Browser(Policy(INTERVAL_200))
     browser.change(0.0, 0, "<html>")
     browser.change(0.05, 6, "<body>")  # 6 characters, then the model pauses for 5 s
     browser.run_timer_until(5.0)
@@ -330,7 +366,7 @@ def test_a_paused_stream_never_leaves_the_preview_behind() -> None:
 
 
 def test_steady_stream_sends_a_frame_per_interval() -> None:
-    browser = Browser(SetCodePolicy(INTERVAL_200))
+    browser = Browser(Policy(INTERVAL_200))
     length = 0
     for i in range(1, 301):  # 600 characters per second for 4 s, 8 at a time
         now = i * 8 / 600

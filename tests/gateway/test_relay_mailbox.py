@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from services.gateway.relay import _TIMED_OUT, _Mailbox
 
 
@@ -55,3 +57,22 @@ async def test_a_cancelled_get_takes_nothing() -> None:
     await asyncio.gather(getter, return_exceptions=True)
     box.put_nowait("kept")
     assert await box.get() == "kept"
+
+
+async def test_a_second_consumer_or_producer_is_refused_while_one_waits() -> None:
+    # One wake-up slot each: a second waiter would steal the first's and leave it asleep.
+    box = _Mailbox(maxsize=1)
+    getter = asyncio.create_task(box.get())
+    await asyncio.sleep(0)  # let it start waiting
+    with pytest.raises(RuntimeError, match="one consumer"):
+        await box.get()
+    box.put_nowait("x")
+    assert await getter == "x"
+    await box.put(1)
+    putter = asyncio.create_task(box.put(2))
+    await asyncio.sleep(0)
+    with pytest.raises(RuntimeError, match="one producer"):
+        await box.put(3)
+    assert await box.get() == 1
+    await putter
+    assert await box.get() == 2
