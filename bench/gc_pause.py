@@ -9,7 +9,7 @@ runs the service's event loop runs nothing: every stream waits, so each one land
 preview's latency tail. Most of what a service's heap holds is what its imports built
 (the SDKs, their pydantic models, protobuf descriptors, grpc) and keeps for the life of
 the process. A child process per service imports what `s2c <service>` runs (the agent
-also its four provider sessions, as `registry.preload` imports those it has keys for
+also its four provider sessions, as the agent imports those it has keys for (`registry.configured_modules`)
 before it serves), then times `gc.collect()` (best of 5) before and after `gc.freeze()`,
 which every service calls once its server is up (`grpc_server.freeze_startup_heap`).
 One row shows the agent as it ran before the preload: frozen first, its SDK imported at
@@ -42,7 +42,7 @@ _SESSIONS: Final = [
 SERVICES: Final = {
     "agent": (["services.agent.server", *_SESSIONS], []),
     # What a serving agent had until the provider sessions were preloaded
-    # (registry.preload): it froze its heap first and imported the SDK at its first
+    # (registry.configured_modules): it froze its heap first and imported the SDK at its first
     # generation, so the SDK stayed in every full collection's view.
     "agent, openai imported after the freeze": (
         ["services.agent.server"],

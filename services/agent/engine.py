@@ -29,6 +29,7 @@ from services.agent.events import (
     Usage,
 )
 from services.agent.providers.base import (
+    WHOLE_ARGUMENTS_CHARS,
     ExecutedTool,
     ProviderSession,
     StreamEvent,
@@ -47,8 +48,9 @@ DEFAULT_PATH = "index.html"
 # (event_id, payload); the variant index is bound by whoever owns the callback.
 Emit = Callable[[str, Payload], None]
 
-# Upstream's replay step: at least this many characters, at most this many steps.
-_REPLAY_MIN_STEP = 200
+# Upstream's replay step: at least this many characters (a fragment no longer than one
+# step is streamed, not whole: the readers merge no further), at most this many steps.
+_REPLAY_MIN_STEP = WHOLE_ARGUMENTS_CHARS
 _REPLAY_MAX_STEPS = 18
 
 

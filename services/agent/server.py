@@ -15,6 +15,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.core import AgentCore
 from services.agent.metrics import AgentMetrics
+from services.agent.providers import registry
 from services.agent.providers.factory import ProviderSessions, SessionFactory
 from services.agent.runstore import SQLITE_FILE, RunStore
 from services.agent.runstore_health import HEALTH_SERVICE, STORE_NAME, ObservedRunStore
@@ -98,6 +99,10 @@ class AgentServer(GrpcService):
         ]
         self.running.resources.push_async_callback(self._stop_background)
         log.info("agent listening", extra={"port": self.running.port})
+
+    def startup_modules(self) -> Sequence[str]:
+        # The SDKs of the providers this agent has keys for, frozen with its startup heap.
+        return registry.configured_modules(self.settings)
 
     async def _publish_store_health(self, servicer: health.aio.HealthServicer) -> None:
         ok = self.store.health.ok

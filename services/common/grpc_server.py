@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import inspect
 import logging
 import signal
@@ -222,13 +223,16 @@ async def start_server(
     return RunningServer(server, port, health_servicer, names, resources, drain)
 
 
-async def serve_until_signalled(running: RunningServer, grace_s: float) -> None:
-    """Serves until SIGTERM or SIGINT (or the server ends), then `running.stop(grace_s)`."""
+async def serve_until_signalled(
+    running: RunningServer, grace_s: float, startup_modules: Sequence[str] = ()
+) -> None:
+    """Serves until SIGTERM or SIGINT (or the server ends), then `running.stop(grace_s)`.
+    `startup_modules` are imported before the startup heap is frozen."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    freeze_startup_heap()
+    freeze_startup_heap(startup_modules)
     server_done = asyncio.ensure_future(running.server.wait_for_termination())
     stop_wait = asyncio.ensure_future(stop.wait())
     try:
@@ -261,6 +265,11 @@ class GrpcService(ABC):
     @abstractmethod
     async def start(self) -> None: ...
 
+    def startup_modules(self) -> Sequence[str]:
+        """Modules the service will import while serving: imported before its startup heap
+        is frozen (`freeze_startup_heap`), so they are frozen with it."""
+        return ()
+
     async def stop(self, grace_s: float | None = None) -> None:
         if self.running is not None:
             await self.running.stop(self._stop_grace_s if grace_s is None else grace_s)
@@ -268,7 +277,7 @@ class GrpcService(ABC):
     async def serve(self) -> None:
         await self.start()
         assert self.running is not None
-        await serve_until_signalled(self.running, self._shutdown_grace_s)
+        await serve_until_signalled(self.running, self._shutdown_grace_s, self.startup_modules())
 
 
 def open_metrics_port(resources: AsyncExitStack, registry: CollectorRegistry, listen: str) -> None:
@@ -287,11 +296,16 @@ def open_metrics_port(resources: AsyncExitStack, registry: CollectorRegistry, li
     resources.push_async_callback(close)
 
 
-def freeze_startup_heap() -> None:
-    """Moves what exists once a server is up — modules, SDK and protobuf classes, about
-    50 k objects — out of the cycle collector's view. They live as long as the process,
-    and every full collection would otherwise walk them again, stalling the loop (tens of
-    ms under load). Garbage among them is still freed by reference counting."""
+def freeze_startup_heap(modules: Sequence[str] = ()) -> None:
+    """Imports `modules`, then moves what exists once a server is up — modules, SDK and
+    protobuf classes, about 50 k objects — out of the cycle collector's view. They live as
+    long as the process, and every full collection would otherwise walk them again,
+    stalling the loop (tens of ms under load). Garbage among them is still freed by
+    reference counting. A module imported later stays in view: whatever a service knows it
+    will import (the agent: the SDKs it has keys for) is named here, so it cannot come
+    after the freeze."""
+    for module in modules:
+        importlib.import_module(module)
     gc.collect()
     gc.freeze()
 

@@ -40,6 +40,7 @@ from services.agent.providers.anthropic_images import (
 )
 from services.agent.providers.anthropic_stream import MessageReader
 from services.agent.providers.base import ExecutedTool, ProviderError, ProviderTurn
+from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.providers.streaming import SdkSession, TurnProgress
 
 logger = logging.getLogger(__name__)
@@ -338,3 +339,9 @@ def _render(items: Sequence[Any], max_dimension: int) -> list[Any]:
         else:
             rendered.append(item)
     return rendered
+
+
+def session(config: base.SessionConfig, clients: ClientPool) -> base.ProviderSession:
+    """The provider registry's builder (registry.py): a session around the pool's client."""
+    kind = ClientKind("anthropic", new_client, close_client)
+    return clients.session(config, kind, lambda client: AnthropicSession(config, client=client))

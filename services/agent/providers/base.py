@@ -64,6 +64,14 @@ class ToolCallDelta:
     arguments_delta: str
 
 
+# A tool call's argument fragment longer than this counts as arguments that came whole
+# (Gemini sends them so): the engine replays such `create_file` content as a live preview
+# in steps of at least this many characters (engine.PreviewReplay). So the readers never
+# merge the fragments of a streamed call past it (streaming.DeltaMerger), or a burst read
+# at once would look whole; JSON escapes only shrink when decoded, so raw text this long
+# never decodes to more. One number, for both sides of that rule.
+WHOLE_ARGUMENTS_CHARS = 200
+
 StreamEvent = AssistantDelta | ThinkingDelta | ToolCallDelta
 OnEvent = Callable[[StreamEvent], Awaitable[None]]
 

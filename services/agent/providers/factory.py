@@ -48,7 +48,6 @@ class ProviderSessions:
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
         self.clients = ClientPool()
-        registry.preload(settings)
 
     async def aclose(self) -> None:
         await self.clients.aclose()

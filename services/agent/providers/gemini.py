@@ -29,6 +29,7 @@ from google.genai import types
 from services.agent.providers import base, errors, gemini_stream, raw_stream, replay, sse
 from services.agent.providers.anthropic_images import parse_data_url
 from services.agent.providers.base import ExecutedTool, MediaPart, ProviderError, ProviderTurn
+from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.providers.gemini_stream import ChunkReader, open_stream
 from services.agent.providers.streaming import SdkSession, TurnProgress
 
@@ -310,3 +311,9 @@ async def _download(session: aiohttp.ClientSession, url: str) -> tuple[bytes, st
     except (aiohttp.ClientError, TimeoutError) as exc:
         logger.warning("tool image download failed: %s", type(exc).__name__)
         return None
+
+
+def session(config: base.SessionConfig, clients: ClientPool) -> base.ProviderSession:
+    """The provider registry's builder (registry.py): a session around the pool's client."""
+    kind = ClientKind("gemini", new_client, close_client)
+    return clients.session(config, kind, lambda client: GeminiSession(config, client=client))

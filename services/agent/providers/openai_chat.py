@@ -32,11 +32,13 @@ from services.agent.providers.base import (
     PromptMessage,
     ProviderError,
     ProviderName,
+    ProviderSession,
     ProviderTurn,
     SessionConfig,
     StreamEvent,
     ToolSpec,
 )
+from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.providers.openai_common import media_url, read_stream, result_json
 from services.agent.providers.sse import SseEvent, loads
 from services.agent.providers.streaming import DeltaMerger, parse_tool_call
@@ -240,3 +242,9 @@ def _call_param(pending: _PendingCall) -> ChatCompletionMessageFunctionToolCallP
         "type": "function",
         "function": {"name": pending.name, "arguments": "".join(pending.arguments)},
     }
+
+
+def session(config: SessionConfig, clients: ClientPool) -> ProviderSession:
+    """The provider registry's builder (registry.py): a session around the pool's client."""
+    kind = ClientKind("openai-compatible", OpenAIChatSession.new_client, openai_common.close_client)
+    return clients.session(config, kind, lambda client: OpenAIChatSession(config, client=client))

@@ -36,12 +36,14 @@ from services.agent.providers.base import (
     PromptMessage,
     ProviderError,
     ProviderName,
+    ProviderSession,
     ProviderTurn,
     SessionConfig,
     StreamEvent,
     ToolCall,
     ToolSpec,
 )
+from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.providers.errors import redact
 from services.agent.providers.openai_common import (
     media_url,
@@ -354,3 +356,11 @@ class OpenAIResponsesSession(openai_common.OpenAISession):
         )
         self._input.extend(items)
         self._input.extend(tool_output_item(e, self._detail) for e in executed)
+
+
+def session(config: SessionConfig, clients: ClientPool) -> ProviderSession:
+    """The provider registry's builder (registry.py): a session around the pool's client."""
+    kind = ClientKind("openai", OpenAIResponsesSession.new_client, openai_common.close_client)
+    return clients.session(
+        config, kind, lambda client: OpenAIResponsesSession(config, client=client)
+    )

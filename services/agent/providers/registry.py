@@ -3,14 +3,17 @@
 A `ProviderSpec` is all the agent knows about a provider: its id, how texts name it,
 which credential source (services/common/credentials.py) its key and base URL come
 from, how its session is built (around an SDK client from the agent's pool,
-clients.py), its catalogue models and the models its variants get when its key is the
-only one. The factory, the catalogue, model selection and `ListModels` read
-this list; nothing else names a provider. Sessions are imported when first built (the
-SDKs take seconds to import and most processes use one of them at most), except those of
-the providers the agent has keys for, which `preload` imports before it serves.
+clients.py), its catalogue models with their prices and the models its variants get when
+its key is the only one. The factory, the catalogue, model selection, `ListModels`, the
+demo's status line and the clients' price look-ups read this list; nothing else names a
+provider. A session module is named once, as a string, and imported when first built
+(the SDKs take seconds to import and most processes use one of them at most), except
+those of the providers the agent has keys for, which it imports before it serves
+(`configured_modules`).
 
 To add a provider: a session module under `providers/` (with the functions that build
-and close its SDK client), one entry in `PROVIDERS`, and its test file
+and close its SDK client, and `session(config, clients)`), one entry in `PROVIDERS`
+(its models' prices included), and its test file
 (docs/architecture.md, "To add …").
 """
 
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 
 from services.agent.pricing import Price
 from services.agent.providers.base import ProviderName, ProviderSession, SessionConfig
-from services.agent.providers.clients import ClientKind, ClientPool
+from services.agent.providers.clients import ClientPool
 from services.agent.settings import AgentSettings
 from services.common.credentials import BY_ID
 
@@ -56,14 +59,17 @@ class EndpointOverride:
     missing: str  # the error when neither names a base URL; `{model}` is the model id
 
 
+# What each session module's `session` is.
+SessionBuilder = Callable[[SessionConfig, ClientPool], ProviderSession]
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderSpec:
     id: str  # `ModelSpec.provider` and `Model.provider` in ListModels
     display_name: str  # in error texts, e.g. "Could not connect to OpenAI"
     credential: str  # id of the credential source it uses
-    # The session for a config, its SDK client from the agent's pool (`ClientPool.session`).
-    session: Callable[[SessionConfig, ClientPool], ProviderSession]
-    # The module `session` imports, SDK and all (`preload`).
+    # Its session module, SDK and all: its `session(config, clients)` builds the session
+    # for a config around an SDK client from the agent's pool (`ClientPool.session`).
     module: str
     models: tuple[ModelFamily, ...] = ()
     # Model ids for the variants when this provider's key is the only one (cycled).
@@ -74,6 +80,11 @@ class ProviderSpec:
     # override's base URL), needs no key and is chosen when no key is present.
     override: EndpointOverride | None = None
 
+    def session(self, config: SessionConfig, clients: ClientPool) -> ProviderSession:
+        """The session for `config`, from the module's builder (imported on first use)."""
+        build: SessionBuilder = importlib.import_module(self.module).session
+        return build(config, clients)
+
     @property
     def local(self) -> bool:
         return self.override is not None
@@ -81,36 +92,6 @@ class ProviderSpec:
     @property
     def name(self) -> ProviderName:
         return ProviderName(self.display_name, BY_ID[self.credential].key_envs[0])
-
-
-def _openai_responses(config: SessionConfig, clients: ClientPool) -> ProviderSession:
-    from services.agent.providers.openai_common import close_client
-    from services.agent.providers.openai_responses import OpenAIResponsesSession as Session
-
-    kind = ClientKind("openai", Session.new_client, close_client)
-    return clients.session(config, kind, lambda client: Session(config, client=client))
-
-
-def _anthropic(config: SessionConfig, clients: ClientPool) -> ProviderSession:
-    from services.agent.providers.anthropic import AnthropicSession, close_client, new_client
-
-    kind = ClientKind("anthropic", new_client, close_client)
-    return clients.session(config, kind, lambda client: AnthropicSession(config, client=client))
-
-
-def _gemini(config: SessionConfig, clients: ClientPool) -> ProviderSession:
-    from services.agent.providers.gemini import GeminiSession, close_client, new_client
-
-    kind = ClientKind("gemini", new_client, close_client)
-    return clients.session(config, kind, lambda client: GeminiSession(config, client=client))
-
-
-def _openai_chat(config: SessionConfig, clients: ClientPool) -> ProviderSession:
-    from services.agent.providers.openai_chat import OpenAIChatSession as Session
-    from services.agent.providers.openai_common import close_client
-
-    kind = ClientKind("openai-compatible", Session.new_client, close_client)
-    return clients.session(config, kind, lambda client: Session(config, client=client))
 
 
 _EFFORTS = ("none", "low", "medium", "high", "xhigh")
@@ -126,7 +107,6 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         "openai",
         "OpenAI",
         "openai",
-        _openai_responses,
         "services.agent.providers.openai_responses",
         models=(
             ModelFamily("gpt-5.4-mini", ("low",), "thinking", "effort", _GPT_MINI),
@@ -141,7 +121,6 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         "anthropic",
         "Anthropic",
         "anthropic",
-        _anthropic,
         "services.agent.providers.anthropic",
         models=(
             ModelFamily("claude-sonnet-4-6", ("high",), price=Price(3.00, 15.00, 0.30, 3.75)),
@@ -156,7 +135,6 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         "gemini",
         "Gemini",
         "gemini",
-        _gemini,
         "services.agent.providers.gemini",
         models=(
             ModelFamily("gemini-3-flash-preview", ("high", "minimal"), "thinking", price=_FLASH),
@@ -182,7 +160,6 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         "openai-compatible",
         "OpenAI-compatible server",
         "openai",
-        _openai_chat,
         "services.agent.providers.openai_chat",
         override=EndpointOverride(
             lambda settings: settings.local_base_url,
@@ -220,19 +197,19 @@ def key_envs_text() -> str:
     return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
 
 
-def preload(settings: AgentSettings) -> list[str]:
-    """Imports the session modules of the providers the settings give a key (or, for the
-    local one, a base URL) now rather than at the first generation, and returns them.
+def configured_modules(settings: AgentSettings) -> list[str]:
+    """The session modules of the providers the settings give a key (or, for the local
+    one, a base URL): the ones the agent imports before its heap is frozen (server.py,
+    `startup_modules`).
 
     A process freezes its startup heap out of the cycle collector's view once it serves
-    (grpc_server.freeze_startup_heap). An SDK imported after that stays in view: the
-    openai SDK alone is ~520 modules and ~67 k objects, and with it in view every full
-    collection of a loaded agent took 80-100 ms of CPU (bench/README.md, `gc_pause.py`),
-    stalling every stream it serves. Providers without a configured key still load on first use.
+    (grpc_server.freeze_startup_heap, which imports these first). An SDK imported after
+    that stays in view: the openai SDK alone is ~520 modules and ~67 k objects, and with it
+    in view every full collection of a loaded agent took 80-100 ms of CPU (bench/README.md,
+    `gc_pause.py`), stalling every stream it serves. Providers without a configured key
+    still load on first use (a request's own key).
     """
     wanted = [s.module for s in KEYED if settings.credentials.key(s.credential)]
     if LOCAL.override is not None and LOCAL.override.base_url(settings):
         wanted.append(LOCAL.module)
-    for module in wanted:
-        importlib.import_module(module)
     return wanted

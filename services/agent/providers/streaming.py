@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from services.agent.pricing import Usage, cost_usd
 from services.agent.providers.base import (
+    WHOLE_ARGUMENTS_CHARS,
     AssistantDelta,
     OnEvent,
     PromptMessage,
@@ -22,11 +23,9 @@ from services.agent.providers.base import (
 
 log = logging.getLogger(__name__)
 
-# The engine replays a create_file fragment longer than this as content that came whole
-# (engine.PreviewReplay). Merged argument fragments stay within it, so a burst that
-# arrived in one read still previews as the stream it was; JSON escapes only shrink
-# when decoded, so raw text this long never decodes to more.
-MAX_MERGED_ARGUMENTS = 200
+# Merged argument fragments stay within what the engine would take for arguments that
+# came whole, so a burst that arrived in one read still previews as the stream it was.
+MAX_MERGED_ARGUMENTS = WHOLE_ARGUMENTS_CHARS
 
 _TEXT = "\0text"  # merge keys besides tool call ids, which are never NUL-prefixed
 _THINKING = "\0thinking"
