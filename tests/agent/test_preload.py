@@ -16,12 +16,14 @@ from services.common.credentials import Credentials, Endpoint
 from services.common.grpc_server import freeze_startup_heap
 
 
-def test_only_the_keyed_providers_are_imported_before_the_freeze() -> None:
+async def test_only_the_keyed_providers_are_imported_before_the_freeze() -> None:
     settings = AgentSettings(credentials=Credentials.of(anthropic=Endpoint("sk-ant-test")))
     assert registry.configured_modules(settings) == ["services.agent.providers.anthropic"]
     assert registry.configured_modules(AgentSettings()) == []
     # What the server hands the freeze (GrpcService.serve → freeze_startup_heap).
-    assert AgentServer(settings).startup_modules() == ["services.agent.providers.anthropic"]
+    server = AgentServer(settings)  # (its channels belong to a running loop)
+    assert server.startup_modules() == ["services.agent.providers.anthropic"]
+    await server.tools.close()
 
 
 def test_a_local_server_imports_the_chat_session() -> None:
