@@ -9,9 +9,9 @@ runs the service's event loop runs nothing: every stream waits, so each one land
 preview's latency tail. Most of what a service's heap holds is what its imports built
 (the SDKs, their pydantic models, protobuf descriptors, grpc) and keeps for the life of
 the process. A child process per service imports what `s2c <service>` runs (the agent
-also its four provider sessions, as the agent imports those it has keys for (`registry.configured_modules`)
-before it serves), then times `gc.collect()` (best of 5) before and after `gc.freeze()`,
-which every service calls once its server is up (`grpc_server.freeze_startup_heap`).
+also its four provider sessions, as it imports those it has keys for before it serves:
+`registry.configured_modules`), then times `gc.collect()` (best of 5) before and after
+`gc.freeze()`, which every service calls once its server is up (`grpc_server.freeze_startup_heap`).
 One row shows the agent as it ran before the preload: frozen first, its SDK imported at
 the first generation and so left in every full collection's view. The live heap a
 loaded agent adds
