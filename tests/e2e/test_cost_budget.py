@@ -8,6 +8,7 @@ checks its budget: the order is fixed by events, not by timing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -49,9 +50,17 @@ def script_openai(fake: FakeOpenAI, usage: TokenUsage) -> None:
     )
 
 
+async def release_once_paused(openai: FakeOpenAI) -> None:
+    # `release` frees only a reply paused now: on a loaded machine variant 0 can finish
+    # before the OpenAI reply reaches its pause, and a release then would be lost.
+    await openai.stream_paused.wait()
+    openai.release()
+
+
 async def run_releasing_openai(url: str, openai: FakeOpenAI) -> WsResult:
     """Runs one update; lets the OpenAI reply go on once variant 0 has finished."""
     result = WsResult()
+    releases: list[asyncio.Task[None]] = []
     async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
         await ws.send_str(json.dumps(update_params()))
         async for message in ws:
@@ -61,8 +70,9 @@ async def run_releasing_openai(url: str, openai: FakeOpenAI) -> WsResult:
                 "variantComplete",
                 "variantError",
             ):
-                openai.release()
+                releases.append(asyncio.create_task(release_once_paused(openai)))
         result.close_code = ws.close_code
+    await asyncio.gather(*releases)
     return result
 
 
