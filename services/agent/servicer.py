@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TypeVar, get_args
@@ -13,7 +14,12 @@ from s2c.common.v1 import common_pb2
 
 from services.agent.admission import Busy
 from services.agent.archive import replay
-from services.agent.convert import event_to_proto, request_from_proto, run_to_proto
+from services.agent.convert import (
+    event_to_proto,
+    image_violations,
+    request_from_proto,
+    run_to_proto,
+)
 from services.agent.core import AgentCore
 from services.agent.eventlog import Streamed
 from services.agent.events import Event
@@ -95,8 +101,11 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 yield message
 
     async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
+        domain, found = request_from_proto(request)
+        # Read from the images' headers, before any provider or tool decodes one.
+        found += await asyncio.to_thread(image_violations, domain, self._settings.images)
         try:
-            plan = self._planner.plan(*request_from_proto(request))
+            plan = self._planner.plan(domain, found)
         except InvalidRequest as exc:
             await abort_invalid(context, exc)
         try:

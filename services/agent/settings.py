@@ -18,6 +18,7 @@ from services.common.credentials import (
     Credentials,
     request_base_urls_allowed,
 )
+from services.common.images import ImageLimits
 from services.common.security import GrpcSecurity
 
 
@@ -109,6 +110,9 @@ class AgentSettings:
     # one generation alone is always admitted. 0: no bound. 120: what one core serves on
     # the real provider path with room to spare (docs/architecture.md, measured).
     max_running_variants: int = 120
+    # The pixels one image may decode to (S2C_IMAGE_MAX_PIXELS): requests carrying a
+    # larger one are refused, tool images past it are left out (common/images.py).
+    images: ImageLimits = field(default_factory=ImageLimits)
 
     @property
     def credential_policy(self) -> CredentialPolicy:
@@ -146,4 +150,5 @@ class AgentSettings:
             retained_bytes=settings_env.bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
             retained_seconds=settings_env.bound(env, "S2C_RETAIN_SECONDS", "300", float),
             max_running_variants=settings_env.bound(env, "S2C_MAX_RUNNING_VARIANTS", "120", int),
+            images=ImageLimits.from_env(env),
         )

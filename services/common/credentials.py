@@ -83,6 +83,27 @@ class Endpoint:
         return f"Endpoint(api_key={'***' if self.api_key else ''!r}, base_url={self.base_url!r})"
 
 
+def key_problem(key: str) -> str | None:
+    """What makes `key` unusable as an API key, or None. Keys travel in HTTP headers,
+    which take printable ASCII only; anything else used to surface as a codec's error
+    ("'ascii' codec can't encode …") from deep inside an SDK."""
+    for position, char in enumerate(key, start=1):
+        if "!" <= char <= "~":
+            continue
+        if char.isspace():
+            what = "a space or line break"
+        elif char.isprintable():
+            what = "a non-ASCII character"
+        else:
+            what = "a control character"
+        # The position, never the character: it is part of a secret.
+        return (
+            f"contains {what} (character {position} of {len(key)}); API keys are "
+            "printable ASCII only: check for a character picked up when copying the key"
+        )
+    return None
+
+
 def field_name(source: str, part: str, prefix: str = "") -> str:
     """The proto path of one field, as `BadRequest` violations name it."""
     return f"{prefix}providers[{source}].{part}"
@@ -103,10 +124,15 @@ class Credentials:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], ids: tuple[str, ...] = IDS) -> Credentials:
+        """ValueError naming the variable when a key cannot be used (`key_problem`)."""
         out: dict[str, Endpoint] = {}
         for source in ids:
             spec = BY_ID[source]
-            key = next((env[name] for name in spec.key_envs if env.get(name)), "")
+            name = next((name for name in spec.key_envs if env.get(name)), "")
+            key = env[name] if name else ""
+            problem = key_problem(key)
+            if problem is not None:
+                raise ValueError(f"{name} {problem}")
             out[source] = Endpoint(key, env.get(spec.base_url_env, ""))
         return cls(out)
 
@@ -164,6 +190,9 @@ class CredentialPolicy:
                     )
                 )
                 continue
+            problem = key_problem(endpoint.api_key)
+            if problem is not None:
+                out.append(FieldViolation(field_name(source, "api_key", prefix), problem))
             if not endpoint.base_url:
                 continue
             url_name = field_name(source, "base_url", prefix)

@@ -39,6 +39,9 @@ SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ("grpc.http2.max_pings_without_data", 0),
+    # gRPC sets SO_REUSEPORT by default: a second server on a taken port would start and
+    # take a share of the first one's calls. Without it, binding a taken port fails.
+    ("grpc.so_reuseport", 0),
 )
 
 
@@ -68,6 +71,10 @@ CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
 
 
 _UNDECODABLE = object()
+
+
+class ListenError(Exception):
+    """A server could not bind its address; the message says which and why."""
 
 
 class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
@@ -213,7 +220,13 @@ async def start_server(
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
         health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
         reflection.enable_server_reflection([*names, health_name, reflection.SERVICE_NAME], server)
-        port = add_port(server, address, security)
+        try:
+            port = add_port(server, address, security)
+        except RuntimeError:
+            raise ListenError(
+                f"cannot listen on {address}: the port is taken (another server is serving "
+                "it) or the address cannot be bound"
+            ) from None
         await server.start()
     except BaseException:
         await resources.aclose()
@@ -275,7 +288,11 @@ class GrpcService(ABC):
             await self.running.stop(self._stop_grace_s if grace_s is None else grace_s)
 
     async def serve(self) -> None:
-        await self.start()
+        try:
+            await self.start()
+        except ListenError as exc:
+            log.error(str(exc))
+            raise SystemExit(1) from None
         assert self.running is not None
         await serve_until_signalled(self.running, self._shutdown_grace_s, self.startup_modules())
 
@@ -286,7 +303,10 @@ def open_metrics_port(resources: AsyncExitStack, registry: CollectorRegistry, li
     if not listen:
         return
     host, port = split_host_port(listen)
-    server, _ = serve_metrics(registry, host, port)
+    try:
+        server, _ = serve_metrics(registry, host, port)
+    except OSError as exc:
+        raise ListenError(f"cannot serve /metrics on {listen}: {exc.strerror}") from None
 
     async def close() -> None:
         # shutdown() waits for the serving thread's next poll (up to 0.5 s): not on the loop.

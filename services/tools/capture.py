@@ -8,15 +8,17 @@ reach public addresses. The target itself is vetted first, which is what gives a
 address its clear message; the final URL is vetted again because a plain-HTTP redirect to
 a refused address ends on the proxy's 403 page rather than in a navigation error.
 
-Bounded three ways: one deadline for the whole capture (waiting for a browser slot
-included), a maximum height (taller pages are cut off there), and a maximum image size.
+Bounded four ways: one deadline for the whole capture (waiting for one of the captures'
+own slots included: previews have slots of their own, so a slow page never delays one),
+a maximum width and height (a larger page is clipped to them: Chromium then renders only
+the clip, where a 30000 px wide page used to cost gigabytes), and a maximum image size.
+The image's size is read from its header, never by decoding it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import ipaddress
 import logging
 import re
@@ -24,15 +26,15 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
-from PIL import Image
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import FloatRect, Page, Response
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from services.common.images import ImageRefused, read_header
 from services.common.netguard import network_target
 from services.common.tool_types import CapturedImage
 from services.tools.egress_proxy import EGRESS_HEADER
-from services.tools.screenshot import DESKTOP, Screenshotter, Viewport
+from services.tools.screenshot import DESKTOP, Screenshotter, Viewport, page_clip
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +47,6 @@ MOBILE_USER_AGENT = (
 )
 _NET_ERROR = re.compile(r"net::ERR_[A-Z_]+")
 _NETWORK_IDLE_S = 2.0  # past "load", how long late requests may still change the page
-_PAGE_HEIGHT_JS = (
-    "() => Math.max(document.documentElement.scrollHeight, "
-    "document.body ? document.body.scrollHeight : 0)"
-)
-
 Device = Literal["desktop", "mobile"]
 Format = Literal["auto", "png", "jpeg"]
 
@@ -61,10 +58,14 @@ class CaptureSettings:
     # Within the deadline: how long to wait for the page's load event before capturing
     # what has rendered (a page whose scripts never finish is still worth an image).
     load_timeout_s: float = 15.0
-    # Pages taller than this are cut off here (CSS pixels = image pixels).
+    # Pages taller or wider than this are cut off here (CSS pixels = image pixels).
     max_height_px: int = 16384
+    max_width_px: int = 1280
     # The largest encoded image returned.
     max_bytes: int = 10 * 1024 * 1024
+    # Captures one worker runs at once, in slots of their own (previews have theirs);
+    # more wait, inside their deadline.
+    concurrency: int = 2
     jpeg_quality: int = 80
     settle_ms: int = 250
 
@@ -131,6 +132,7 @@ class UrlCapturer:
     def __init__(self, shooter: Screenshotter | None, settings: CaptureSettings) -> None:
         self._shooter = shooter
         self.settings = settings
+        self._slots = asyncio.Semaphore(max(1, settings.concurrency))
 
     async def capture(
         self, request: CaptureRequest, *, timeout_s: float | None = None
@@ -176,7 +178,10 @@ class UrlCapturer:
         user_agent = MOBILE_USER_AGENT if mobile else None
         # Not Chromium's is_mobile: it lays a page without a viewport meta tag out 980 px
         # wide, and the image would no longer be the phone's width.
-        async with shooter.fresh_page(viewport, touch=mobile, user_agent=user_agent) as page:
+        async with (
+            self._slots,
+            shooter.fresh_page(viewport, touch=mobile, user_agent=user_agent) as page,
+        ):
             status = await self._load(page, url)
             final_url = page.url
             final = network_target(final_url)
@@ -186,11 +191,16 @@ class UrlCapturer:
                     f"{url} redirected to {final_url}, which is refused: "
                     + refusal_message(final_url, final[0]),
                 )
-            height = int(await page.evaluate(_PAGE_HEIGHT_JS) or 0)
-            truncated = height > self.settings.max_height_px
-            image, mime = await self._encode(page, viewport, request.format, truncated)
-        width, image_height = Image.open(io.BytesIO(image)).size
-        return CapturedImage(image, mime, width, image_height, final_url, truncated, status)
+            clip = await page_clip(page, self.settings.max_width_px, self.settings.max_height_px)
+            image, mime = await self._encode(page, request.format, clip)
+        try:
+            header = read_header(image)
+        except ImageRefused:
+            raise CaptureError(
+                CaptureErrorKind.LOAD_FAILED, f"Capturing {url} gave an unreadable image"
+            ) from None
+        truncated = clip is not None
+        return CapturedImage(image, mime, header.width, header.height, final_url, truncated, status)
 
     async def _load(self, page: Page, url: str) -> int:
         """Navigates and waits for the page to settle; the main document's HTTP status."""
@@ -246,12 +256,9 @@ class UrlCapturer:
         return response.status if response is not None else 0
 
     async def _encode(
-        self, page: Page, viewport: Viewport, wanted: Format, truncated: bool
+        self, page: Page, wanted: Format, clip: FloatRect | None
     ) -> tuple[bytes, str]:
         limit = self.settings.max_bytes
-        clip: FloatRect | None = None
-        if truncated:
-            clip = {"x": 0, "y": 0, "width": viewport.width, "height": self.settings.max_height_px}
         formats: tuple[Literal["png", "jpeg"], ...] = (
             ("png", "jpeg") if wanted == "auto" else (wanted,)
         )

@@ -12,6 +12,7 @@ import ssl
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from services.common.images import ImageDecoder
 from services.common.tool_summaries import summarize_text
 from services.common.tool_types import FileState, MediaPart
 from services.tools.gemini_extraction import (
@@ -150,9 +151,13 @@ async def _entry(
 
 
 def extract_assets_handler(
-    store: CropStore, *, model: str = DEFAULT_MODEL, timeout_s: float = 60.0
+    store: CropStore,
+    images: ImageDecoder,
+    *,
+    model: str = DEFAULT_MODEL,
+    timeout_s: float = 60.0,
 ) -> ToolHandler:
-    """The `extract_assets` tool, persisting crops in `store`."""
+    """The `extract_assets` tool, persisting crops in `store`, decoding within `images`."""
     tls = _LazyTls()
 
     async def extract_assets_tool(
@@ -179,7 +184,7 @@ def extract_assets_handler(
                 await tls.get(),
             )
             extraction = await extract_assets(
-                descriptions, context.input_images, endpoint, model=model
+                descriptions, context.input_images, endpoint, images, model=model
             )
         except Exception as exc:
             log.warning("extract_assets failed: %s", type(exc).__name__)

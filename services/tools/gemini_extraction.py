@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import certifi
-import pillow_heif
 from google import genai
 from google.genai import types
-from PIL import Image, ImageOps
+from PIL import Image
 from pydantic import BaseModel, Field
+
+from services.common.images import ImageDecoder, ImageRefused
 
 DEFAULT_MODEL = "gemini-3.6-flash"
 MAX_ASSETS_PER_REQUEST = 25
@@ -36,10 +37,7 @@ INCOMPLETE_BOXES = "Gemini did not return usable bounding boxes for every reques
 _SOURCE_MIME_TYPES = frozenset(
     {"image/png", "image/jpeg", "image/jpg", "image/webp", "image/heic", "image/heif"}
 )
-# Decoders Pillow may use on caller bytes: the accepted types only, never its whole zoo.
-_PILLOW_FORMATS = ("PNG", "JPEG", "WEBP", "HEIF")
 _TEMPERATURE = 0.5
-_MAX_SOURCE_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
 
 SYSTEM_INSTRUCTION = (
     "You are a precise 2D object detector for UI screenshots. You locate each requested "
@@ -136,38 +134,32 @@ def _data_url_bytes(data_url: str) -> bytes | None:
         return None
 
 
-def _normalise(data: bytes) -> Image.Image | None:
-    try:
-        with Image.open(io.BytesIO(data), formats=_PILLOW_FORMATS) as opened:
-            # Pillow only warns between its limit and twice it; skip those sources outright
-            # rather than decode hundreds of megabytes of pixels per call.
-            if opened.width * opened.height > _MAX_SOURCE_PIXELS:
-                return None
-            image = ImageOps.exif_transpose(opened)
-            has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
-            image = image.convert("RGBA" if has_alpha else "RGB")
-            image.load()
-            return image
-    except Exception:
-        # Truncated, corrupt, bomb-sized or of another format: the source is just skipped.
-        return None
+@dataclass(frozen=True, slots=True)
+class Sources:
+    images: list[SourceImage]
+    skipped: list[str]  # why each input left out was, for the caller
 
 
-def decode_sources(data_urls: Sequence[str]) -> list[tuple[SourceImage, Image.Image]]:
-    """Each decodable input, upright (EXIF applied) and re-encoded as PNG, with its pixels.
+def decode_sources(data_urls: Sequence[str], decoder: ImageDecoder) -> Sources:
+    """Each decodable input, upright (EXIF applied) and re-encoded as PNG, decoded within
+    the process's image budget (one at a time when large); the others are skipped.
 
     Blocking (decoding and encoding); run it in a thread.
     """
-    pillow_heif.register_heif_opener()  # idempotent; keeps the import free of side effects
-    sources: list[tuple[SourceImage, Image.Image]] = []
+    sources = Sources([], [])
     for number, data_url in enumerate(data_urls, start=1):
         raw = _data_url_bytes(data_url) if isinstance(data_url, str) else None
-        image = _normalise(raw) if raw else None
-        if image is None:
+        if not raw:
+            continue  # not an image data URL this tool reads (the agent lists only those)
+        try:
+            with decoder.open(raw, upright=True) as image:
+                buffer = io.BytesIO()
+                image.save(buffer, format="PNG")
+                source = SourceImage(number, buffer.getvalue(), image.width, image.height)
+        except ImageRefused as exc:
+            sources.skipped.append(f"Input image {number} was skipped: {exc.message}.")
             continue
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG")
-        sources.append((SourceImage(number, buffer.getvalue(), image.width, image.height), image))
+        sources.images.append(source)
     return sources
 
 
@@ -278,19 +270,40 @@ def crop_png(image: Image.Image, box: list[float]) -> bytes | None:
     return buffer.getvalue()
 
 
-def _resolve(
-    description: str, found: _Detection | None, images: Mapping[int, Image.Image]
+def resolve_all(
+    requests: Sequence[tuple[str, str]],
+    found: Mapping[str, _Detection],
+    sources: Mapping[int, SourceImage],
+    decoder: ImageDecoder,
+) -> list[ExtractedAsset]:
+    """One asset per request, in order; each source with boxes on it is decoded once, from
+    its normalised PNG, within the budget (never all of them at once). Blocking."""
+    wanted: dict[int, list[tuple[str, list[float]]]] = {}
+    for rid, _ in requests:
+        detection = found.get(rid)
+        box = normalise_box(detection.box_2d) if detection is not None else None
+        index = _image_index(detection.image_index) if detection is not None else None
+        if box is not None and index is not None and index in sources:
+            wanted.setdefault(index, []).append((rid, box))
+    crops: dict[str, bytes | None] = {}
+    for index, boxes in wanted.items():
+        with decoder.open(sources[index].png) as image:
+            for rid, box in boxes:
+                crops[rid] = crop_png(image, box)
+    return [_resolved(text, found.get(rid), rid in crops, crops.get(rid)) for rid, text in requests]
+
+
+def _resolved(
+    description: str, found: _Detection | None, cropped: bool, png: bytes | None
 ) -> ExtractedAsset:
     if found is None:
         return ExtractedAsset(description, "missing")
     box = normalise_box(found.box_2d)
     index = _image_index(found.image_index)
     label = found.label if isinstance(found.label, str) else None
-    image = images.get(index) if index is not None else None
-    if box is None or image is None:
+    if not cropped:
         # An unknown image is still worth reporting with its box: the model did answer.
         return ExtractedAsset(description, "missing", box, index, label)
-    png = crop_png(image, box)
     return ExtractedAsset(description, "ok" if png else "error", box, index, label, png)
 
 
@@ -362,6 +375,7 @@ async def extract_assets(
     descriptions: Sequence[str],
     data_urls: Sequence[str],
     endpoint: GeminiEndpoint,
+    decoder: ImageDecoder,
     *,
     model: str = DEFAULT_MODEL,
 ) -> ExtractionResult:
@@ -370,11 +384,10 @@ async def extract_assets(
     Raises whatever the API raises (auth, quota, timeout): a failed call fails the batch,
     because a partial answer would silently report the other chunks' assets as missing.
     """
-    decoded = await asyncio.to_thread(decode_sources, list(data_urls))
-    if not decoded:
-        return ExtractionResult([], NO_VALID_SOURCES)
-    sources = [source for source, _ in decoded]
-    images = {source.number: image for source, image in decoded}
+    decoded = await asyncio.to_thread(decode_sources, list(data_urls), decoder)
+    sources = decoded.images
+    if not sources:
+        return ExtractionResult([], " ".join([NO_VALID_SOURCES, *decoded.skipped]))
     image_parts = [
         types.Part.from_bytes(
             data=source.png,
@@ -415,8 +428,7 @@ async def extract_assets(
     found: dict[str, _Detection] = {}
     for answer in answers:
         found.update(answer)
-    assets = await asyncio.to_thread(
-        lambda: [_resolve(text, found.get(rid), images) for rid, text in requests]
-    )
+    by_number = {source.number: source for source in sources}
+    assets = await asyncio.to_thread(resolve_all, requests, found, by_number, decoder)
     complete = all(asset.status == "ok" for asset in assets)
     return ExtractionResult(assets, None if complete else INCOMPLETE_BOXES)

@@ -24,7 +24,15 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from playwright.async_api import Browser, Page, Playwright, Route, WebSocketRoute, async_playwright
+from playwright.async_api import (
+    Browser,
+    FloatRect,
+    Page,
+    Playwright,
+    Route,
+    WebSocketRoute,
+    async_playwright,
+)
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
@@ -57,6 +65,12 @@ _CHROMIUM_ARGS = (
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 _CLOSE_TIMEOUT_S = 5.0
+_PAGE_SIZE_JS = (
+    "() => [Math.max(document.documentElement.scrollWidth, "
+    "document.body ? document.body.scrollWidth : 0), "
+    "Math.max(document.documentElement.scrollHeight, "
+    "document.body ? document.body.scrollHeight : 0)]"
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,10 @@ class ScreenshotSettings:
     max_concurrent_captures: int = 2
     # After a failed probe, how long `probe()` answers False before it tries a launch again.
     probe_retry_s: float = 60.0
+    # A full page larger than this is clipped to it: Chromium renders only the clip (a
+    # page 30000 px wide used to take gigabytes). The same limits as URL captures'.
+    max_width_px: int = 1280
+    max_height_px: int = 16384
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,14 +235,15 @@ class Screenshotter:
         self, viewport: Viewport, *, touch: bool = False, user_agent: str | None = None
     ) -> AsyncIterator[Page]:
         """A page in a new context of this browser, behind the same routing and proxy as a
-        preview, holding one capture slot (the wait for it is the caller's to bound)."""
-        async with self._slots:
-            browser = await self._ready_browser()
-            page = await self._new_page(browser, viewport, touch=touch, user_agent=user_agent)
-            try:
-                yield page
-            finally:
-                self._in_background(_quietly(page.context.close()))
+        preview. It takes none of the previews' slots: a caller bounds its own pages (URL
+        captures have slots of their own, capture.py), so a generation's preview never
+        waits behind a page somebody else asked for."""
+        browser = await self._ready_browser()
+        page = await self._new_page(browser, viewport, touch=touch, user_agent=user_agent)
+        try:
+            yield page
+        finally:
+            self._in_background(_quietly(page.context.close()))
 
     async def close(self) -> None:
         async with self._lock:
@@ -291,11 +310,13 @@ class Screenshotter:
             self._on_launch(error)
 
     async def _shoot(self, browser: Browser, html: str, viewport: Viewport) -> Capture:
+        settings = self.settings
         async with self._rendered(browser, html, viewport) as page:
+            clip = await page_clip(page, settings.max_width_px, settings.max_height_px)
             png = await page.screenshot(
-                full_page=True, type="png", timeout=self.settings.capture_timeout_s * 1000
+                full_page=True, type="png", clip=clip, timeout=settings.capture_timeout_s * 1000
             )
-        return Capture(viewport, png)
+        return Capture(viewport, png, full_page=clip is None)
 
     @contextlib.asynccontextmanager
     async def _rendered(
@@ -403,6 +424,25 @@ class Screenshotter:
                 socket.connect_to_server()
             else:
                 await socket.close(code=1008, reason="blocked by the preview sandbox")
+
+
+async def page_clip(page: Page, max_width: int, max_height: int) -> FloatRect | None:
+    """The area of a full-page screenshot, when the page is larger than the limits allow
+    (from its top left); None when the whole page fits."""
+    try:
+        size = await page.evaluate(_PAGE_SIZE_JS)
+        width, height = int(size[0]), int(size[1])
+    except (PlaywrightError, TypeError, ValueError, IndexError):
+        # A page that broke its own DOM: only the limits are known to be safe.
+        width, height = max_width + 1, max_height + 1
+    if width <= max_width and height <= max_height:
+        return None
+    return {
+        "x": 0,
+        "y": 0,
+        "width": min(max(width, 1), max_width),
+        "height": min(max(height, 1), max_height),
+    }
 
 
 async def _quietly(closing: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import get_args
 
 import grpc
@@ -18,6 +19,8 @@ from services.common.tracing import incoming_context, tracer
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
 from services.tools.types import ToolContext, ToolFlags, ToolOutcome
 from services.tools.worker import ToolWorker
+
+log = logging.getLogger(__name__)
 
 Context = grpc.aio.ServicerContext[object, object]
 MAX_ID_LENGTH = 256
@@ -119,6 +122,12 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                         context, InvalidRequest([FieldViolation("url", exc.message)])
                     )
                 await abort(context, _CAPTURE_CODES[exc.kind], exc.message)
+            except Exception:
+                # Never an exception's text to the caller: it is ours to read, not theirs.
+                log.exception("URL capture failed")
+                await abort(
+                    context, grpc.StatusCode.INTERNAL, "URL capture failed on the tool worker"
+                )
         return pb.CaptureUrlResponse(**result.fields())
 
     async def _execute(

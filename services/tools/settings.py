@@ -14,6 +14,7 @@ from services.common.credentials import (
     Credentials,
     request_base_urls_allowed,
 )
+from services.common.images import ImageLimits
 from services.common.security import GrpcSecurity
 from services.tools.capture import CaptureSettings
 from services.tools.egress_routes import ENV_NAME as TEST_EGRESS_ROUTES_ENV
@@ -62,8 +63,11 @@ class ToolsSettings:
     default_tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
     # UTF-8 size of the app's file, for create_file and for the result of edit_file.
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    # `CaptureUrl`: its deadline, maximum page height and maximum image size.
+    # `CaptureUrl`: its deadline, maximum page width and height (previews' too) and
+    # maximum image size.
     capture: CaptureSettings = field(default_factory=CaptureSettings)
+    # The pixels one image may decode to (S2C_IMAGE_MAX_PIXELS; common/images.py).
+    images: ImageLimits = field(default_factory=ImageLimits)
     # Tests only (see egress_routes.py): `.test` names the browser may reach on loopback.
     test_egress_routes: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     # Each client connection is closed after about this long (0: never); see the grace.
@@ -93,6 +97,7 @@ class ToolsSettings:
             allow_request_base_urls=request_base_urls_allowed(env),
             credentials=Credentials.from_env(env, TOOL_IDS),
             capture=_capture_settings(env),
+            images=ImageLimits.from_env(env),
             test_egress_routes=parse_routes(env.get(TEST_EGRESS_ROUTES_ENV, "")),
             max_connection_age_s=settings_env.bound(
                 env, "S2C_TOOLS_MAX_CONNECTION_AGE_S", str(DEFAULT_MAX_CONNECTION_AGE_S), float
@@ -107,5 +112,9 @@ def _capture_settings(env: Mapping[str, str]) -> CaptureSettings:
         max_height_px=int(
             settings_env.positive(env, "S2C_CAPTURE_MAX_HEIGHT_PX", default.max_height_px)
         ),
+        max_width_px=int(
+            settings_env.positive(env, "S2C_CAPTURE_MAX_WIDTH_PX", default.max_width_px)
+        ),
         max_bytes=int(settings_env.positive(env, "S2C_CAPTURE_MAX_BYTES", default.max_bytes)),
+        concurrency=int(settings_env.positive(env, "S2C_CAPTURE_CONCURRENCY", default.concurrency)),
     )

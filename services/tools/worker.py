@@ -6,6 +6,7 @@ import logging
 import time
 
 from services.common.credentials import Credentials
+from services.common.images import ImageDecoder
 from services.common.tool_types import CapturedImage, FileState, ToolCall
 from services.tools.asset_store import AssetStore
 from services.tools.browser_health import BrowserHealth
@@ -33,11 +34,13 @@ class ToolWorker:
         self.settings = settings
         self.metrics = metrics or ToolsMetrics()
         self.store = AssetStore(settings.data_dir)
+        # The process's one image budget: everything here that decodes goes through it.
+        self.images = ImageDecoder(settings.images)
         handlers: dict[str, ToolHandler] = {
             **file_tool_handlers(max_file_bytes=settings.max_file_bytes),
             **image_tool_handlers(self.store),
             **asset_tool_handlers(self.store),
-            "extract_assets": extract_assets_handler(self.store),
+            "extract_assets": extract_assets_handler(self.store, self.images),
         }
         self.screenshotter: Screenshotter | None = None
         self.browser: BrowserHealth | None = None
@@ -50,7 +53,11 @@ class ToolWorker:
                     extra={"names": list(routes.routes)},
                 )
             self.screenshotter = Screenshotter(
-                ScreenshotSettings(chromium_path=settings.chromium_path),
+                ScreenshotSettings(
+                    chromium_path=settings.chromium_path,
+                    max_width_px=settings.capture.max_width_px,
+                    max_height_px=settings.capture.max_height_px,
+                ),
                 resolver=routes.resolver if routes.routes else None,
                 upstream_opener=routes.opener if routes.routes else None,
                 on_launch=self.browser.launched,

@@ -4,6 +4,7 @@ resources close, each once, in reverse order of opening."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.common.grpc_server import (
+    ListenError,
     RunningServer,
     max_connection_age_options,
     start_server,
@@ -122,9 +124,25 @@ async def test_after_the_grace_the_call_is_cancelled_and_resources_still_close_o
     assert sorted(recorder.events[:-2]) == ["call cancelled", "drain 0.05", "drain cut"]
 
 
+async def test_a_second_server_on_a_taken_port_refuses_to_start() -> None:
+    first = Recorder()
+    running = await start_server("127.0.0.1:0", first.register, resources=first.resources())
+    try:
+        second = Recorder()
+        # With gRPC's default SO_REUSEPORT this started and took a share of the calls.
+        taken = re.escape(f"127.0.0.1:{running.port}: the port is taken")
+        with pytest.raises(ListenError, match=taken):
+            await start_server(
+                f"127.0.0.1:{running.port}", second.register, resources=second.resources()
+            )
+        assert second.events == ["close tools", "close store"]
+    finally:
+        await running.stop(0)
+
+
 async def test_a_failed_start_closes_what_was_opened() -> None:
     recorder = Recorder()
-    with pytest.raises(RuntimeError, match="Failed to bind"):
+    with pytest.raises(ListenError, match=re.escape("cannot listen on 256.0.0.1:0")):
         await start_server("256.0.0.1:0", recorder.register, resources=recorder.resources())
     assert recorder.events == ["close tools", "close store"]
 

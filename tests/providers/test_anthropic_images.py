@@ -7,6 +7,7 @@ import io
 import os
 import random
 
+import pillow_heif
 import pytest
 from PIL import Image
 
@@ -15,12 +16,12 @@ from services.agent.providers.anthropic_images import (
     MAX_BASE64_BYTES,
     MAX_DIMENSION,
     EncodedImage,
-    ImageDecodeError,
     base64_length,
     fit_image,
     max_dimension_for,
     parse_data_url,
 )
+from services.common.images import ImageDecoder, ImageLimits, ImageTooLarge, ImageUnreadable
 
 
 def _encode(image: Image.Image, fmt: str = "PNG") -> bytes:
@@ -40,6 +41,9 @@ def _noise_png(side: int) -> bytes:
     return _encode(Image.frombytes("RGB", (side, side), pixels))
 
 
+DECODER = ImageDecoder(ImageLimits())
+
+
 def _decoded(encoded: EncodedImage) -> Image.Image:
     return Image.open(io.BytesIO(base64.b64decode(encoded.data)))
 
@@ -47,7 +51,7 @@ def _decoded(encoded: EncodedImage) -> Image.Image:
 def test_an_image_within_limits_goes_out_byte_identical() -> None:
     data = _png(640, 480)
 
-    encoded = fit_image(data, "image/png")
+    encoded = fit_image(data, "image/png", DECODER)
 
     assert encoded == EncodedImage("image/png", base64.b64encode(data).decode())
 
@@ -55,13 +59,13 @@ def test_an_image_within_limits_goes_out_byte_identical() -> None:
 def test_media_type_is_compared_case_insensitively() -> None:
     data = _png(10, 10)
 
-    assert fit_image(data, "IMAGE/PNG").media_type == "image/png"
+    assert fit_image(data, "IMAGE/PNG", DECODER).media_type == "image/png"
 
 
 def test_a_side_over_the_api_limit_is_scaled_to_7990_keeping_the_aspect() -> None:
     data = _png(8000, 400)
 
-    encoded = fit_image(data, "image/png")
+    encoded = fit_image(data, "image/png", DECODER)
 
     assert encoded.media_type == "image/jpeg"
     # 400 * 7990 / 8000 = 399.5, truncated.
@@ -71,13 +75,13 @@ def test_a_side_over_the_api_limit_is_scaled_to_7990_keeping_the_aspect() -> Non
 def test_the_many_image_limit_scales_the_longest_side_to_2000() -> None:
     data = _png(30, 2100)
 
-    encoded = fit_image(data, "image/png", max_dimension=MANY_IMAGES_MAX_DIMENSION)
+    encoded = fit_image(data, "image/png", DECODER, max_dimension=MANY_IMAGES_MAX_DIMENSION)
 
     assert _decoded(encoded).size == (28, 2000)  # 30 * 2000 / 2100 = 28.57
 
 
 def test_a_thin_image_never_scales_below_one_pixel() -> None:
-    encoded = fit_image(_png(4000, 1), "image/png", max_dimension=100)
+    encoded = fit_image(_png(4000, 1), "image/png", DECODER, max_dimension=100)
 
     assert _decoded(encoded).size == (100, 1)
 
@@ -96,7 +100,7 @@ def test_an_image_over_5_mib_of_base64_is_reencoded_at_the_same_size() -> None:
     data = _noise_png(1400)
     assert base64_length(len(data)) > MAX_BASE64_BYTES
 
-    encoded = fit_image(data, "image/png")
+    encoded = fit_image(data, "image/png", DECODER)
 
     assert encoded.media_type == "image/jpeg"
     assert len(encoded.data) <= MAX_BASE64_BYTES
@@ -109,7 +113,7 @@ def test_jpeg_quality_drops_until_the_image_fits() -> None:
     limit = 60_000
     assert first_try > limit  # quality 75 (Pillow's default) is already too big
 
-    encoded = fit_image(data, "image/png", max_base64_bytes=limit)
+    encoded = fit_image(data, "image/png", DECODER, max_base64_bytes=limit)
 
     assert len(encoded.data) <= limit
     assert _decoded(encoded).size == (300, 300)
@@ -118,7 +122,7 @@ def test_jpeg_quality_drops_until_the_image_fits() -> None:
 def test_an_image_too_big_even_at_the_lowest_quality_is_scaled_down() -> None:
     data = _noise_png(300)
 
-    encoded = fit_image(data, "image/png", max_base64_bytes=4_000)
+    encoded = fit_image(data, "image/png", DECODER, max_base64_bytes=4_000)
 
     assert len(encoded.data) <= 4_000
     width, height = _decoded(encoded).size
@@ -129,7 +133,7 @@ def test_an_image_too_big_even_at_the_lowest_quality_is_scaled_down() -> None:
 def test_transparency_is_flattened_onto_white() -> None:
     data = _png(3000, 10, (0, 0, 0, 0))
 
-    encoded = fit_image(data, "image/png", max_dimension=MANY_IMAGES_MAX_DIMENSION)
+    encoded = fit_image(data, "image/png", DECODER, max_dimension=MANY_IMAGES_MAX_DIMENSION)
 
     pixel = _decoded(encoded).convert("RGB").getpixel((5, 2))
     assert isinstance(pixel, tuple)
@@ -137,17 +141,36 @@ def test_transparency_is_flattened_onto_white() -> None:
 
 
 def test_a_type_the_api_does_not_take_is_converted_to_jpeg() -> None:
-    data = _encode(Image.new("RGB", (20, 10), (200, 0, 0)), "BMP")
+    out = io.BytesIO()
+    pillow_heif.from_pillow(Image.new("RGB", (20, 10), (200, 0, 0))).save(out, quality=90)
+    data = out.getvalue()
 
-    encoded = fit_image(data, "image/bmp")
+    encoded = fit_image(data, "image/heic", DECODER)
 
     assert encoded.media_type == "image/jpeg"
     assert _decoded(encoded).size == (20, 10)
 
 
-def test_bytes_that_are_no_image_and_must_be_converted_raise() -> None:
-    with pytest.raises(ImageDecodeError):
-        fit_image(b"<svg xmlns='http://www.w3.org/2000/svg'/>", "image/svg+xml")
+@pytest.mark.parametrize(
+    ("data", "media_type"),
+    [
+        (b"<svg xmlns='http://www.w3.org/2000/svg'/>", "image/svg+xml"),
+        # Formats nobody sends us stay undecoded: every decoder is attack surface.
+        (_encode(Image.new("RGB", (20, 10)), "BMP"), "image/bmp"),
+    ],
+)
+def test_bytes_that_are_no_image_we_read_and_must_be_converted_raise(
+    data: bytes, media_type: str
+) -> None:
+    with pytest.raises(ImageUnreadable):
+        fit_image(data, media_type, DECODER)
+
+
+def test_an_image_over_the_pixel_budget_is_refused_naming_the_limit() -> None:
+    data = _png(9000, 200)  # needs re-encoding (wider than 7990) and 7.2 MB to decode
+
+    with pytest.raises(ImageTooLarge, match="S2C_IMAGE_MAX_PIXELS"):
+        fit_image(data, "image/png", ImageDecoder(ImageLimits(1_000_000)))
 
 
 def test_parse_data_url_decodes_base64_and_percent_encoding() -> None:

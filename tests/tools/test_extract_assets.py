@@ -17,6 +17,7 @@ import pytest
 from PIL import Image
 
 from services.common.credentials import Credentials, Endpoint
+from services.common.images import ImageDecoder, ImageLimits
 from services.tools.asset_store import AssetStore, StoredAsset
 from services.tools.extract_assets import NOTHING_EXTRACTED, CropStore, extract_assets_handler
 from services.tools.gemini_extraction import (
@@ -32,6 +33,7 @@ from services.tools.types import ToolContext, ToolOutcome
 from tests.fakes.gemini_detect_server import FakeGeminiDetect, Reply, detection, detections_json
 
 KEY = "AIzaFAKE-extract-0123456789"
+DECODER = ImageDecoder(ImageLimits())
 BASE = "http://127.0.0.1:7001"
 WHITE, RED, BLUE, GREEN = (255, 255, 255), (255, 0, 0), (0, 0, 255), (0, 160, 0)
 Colour = tuple[int, ...]
@@ -99,7 +101,8 @@ class Rig:
 
     async def call(self, args: dict[str, Any], *images: str, **kw: Any) -> ToolOutcome:
         store: CropStore = kw.get("store") or self.store
-        handler = extract_assets_handler(store, timeout_s=kw.get("timeout_s", 30.0))
+        decoder = kw.get("decoder") or DECODER
+        handler = extract_assets_handler(store, decoder, timeout_s=kw.get("timeout_s", 30.0))
         return await handler(args, None, self.context(*images, key=kw.get("key", KEY)))
 
     async def run(self, descriptions: list[str], *images: str, **kw: Any) -> ToolOutcome:
@@ -266,9 +269,21 @@ async def test_store_failure_marks_error(rig: Rig) -> None:
 async def test_no_decodable_source_makes_no_call(rig: Rig) -> None:
     gif = data_url(SCENE, "GIF", "image/gif")
     outcome = await rig.run(["logo"], gif, "data:image/png;base64,bm90IGFuIGltYWdl")
+    error = (
+        f"{NO_VALID_SOURCES} Input image 2 was skipped: "
+        "the data is not a PNG, JPEG, GIF, WebP or HEIF image."
+    )
     assert outcome.ok is False
-    assert outcome.result == {"assets": [], "error": NO_VALID_SOURCES}
-    assert outcome.summary == {"assets": [], "unresolved_count": 0, "error": NO_VALID_SOURCES}
+    assert outcome.result == {"assets": [], "error": error}
+    assert outcome.summary == {"assets": [], "unresolved_count": 0, "error": error}
+    assert rig.fake.requests == []
+
+
+async def test_a_source_over_the_pixel_budget_is_skipped_saying_why(rig: Rig) -> None:
+    outcome = await rig.run(["logo"], data_url(TEN), decoder=ImageDecoder(ImageLimits(50)))
+    assert outcome.ok is False
+    assert "Input image 1 was skipped: the image is 10×10 pixels (PNG)" in outcome.result["error"]
+    assert "S2C_IMAGE_MAX_PIXELS" in outcome.result["error"]
     assert rig.fake.requests == []
 
 
@@ -480,7 +495,8 @@ async def test_unusable_replies_are_missing(rig: Rig, text: str) -> None:
 
 async def test_extractor_reports_incomplete_boxes(rig: Rig) -> None:
     rig.fake.detections = {"asset-0001": detection(4, [0, 0, 500, 500], "logo")}
-    result = await extract_assets(["logo"], [data_url(TEN)], GeminiEndpoint(KEY, rig.fake.base_url))
+    endpoint = GeminiEndpoint(KEY, rig.fake.base_url)
+    result = await extract_assets(["logo"], [data_url(TEN)], endpoint, DECODER)
     assert result.error == INCOMPLETE_BOXES
     assert result.assets == [ExtractedAsset("logo", "missing", HALF, 4, "logo", None)]
 

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.common.credentials import Credentials, Endpoint
+from services.common.images import ImageDecoder, ImageLimits
 from services.tools.asset_store import AssetStore
 from services.tools.definitions import EDIT_IMAGE_ASPECT_RATIOS, TOOL_DEFINITIONS
 from services.tools.extract_assets import extract_assets_handler
@@ -206,7 +207,9 @@ def test_every_handler_checked_location_exists_in_its_schema() -> None:
 def runtime(tmp_path: Path) -> ToolRuntime:
     store = AssetStore(tmp_path)
     handlers = {**file_tool_handlers(), **image_tool_handlers(store), **asset_tool_handlers(store)}
-    return ToolRuntime({**handlers, "extract_assets": extract_assets_handler(store)})
+    return ToolRuntime(
+        {**handlers, "extract_assets": extract_assets_handler(store, ImageDecoder(ImageLimits()))}
+    )
 
 
 _CONTENT = ("create_file requires non-empty content", "Missing content")

@@ -33,7 +33,6 @@ from anthropic.types import (
 from services.agent.providers import base, errors, raw_stream, replay, sse
 from services.agent.providers.anthropic_images import (
     EncodedImage,
-    ImageDecodeError,
     fit_image,
     max_dimension_for,
     parse_data_url,
@@ -42,33 +41,35 @@ from services.agent.providers.anthropic_stream import MessageReader
 from services.agent.providers.base import ExecutedTool, ProviderError, ProviderTurn
 from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.providers.streaming import SdkSession, TurnProgress
+from services.common.images import ImageDecoder, ImageRefused
 
 logger = logging.getLogger(__name__)
 
-_UNDECODABLE_IMAGE = "(An image was omitted here: it could not be decoded.)"
 
 Block = dict[str, Any]
 
 
 @dataclass(slots=True)
 class _LocalImage:
-    """Image bytes held in the conversation; encoded per request size limit, then cached."""
+    """Image bytes held in the conversation; encoded per request size limit, then cached
+    (a refusal too: its reason takes the image's place)."""
 
     data: bytes
     media_type: str
-    _encoded: dict[int, EncodedImage | None] = field(default_factory=dict)
+    _encoded: dict[int, EncodedImage | str] = field(default_factory=dict)
 
-    def block(self, max_dimension: int) -> Block:
+    def block(self, max_dimension: int, decoder: ImageDecoder) -> Block:
         if max_dimension not in self._encoded:
             try:
                 self._encoded[max_dimension] = fit_image(
-                    self.data, self.media_type, max_dimension=max_dimension
+                    self.data, self.media_type, decoder, max_dimension=max_dimension
                 )
-            except ImageDecodeError:
-                self._encoded[max_dimension] = None
+            except ImageRefused as exc:
+                logger.warning("an image was left out of the request: %s", exc.message)
+                self._encoded[max_dimension] = f"(An image was omitted here: {exc.message}.)"
         encoded = self._encoded[max_dimension]
-        if encoded is None:
-            return {"type": "text", "text": _UNDECODABLE_IMAGE}
+        if isinstance(encoded, str):
+            return {"type": "text", "text": encoded}
         source = {"type": "base64", "media_type": encoded.media_type, "data": encoded.data}
         return {"type": "image", "source": source}
 
@@ -178,8 +179,9 @@ class AnthropicSession(SdkSession):
 
     def _render_messages(self) -> list[MessageParam]:
         max_dimension = max_dimension_for(_count_images(self._messages))
+        decoder = self._config.images
         rendered = [
-            {"role": m["role"], "content": _render(m["content"], max_dimension)}
+            {"role": m["role"], "content": _render(m["content"], max_dimension, decoder)}
             if isinstance(m["content"], list)
             else m
             for m in self._messages
@@ -329,13 +331,14 @@ def _count_images(items: Sequence[Any]) -> int:
     return count
 
 
-def _render(items: Sequence[Any], max_dimension: int) -> list[Any]:
+def _render(items: Sequence[Any], max_dimension: int, decoder: ImageDecoder) -> list[Any]:
     rendered: list[Any] = []
     for item in items:
         if isinstance(item, _LocalImage):
-            rendered.append(item.block(max_dimension))
+            rendered.append(item.block(max_dimension, decoder))
         elif isinstance(item, dict) and isinstance(item.get("content"), list):
-            rendered.append({**item, "content": _render(item["content"], max_dimension)})
+            content = _render(item["content"], max_dimension, decoder)
+            rendered.append({**item, "content": content})
         else:
             rendered.append(item)
     return rendered

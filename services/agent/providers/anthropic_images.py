@@ -3,8 +3,12 @@
 The API rejects an image whose base64 text exceeds 5 MiB or whose longest side
 exceeds 8000 px, and lowers the side limit to 2000 px once a request carries
 more than 20 images. Images within the limits go out untouched (re-encoding
-would cost quality and break prompt caching); the others are scaled down and
-re-encoded as JPEG until they fit.
+would cost quality and break prompt caching); the others are decoded within the
+process's image budget (`services.common.images`: refused past
+S2C_IMAGE_MAX_PIXELS, reduced by a whole factor while decoding) and re-encoded as
+JPEG until they fit. A whole factor can land below the side limit (8000 px → 4000):
+nothing the model sees is lost, since the API itself scales every image down to
+about 1.15 megapixels (1568 px on the long side) before the model reads it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import math
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
+
+from services.common.images import ImageDecoder, ImageRefused, read_header
 
 MAX_BASE64_BYTES = 5 * 1024 * 1024
 # A margin under the API's 8000 px so rounding on its side can never tip us over.
@@ -31,10 +37,6 @@ _MIN_JPEG_QUALITY = 10
 _QUALITY_STEP = 5
 # Applied when even the lowest quality is too large: only absurd inputs get here.
 _SHRINK_FACTOR = 0.75
-
-
-class ImageDecodeError(ValueError):
-    """The bytes are not an image Pillow can read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,39 +72,31 @@ def parse_data_url(url: str) -> tuple[str, bytes]:
 def fit_image(
     data: bytes,
     media_type: str,
+    decoder: ImageDecoder,
     *,
     max_dimension: int = MAX_DIMENSION,
     max_base64_bytes: int = MAX_BASE64_BYTES,
 ) -> EncodedImage:
     """Encodes `data` for an image block, shrinking and re-encoding only when a limit demands.
 
-    Raises ImageDecodeError when the image has to be re-encoded but cannot be read.
+    Raises ImageRefused (its message says why) when the image has to be re-encoded but
+    cannot be read, or is too large to decode.
     """
     media_type = media_type.lower()
     within_bytes = base64_length(len(data)) <= max_base64_bytes
     if within_bytes and media_type in SUPPORTED_MEDIA_TYPES:
-        size = _size_or_none(data)
-        if size is not None and max(size) <= max_dimension:
-            return EncodedImage(media_type, base64.b64encode(data).decode("ascii"))
-    return _reencode(data, max_dimension, max_base64_bytes)
+        try:
+            header = read_header(data)
+        except ImageRefused:
+            pass  # not one we can read: re-encoding says so
+        else:
+            if max(header.width, header.height) <= max_dimension:
+                return EncodedImage(media_type, base64.b64encode(data).decode("ascii"))
+    with decoder.open(data, max_side=max_dimension, flatten=True) as image:
+        return _jpeg_within(image, max_base64_bytes)
 
 
-def _size_or_none(data: bytes) -> tuple[int, int] | None:
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            return image.size
-    except (UnidentifiedImageError, OSError):
-        return None
-
-
-def _reencode(data: bytes, max_dimension: int, max_base64_bytes: int) -> EncodedImage:
-    try:
-        with Image.open(io.BytesIO(data)) as opened:
-            image = _flatten(opened)
-    except (UnidentifiedImageError, OSError) as exc:
-        raise ImageDecodeError("the image could not be decoded") from exc
-
-    image = _scaled_to(image, max_dimension)
+def _jpeg_within(image: Image.Image, max_base64_bytes: int) -> EncodedImage:
     quality = _FIRST_JPEG_QUALITY
     while True:
         encoded = _jpeg(image, quality)
@@ -111,29 +105,9 @@ def _reencode(data: bytes, max_dimension: int, max_base64_bytes: int) -> Encoded
         if quality > _MIN_JPEG_QUALITY:
             quality -= _QUALITY_STEP
         else:
-            longest = max(image.size)
-            image = _scaled_to(image, max(1, int(longest * _SHRINK_FACTOR)))
-
-
-def _flatten(image: Image.Image) -> Image.Image:
-    """RGB for JPEG; transparency goes onto white, as a page background usually is."""
-    image.load()
-    if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
-        rgba = image.convert("RGBA")
-        background = Image.new("RGB", rgba.size, (255, 255, 255))
-        background.paste(rgba, mask=rgba.getchannel("A"))
-        return background
-    return image.convert("RGB")
-
-
-def _scaled_to(image: Image.Image, max_dimension: int) -> Image.Image:
-    width, height = image.size
-    longest = max(width, height)
-    if longest <= max_dimension:
-        return image
-    scale = max_dimension / longest
-    size = (max(1, int(width * scale)), max(1, int(height * scale)))
-    return image.resize(size, Image.Resampling.LANCZOS)
+            width, height = image.size
+            size = (max(1, int(width * _SHRINK_FACTOR)), max(1, int(height * _SHRINK_FACTOR)))
+            image = image.resize(size, Image.Resampling.LANCZOS)
 
 
 def _jpeg(image: Image.Image, quality: int) -> bytes:

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 from services.agent.events import AssistantDelta as AssistantDelta
 from services.agent.events import ThinkingDelta as ThinkingDelta
 from services.agent.pricing import Price, Usage
+from services.common.images import ImageDecoder, ImageLimits
 from services.common.tool_types import MediaPart as MediaPart
 from services.common.tool_types import ToolCall as ToolCall
 
@@ -140,3 +141,6 @@ class SessionConfig:
     # replay output the user already saw.
     max_retries: int = 2
     request_timeout_s: float = 600.0
+    # The process's image budget (the session factory passes its one); a session built
+    # on its own gets a budget of its own with the default limit.
+    images: ImageDecoder = field(default_factory=lambda: ImageDecoder(ImageLimits()))

@@ -20,6 +20,7 @@ from services.agent.providers.clients import ClientPool
 from services.agent.providers.scripted import ScriptedSession
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials
+from services.common.images import ImageDecoder
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,8 @@ class ProviderSessions:
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
         self.clients = ClientPool()
+        # The process's one image budget: every session decodes through it.
+        self.images = ImageDecoder(settings.images)
 
     async def aclose(self) -> None:
         await self.clients.aclose()
@@ -80,6 +83,7 @@ class ProviderSessions:
                 tools=tools,
                 price=spec.price,
                 max_retries=self.settings.provider_max_retries,
+                images=self.images,
             ),
             self.clients,
         )
