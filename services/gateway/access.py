@@ -22,6 +22,10 @@ Environment:
 - `S2C_MAX_WAITING_PER_CLIENT` (default 4; 0 turns it off): sockets of one client
   that are connected but have not sent their params yet. Such a socket holds no
   generation slot: the concurrency limit counts a socket once its params arrived.
+- `S2C_CAPTURE_MAX_PER_CLIENT` (default 2), `S2C_CAPTURE_MAX_RUNNING` (default 4; 0
+  turns one off): `/api/screenshot` captures running at once for one client (past it a
+  429) and on this gateway in all (past it a 503). A capture of a page that never
+  settles holds its place until the capture's deadline.
 - `S2C_MAX_FRAME_BYTES` (default 50 MB): the largest WebSocket frame; params carry
   screenshots and videos as data URLs.
 - `S2C_TRUST_PROXY` (`1`): take the client address from `X-Forwarded-For`, which only a
@@ -36,10 +40,7 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import time
-from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -58,7 +59,6 @@ log = logging.getLogger(__name__)
 PUBLIC_PATHS = ("/", "/healthz")
 PUBLIC_PREFIXES = ("/static/", "/local-assets/")
 TOKEN_QUERY_PARAM = "token"
-WINDOW_S = 60.0
 
 TOKEN_REFUSED = (
     "Missing or invalid access token. Send it as 'Authorization: Bearer <token>' "
@@ -98,6 +98,8 @@ class AccessSettings:
     max_frame_bytes: int = 50 * 1024 * 1024
     trust_proxy: bool = False
     max_waiting_per_client: int = 4
+    capture_max_per_client: int = 2
+    capture_max_running: int = 4
 
     def __post_init__(self) -> None:
         check_token(self.token, "the gateway token (S2C_GATEWAY_TOKEN)")
@@ -111,10 +113,13 @@ class AccessSettings:
             self.max_concurrent_per_client < 0
             or self.starts_per_minute < 0
             or self.max_waiting_per_client < 0
+            or self.capture_max_per_client < 0
+            or self.capture_max_running < 0
         ):
             raise ValueError(
-                "S2C_MAX_CONCURRENT_PER_CLIENT, S2C_STARTS_PER_MINUTE and "
-                "S2C_MAX_WAITING_PER_CLIENT must be >= 0 (0: no limit)"
+                "S2C_MAX_CONCURRENT_PER_CLIENT, S2C_STARTS_PER_MINUTE, "
+                "S2C_MAX_WAITING_PER_CLIENT, S2C_CAPTURE_MAX_PER_CLIENT and "
+                "S2C_CAPTURE_MAX_RUNNING must be >= 0 (0: no limit)"
             )
         if self.max_frame_bytes <= 0:
             raise ValueError("S2C_MAX_FRAME_BYTES must be a positive number of bytes")
@@ -129,6 +134,8 @@ class AccessSettings:
             max_concurrent_per_client=settings_env.integer(env, "S2C_MAX_CONCURRENT_PER_CLIENT", 4),
             starts_per_minute=settings_env.integer(env, "S2C_STARTS_PER_MINUTE", 30),
             max_waiting_per_client=settings_env.integer(env, "S2C_MAX_WAITING_PER_CLIENT", 4),
+            capture_max_per_client=settings_env.integer(env, "S2C_CAPTURE_MAX_PER_CLIENT", 2),
+            capture_max_running=settings_env.integer(env, "S2C_CAPTURE_MAX_RUNNING", 4),
             max_frame_bytes=settings_env.integer(env, "S2C_MAX_FRAME_BYTES", 50 * 1024 * 1024),
             trust_proxy=env.get("S2C_TRUST_PROXY", "").strip().lower() in _TRUE,
         )
@@ -140,6 +147,8 @@ class AccessSettings:
             f"max_concurrent_per_client={self.max_concurrent_per_client!r}, "
             f"starts_per_minute={self.starts_per_minute!r}, "
             f"max_waiting_per_client={self.max_waiting_per_client!r}, "
+            f"capture_max_per_client={self.capture_max_per_client!r}, "
+            f"capture_max_running={self.capture_max_running!r}, "
             f"max_frame_bytes={self.max_frame_bytes!r}, trust_proxy={self.trust_proxy!r})"
         )
 
@@ -301,137 +310,3 @@ class FrameLimitedWebSocketResponse(web.WebSocketResponse[Literal[True]]):
             else:
                 code = APP_ERROR
         return await super().close(code=code, message=message, drain=drain)
-
-
-# ---------------------------------------------------------------------------------------
-# Per-client limits
-
-
-def client_identity(request: web.Request, settings: AccessSettings) -> str:
-    """The address limits are kept per.
-
-    Not the token: there is one token per deployment, so keying by it would turn the
-    per-client limits into one limit for everybody. Behind a proxy (`trust_proxy`) the
-    last `X-Forwarded-For` hop is the address that proxy saw; hops before it are
-    whatever the client wrote.
-    """
-    if settings.trust_proxy:
-        hops = [
-            hop.strip()
-            for value in request.headers.getall(hdrs.X_FORWARDED_FOR, [])
-            for hop in value.split(",")
-            if hop.strip()
-        ]
-        if hops:
-            return hops[-1]
-    return request.remote or "unknown"
-
-
-@dataclass(frozen=True)
-class Refusal:
-    message: str
-    retry_after_s: int | None = None
-
-
-class _Places:
-    """Places held per client, at most `limit` each (0: no limit). A client whose count
-    reaches zero is dropped, so the map holds only live clients."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.held: dict[str, int] = {}
-
-    def count(self, client: str) -> int:
-        return self.held.get(client, 0)
-
-    def full(self, client: str) -> bool:
-        return bool(self.limit) and self.count(client) >= self.limit
-
-    def take(self, client: str) -> None:
-        self.held[client] = self.count(client) + 1
-
-    def give_back(self, client: str) -> None:
-        count = self.count(client)
-        if count <= 1:
-            self.held.pop(client, None)
-        else:
-            self.held[client] = count - 1
-
-
-class ClientLimiter:
-    """Concurrent generations and generation starts per client, on an injected clock.
-
-    Starts are counted over a sliding 60 s window, so "30 per minute" holds for every
-    minute, not just on average. One instance per gateway process: with several
-    replicas each enforces its own share.
-    """
-
-    def __init__(
-        self, settings: AccessSettings, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._max_starts = settings.starts_per_minute
-        self._clock = clock
-        self._active = _Places(settings.max_concurrent_per_client)
-        self._waiting = _Places(settings.max_waiting_per_client)
-        self._starts: dict[str, deque[float]] = {}
-        self._last_sweep = clock()
-
-    def try_wait(self, client: str) -> Refusal | None:
-        """Takes a place for a socket waiting for its params; `done_waiting` gives it back."""
-        if self._waiting.full(client):
-            return Refusal(
-                f"Too many connections from this client waiting to send their params "
-                f"(limit {self._waiting.limit}). Send the params right after connecting."
-            )
-        self._waiting.take(client)
-        return None
-
-    def done_waiting(self, client: str) -> None:
-        self._waiting.give_back(client)
-
-    def try_start(self, client: str) -> Refusal | None:
-        """Takes a generation slot for `client`, or says why not; `finish` gives it back."""
-        now = self._clock()
-        self._sweep(now)
-        if self._active.full(client):
-            return Refusal(
-                f"Too many concurrent generations from this client "
-                f"(limit {self._active.limit}). Wait for one to finish."
-            )
-        if self._max_starts:
-            starts = self._starts.setdefault(client, deque())
-            while starts and starts[0] <= now - WINDOW_S:
-                starts.popleft()
-            if len(starts) >= self._max_starts:
-                wait = max(1, math.ceil(starts[0] + WINDOW_S - now))
-                return Refusal(
-                    f"Too many generation starts (limit {self._max_starts} per minute). "
-                    f"Try again in {wait} s.",
-                    retry_after_s=wait,
-                )
-            starts.append(now)
-        self._active.take(client)
-        return None
-
-    def finish(self, client: str) -> None:
-        self._active.give_back(client)
-
-    def held(self, client: str) -> tuple[int, int]:
-        """The places `client` holds: (waiting for params, running generations)."""
-        return self._waiting.count(client), self._active.count(client)
-
-    @property
-    def tracked_clients(self) -> int:
-        return len(self._active.held.keys() | self._starts.keys() | self._waiting.held.keys())
-
-    def _sweep(self, now: float) -> None:
-        # Forgets clients whose every start has left the window, at most once a window,
-        # so memory follows the clients of the last minute, not all clients ever seen.
-        if now - self._last_sweep < WINDOW_S:
-            return
-        self._last_sweep = now
-        stale = [
-            c for c, starts in self._starts.items() if not starts or starts[-1] <= now - WINDOW_S
-        ]
-        for client in stale:
-            del self._starts[client]

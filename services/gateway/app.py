@@ -18,11 +18,13 @@ from services.common.credentials import CREDENTIALS
 from services.common.grpc_server import freeze_startup_heap
 from services.common.metrics import render
 from services.common.tracing import outgoing_metadata
-from services.gateway.access import ClientLimiter, access_middleware, allowed_origin
+from services.gateway.access import access_middleware, allowed_origin
+from services.gateway.access_log import AccessLogger
 from services.gateway.agents import AgentPool
 from services.gateway.design_systems import STORE_NAME
 from services.gateway.generate import generate_code, hold_context
 from services.gateway.keys import AGENTS_KEY, CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
+from services.gateway.limits import ClientLimiter
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.routes import DESIGN_SYSTEMS_KEY, add_routes, max_request_body_bytes
 from services.gateway.settings import GatewaySettings
@@ -177,6 +179,7 @@ async def serve(settings: GatewaySettings) -> None:
     # closes half-sent headers and idle keep-alive connections alike.
     runner = web.AppRunner(
         create_app(settings),
+        access_log_class=AccessLogger,
         shutdown_timeout=10.0,
         keepalive_timeout=settings.http_idle_timeout_s,
     )

@@ -41,7 +41,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.common.text import clean_json
 from services.common.tracing import outgoing_metadata, tracer
-from services.gateway.access import FrameLimitedWebSocketResponse, client_identity
+from services.gateway.access import FrameLimitedWebSocketResponse
 from services.gateway.agents import GENERATION_ID_HEADER, Agent, AgentPool, UnknownOwner
 from services.gateway.frames import FrameBuilder, frame
 from services.gateway.keys import (
@@ -51,6 +51,7 @@ from services.gateway.keys import (
     METRICS_KEY,
     SETTINGS_KEY,
 )
+from services.gateway.limits import ClientLimiter, client_identity
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.params import ParamsError, appends_code, kind_of, parse_params
 from services.gateway.preview_policy import PreviewPolicyConfig
@@ -84,12 +85,36 @@ async def _fail(ws: web.WebSocketResponse, message: str) -> None:
 _CLIENT_LEFT = object()
 
 
-async def _read_params(ws: web.WebSocketResponse, settings: GatewaySettings) -> Any:
-    """The first frame as a JSON object, `_CLIENT_LEFT`, or ParamsError saying what is wrong."""
+async def _read_params(
+    ws: web.WebSocketResponse, settings: GatewaySettings, limiter: ClientLimiter, client: str
+) -> Any:
+    """The first frame as a JSON object, `_CLIENT_LEFT`, or ParamsError saying what is wrong.
+
+    While it waits the socket holds one of its client's waiting places; a newer socket of
+    the same client may evict it (`ClientLimiter.wait`), which ends the wait at once.
+    """
+    evicted = False
     try:
-        async with asyncio.timeout(settings.params_timeout_s):
-            message = await ws.receive()
+        async with asyncio.timeout(settings.params_timeout_s) as deadline:
+
+            def evict() -> None:
+                nonlocal evicted
+                if not deadline.expired():  # else it is ending anyway, on its own timeout
+                    evicted = True
+                    deadline.reschedule(asyncio.get_running_loop().time())
+
+            place = limiter.wait(client, evict)
+            try:
+                message = await ws.receive()
+            finally:
+                limiter.done_waiting(place)
     except TimeoutError:
+        if evicted:
+            raise ParamsError(
+                f"Closed to make room: more than {limiter.max_waiting} connections from "
+                "this client were waiting to send their params (S2C_MAX_WAITING_PER_CLIENT), "
+                "and this was the oldest. Send the params right after connecting."
+            ) from None
         raise ParamsError(
             f"No params received within {settings.params_timeout_s:g} s: "
             "send the generation params as the first frame."
@@ -127,17 +152,11 @@ async def generate_code(request: web.Request) -> web.StreamResponse:
     client = client_identity(request, settings.access)
     # A socket waiting for its params holds no generation slot, only one of a few
     # waiting places, so idle sockets cannot lock their client out of generating.
-    refusal = limiter.try_wait(client)
-    if refusal is not None:
-        await _refuse(ws, metrics, "refused", refusal.message)
-        return ws
     try:
-        params = await _read_params(ws, settings)
+        params = await _read_params(ws, settings, limiter, client)
     except ParamsError as exc:
         await _refuse(ws, metrics, "invalid_params", str(exc))
         return ws
-    finally:
-        limiter.done_waiting(client)
     if params is _CLIENT_LEFT:
         log.info("browser left before sending params", extra={"close_code": ws.close_code})
         metrics.connections.labels("left_before_params").inc()

@@ -7,8 +7,8 @@ import asyncio
 import grpc
 from aiohttp import web
 
-from services.gateway.access import ClientLimiter
 from services.gateway.agents import AgentPool
+from services.gateway.limits import ClientLimiter
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.settings import GatewaySettings
 

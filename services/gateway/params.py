@@ -7,7 +7,7 @@ from typing import Any
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
-from services.common.credentials import CREDENTIALS
+from services.common.credentials import CREDENTIALS, key_problem
 from services.common.proto_enums import enum_values
 
 STACKS = enum_values(pb.Stack)
@@ -69,6 +69,9 @@ def _credentials(params: dict[str, Any]) -> common_pb2.Credentials:
             raise ParamsError(
                 f"{spec.browser_base_url} needs {spec.browser_key} in the same request"
             )
+        problem = key_problem(key)
+        if problem is not None:
+            raise ParamsError(f"Invalid params: {spec.browser_key} {problem}")
         if key:
             credentials.providers[spec.id].CopyFrom(
                 common_pb2.ProviderCredentials(api_key=key, base_url=base_url)

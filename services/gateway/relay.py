@@ -54,7 +54,13 @@ def rpc_error_text(exc: grpc.aio.AioRpcError, agent_addr: str) -> str:
         return f"The agent is busy ({exc.details()}). Please retry in a moment."
     if code == grpc.StatusCode.CANCELLED:
         return "The agent stopped the generation before it finished. Please retry."
+    if code in _UNEXPLAINED:
+        # Their details are an exception's text (gRPC's for a handler that raised).
+        return f"An unexpected error occurred in the agent ({code.name}); its log has the cause."
     return f"An unexpected error occurred: {code.name}: {exc.details()}"
+
+
+_UNEXPLAINED = (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
 
 
 class _Mailbox:

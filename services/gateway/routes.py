@@ -38,6 +38,7 @@ from services.gateway.design_systems import (
 from services.gateway.export import ExportBusy, ExportPolicy, build_export
 from services.gateway.export_markup import ExportTooComplex
 from services.gateway.keys import CHANNEL_KEY, METRICS_KEY
+from services.gateway.limits import CaptureLimiter, client_identity
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -86,10 +87,11 @@ _PORT_START = re.compile(r"\d+(?:[/?#]|$)")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, retry_after_s: int | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.retry_after_s = retry_after_s
 
 
 def normalize_screenshot_url(url: str) -> str:
@@ -122,7 +124,8 @@ def _api(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except ApiError as exc:
-            return web.json_response({"detail": exc.detail}, status=exc.status)
+            headers = {} if exc.retry_after_s is None else {"Retry-After": str(exc.retry_after_s)}
+            return web.json_response({"detail": exc.detail}, status=exc.status, headers=headers)
         except DesignSystemError as exc:
             # Storage failures are logged once, by the store's health, when they begin.
             if exc.status >= 500 and not isinstance(exc, StorageUnavailable):
@@ -154,6 +157,12 @@ async def _json_body(request: web.Request, max_bytes: int) -> object:
         return await asyncio.to_thread(json.loads, raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"Request body is not valid JSON: {exc}") from exc
+    except (RecursionError, ValueError):
+        # Nesting deeper than the parser's recursion allows, or an integer too long to
+        # convert: JSON, but not one any route takes.
+        raise ApiError(
+            400, "Request body is nested too deeply or has a number too long to read"
+        ) from None
 
 
 def _json_object(body: object) -> Mapping[str, Any]:
@@ -197,6 +206,7 @@ class _Routes:
         self._store = store
         self._policy = policy
         self._export_slots = asyncio.Semaphore(EXPORT_CPU_SLOTS)
+        self._captures = CaptureLimiter(settings.access)
 
     async def list_design_systems(self, request: web.Request) -> web.StreamResponse:
         return web.json_response([s.to_json() for s in await self._store.list_all()])
@@ -269,12 +279,18 @@ class _Routes:
         channel = request.app.get(CHANNEL_KEY)
         if channel is None:
             raise ApiError(503, "URL capture is unavailable: no agent is configured")
+        client = client_identity(request, self._settings.access)
+        refusal = self._captures.try_start(client)
+        if refusal is not None:
+            raise ApiError(refusal.status, refusal.message, refusal.retry_after_s)
         try:
             answer = await pb_grpc.AgentServiceStub(channel).CaptureUrl(
                 capture, timeout=CAPTURE_RPC_TIMEOUT_S, metadata=outgoing_metadata()
             )
         except grpc.aio.AioRpcError as exc:
             raise _capture_error(exc) from None
+        finally:
+            self._captures.finish(client)
         data_url = f"data:{answer.mime_type};base64," + base64.b64encode(answer.image).decode()
         # `url` is what upstream's UI reads; the rest describes the capture for other clients.
         return web.json_response(
@@ -296,6 +312,10 @@ def _capture_error(exc: grpc.aio.AioRpcError) -> ApiError:
     detail = "; ".join(v.description for v in violations) or exc.details() or code.name
     if code == grpc.StatusCode.UNAVAILABLE and not detail.startswith("URL capture"):
         detail = "URL capture is unavailable: the agent cannot be reached"
+    elif code not in _CAPTURE_STATUS:
+        # Only the verdicts above are worded for users; anything else (UNKNOWN: a handler
+        # raised) would carry an exception's text.
+        detail = f"URL capture failed ({code.name}); the server's log has the cause"
     log.warning("url capture failed", extra={"code": code.name, "status": status})
     return ApiError(status, detail)
 

@@ -15,13 +15,12 @@ from services.gateway.access import (
     ORIGIN_REFUSED,
     TOKEN_REFUSED,
     AccessSettings,
-    ClientLimiter,
     FrameLimitedWebSocketResponse,
     access_middleware,
     allowed_origin,
-    client_identity,
     normalize_origin,
 )
+from services.gateway.limits import ClientLimiter, client_identity
 from services.gateway.relay import APP_ERROR
 
 Client = TestClient[web.Request, web.Application]
@@ -454,14 +453,19 @@ def test_repr_redacts_the_token() -> None:
 def test_sockets_waiting_for_params_are_capped_apart_from_generations() -> None:
     clock = FakeClock()
     gate = limiter(clock, max_concurrent_per_client=1, max_waiting_per_client=2)
-    assert gate.try_wait("a") is None
-    assert gate.try_wait("a") is None
-    refusal = gate.try_wait("a")
-    assert refusal is not None
-    assert "waiting to send their params (limit 2)" in refusal.message
-    # Waiting sockets hold no generation slot.
+    evicted: list[str] = []
+    first = gate.wait("a", lambda: evicted.append("first"))
+    second = gate.wait("a", lambda: evicted.append("second"))
+    # At the limit the newcomer gets a place and the oldest waiting socket loses its own.
+    third = gate.wait("a", lambda: evicted.append("third"))
+    assert evicted == ["first"]
+    assert gate.held("a") == (2, 0)
+    gate.done_waiting(first)  # the evicted socket leaves: nothing more to give back
+    assert gate.held("a") == (2, 0)
+    # Waiting sockets hold no generation slot, and other clients are not affected.
     assert gate.try_start("a") is None
-    assert gate.try_wait("b") is None
-    gate.done_waiting("a")
-    assert gate.try_wait("a") is None
-    assert gate.held("a") == (2, 1)
+    gate.wait("b", lambda: evicted.append("b"))
+    gate.done_waiting(second)
+    gate.done_waiting(third)
+    assert gate.held("a") == (0, 1)
+    assert evicted == ["first"]
