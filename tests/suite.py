@@ -136,13 +136,18 @@ async def recording_tools(tools_port: int) -> AsyncIterator[tuple[RecordingToolS
 
 async def run_ws(url: str, params: Any, *, raw: str | None = None) -> WsResult:
     """Sends one params frame like the upstream UI and collects frames until the close."""
-    result = WsResult()
     async with aiohttp.ClientSession() as session, session.ws_connect(url, max_msg_size=0) as ws:
         await ws.send_str(raw if raw is not None else json.dumps(params))
-        async for message in ws:
-            if message.type == aiohttp.WSMsgType.TEXT:
-                result.frames.append(json.loads(message.data))
-        result.close_code = ws.close_code
+        return await until_closed(ws)
+
+
+async def until_closed(ws: aiohttp.ClientWebSocketResponse) -> WsResult:
+    """Every text frame `ws` receives until it closes, and its close code."""
+    result = WsResult()
+    async for message in ws:
+        if message.type == aiohttp.WSMsgType.TEXT:
+            result.frames.append(json.loads(message.data))
+    result.close_code = ws.close_code
     return result
 
 

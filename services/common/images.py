@@ -4,8 +4,7 @@ A small compressed image can stand for gigabytes of pixels (a 300 KB PNG of 9000
 324 MB once decoded), and Pillow's only guard is its own 179-megapixel cut-off. So every
 decode goes through here:
 
-* The header is read first (Pillow's plugins read only the header until `load`; WebP is
-  parsed here, because Pillow's WebP plugin allocates its whole canvas when it opens).
+* The header is read first, without decoding a pixel (`image_headers.py`).
 * What decoding will cost is estimated from the header, per format: Pillow keeps most
   modes at 4 bytes a pixel; a progressive or multi-scan JPEG also holds every DCT
   coefficient; WebP and HEIF decode through buffers of their own (docs/architecture.md,
@@ -19,28 +18,48 @@ decode goes through here:
   FIFO gate: one large image at a time, several small ones together), and once the last
   large decode is done the C heap is trimmed: glibc otherwise keeps the freed pages of its
   per-thread arenas, and RSS stayed gigabytes above idle after a decode in a thread.
+  Callers that would decode the same bytes at once share one result (`shared`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import io
 import math
 import struct
 import threading
+import weakref
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar, cast
 
-from PIL import GifImagePlugin, Image, ImageFile, JpegImagePlugin, PngImagePlugin, WebPImagePlugin
-from pillow_heif.as_plugin import HeifImageFile
+from PIL import Image, ImageFile
 
 from services.common import settings_env
+from services.common.image_headers import (
+    ImageHeader,
+    ImageRefused,
+    ImageUnreadable,
+    open_file,
+    read_header,
+)
+
+__all__ = [
+    "ImageDecoder",
+    "ImageHeader",
+    "ImageLimits",
+    "ImageRefused",
+    "ImageTooLarge",
+    "ImageUnreadable",
+    "check",
+    "plan_decode",
+    "read_header",
+    "trim_heap",
+]
 
 MAX_PIXELS_ENV = "S2C_IMAGE_MAX_PIXELS"
-DEFAULT_MAX_PIXELS = 32_000_000
+DEFAULT_MAX_PIXELS = 24_000_000
 # Pillow keeps RGB, RGBA, LA, CMYK, I and F at 4 bytes a pixel.
 BYTES_PER_PIXEL = 4
 # Extra bytes per pixel of the full image, beyond the decoded pixels, measured with RSS
@@ -57,15 +76,7 @@ _STRIP_BYTES = 8 << 20
 _TRIM_AFTER_BYTES = 16 << 20
 _WHITE = (255, 255, 255)
 
-Format = Literal["PNG", "JPEG", "GIF", "WEBP", "HEIF"]
-_OPENERS: Mapping[Format, Callable[[io.BytesIO], ImageFile.ImageFile]] = {
-    "PNG": PngImagePlugin.PngImageFile,
-    "JPEG": JpegImagePlugin.JpegImageFile,
-    "GIF": GifImagePlugin.GifImageFile,
-    "WEBP": WebPImagePlugin.WebPImageFile,
-    "HEIF": HeifImageFile,
-}
-_ALPHA_MODES = frozenset({"RGBA", "LA", "PA", "La", "RGBa"})
+R = TypeVar("R")
 _ONE_BYTE_MODES = frozenset({"1", "L", "P"})
 
 
@@ -89,40 +100,8 @@ class ImageLimits:
         return cls(settings_env.integer(env, MAX_PIXELS_ENV, DEFAULT_MAX_PIXELS))
 
 
-class ImageRefused(ValueError):
-    """An image that will not be decoded; `message` says why, for the user."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
 class ImageTooLarge(ImageRefused):
     pass
-
-
-class ImageUnreadable(ImageRefused):
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class ImageHeader:
-    format: Format
-    width: int
-    height: int
-    mode: str  # Pillow's mode before any conversion
-    alpha: bool
-    # A JPEG whose coefficients libjpeg must hold whole (progressive, or several scans).
-    buffered: bool = False
-    # Component samples per pixel (JPEG: 1.5 for 4:2:0 colour), for the coefficient buffers.
-    samples: float = 1.0
-
-    @property
-    def pixels(self) -> int:
-        return self.width * self.height
-
-    def describe(self) -> str:
-        return f"{self.width}×{self.height} pixels ({self.format})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,38 +116,6 @@ class DecodePlan:
     @property
     def cost(self) -> int:
         return self.decode_bytes + self.copy_bytes
-
-
-def sniff(data: bytes) -> Format | None:
-    """The format by its signature, among those we decode."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "PNG"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "JPEG"
-    if data[:6] in (b"GIF87a", b"GIF89a"):
-        return "GIF"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "WEBP"
-    if data[4:8] == b"ftyp":
-        return "HEIF"
-    return None
-
-
-def read_header(data: bytes) -> ImageHeader:
-    """The header of `data`, without decoding a pixel; ImageUnreadable when it has none."""
-    kind = sniff(data)
-    if kind is None:
-        raise ImageUnreadable("the data is not a PNG, JPEG, GIF, WebP or HEIF image")
-    if kind == "WEBP":
-        return _webp_header(data)
-    image = _open_file(data, kind)
-    try:
-        alpha = image.mode in _ALPHA_MODES or "transparency" in image.info
-        buffered = kind == "JPEG" and ("progressive" in image.info or _jpeg_scans(data) > 1)
-        samples = _jpeg_samples(image) if buffered else 1.0
-        return ImageHeader(kind, image.width, image.height, image.mode, alpha, buffered, samples)
-    finally:
-        image.close()
 
 
 def plan_decode(
@@ -217,6 +164,34 @@ class ImageDecoder:
     def __init__(self, limits: ImageLimits) -> None:
         self.limits = limits
         self._gate = _Gate(limits.max_bytes)
+        self._results: weakref.WeakValueDictionary[Hashable, Any] = weakref.WeakValueDictionary()
+        self._flights: dict[Hashable, threading.Lock] = {}
+        self._memo = threading.Lock()
+
+    def shared(self, key: Hashable, make: Callable[[], R]) -> R:
+        """`make()`'s result for `key`, made once for all who ask while one of them still
+        holds it: the variants of a generation fit the same image once, not once each.
+        Held weakly (the result must take weak references), so nothing outlives its users;
+        a `make` that raises is tried again by the next caller."""
+        with self._memo:
+            found = cast("R | None", self._results.get(key))
+            if found is not None:
+                return found
+            flight = self._flights.setdefault(key, threading.Lock())
+        with flight:
+            with self._memo:
+                found = cast("R | None", self._results.get(key))
+            if found is not None:
+                return found
+            try:
+                result = make()
+                with self._memo:
+                    self._results[key] = result
+                return result
+            finally:
+                with self._memo:
+                    if self._flights.get(key) is flight:
+                        del self._flights[key]
 
     @contextlib.contextmanager
     def open(
@@ -330,15 +305,6 @@ def _mb(count: int) -> str:
     return f"{count / 1e6:,.0f} MB"
 
 
-def _open_file(data: bytes, kind: Format) -> ImageFile.ImageFile:
-    # The plugin class itself, not Image.open: no other format's parser ever sees the
-    # bytes, and Pillow's own bomb check (a process-wide knob) does not stand in for ours.
-    try:
-        return _OPENERS[kind](io.BytesIO(data))
-    except (SyntaxError, OSError, ValueError, struct.error, IndexError, TypeError) as exc:
-        raise ImageUnreadable(f"the {kind} image could not be read") from exc
-
-
 # EXIF orientation → the transposition that makes the image upright.
 _UPRIGHT = {
     2: Image.Transpose.FLIP_LEFT_RIGHT,
@@ -353,7 +319,7 @@ _UPRIGHT = {
 
 def _decode(data: bytes, plan: DecodePlan, upright: bool) -> Image.Image:
     header = plan.header
-    source: ImageFile.ImageFile | None = _open_file(data, header.format)
+    source: ImageFile.ImageFile | None = open_file(data, header.format)
     assert source is not None
     try:
         if plan.scale > 1:
@@ -406,67 +372,3 @@ def _copied(source: Image.Image, plan: DecodePlan) -> Image.Image:
             strip = Image.alpha_composite(white, strip).convert("RGB")
         out.paste(strip, (0, first))
     return out
-
-
-def _webp_header(data: bytes) -> ImageHeader:
-    """Canvas size and alpha from the first chunk (RIFF container; VP8, VP8L or VP8X)."""
-    chunk = data[12:16]
-    try:
-        if chunk == b"VP8X":
-            flags = data[20]
-            width = 1 + int.from_bytes(data[24:27], "little")
-            height = 1 + int.from_bytes(data[27:30], "little")
-            alpha = bool(flags & 0x10)
-        elif chunk == b"VP8L" and data[20] == 0x2F:
-            bits = int.from_bytes(data[21:25], "little")
-            width, height = 1 + (bits & 0x3FFF), 1 + ((bits >> 14) & 0x3FFF)
-            alpha = bool(bits >> 28 & 1)
-        elif chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":
-            width = int.from_bytes(data[26:28], "little") & 0x3FFF
-            height = int.from_bytes(data[28:30], "little") & 0x3FFF
-            alpha = False
-        else:
-            raise IndexError
-    except IndexError:
-        raise ImageUnreadable("the WEBP image could not be read") from None
-    if len(data) < 30 or not width or not height:
-        raise ImageUnreadable("the WEBP image could not be read")
-    return ImageHeader("WEBP", width, height, "RGBA" if alpha else "RGB", alpha)
-
-
-def _jpeg_samples(image: ImageFile.ImageFile) -> float:
-    """Samples per pixel over all components, from their sampling factors (a component
-    sampled h×v of the largest factors has that share of the pixels)."""
-    layers: list[tuple[str, int, int, int]] = getattr(image, "layer", None) or []
-    factors = [(int(h), int(v)) for _, h, v, _ in layers if h > 0 and v > 0]
-    if not factors:
-        return float(len(image.mode))
-    most = max(h for h, _ in factors) * max(v for _, v in factors)
-    return float(sum(h * v for h, v in factors)) / most
-
-
-def _jpeg_scans(data: bytes) -> int:
-    """How many scans the first image of a JPEG has.
-
-    Every scan after the first makes libjpeg hold the whole image's coefficients. The
-    segments before the first scan are walked by their lengths (an EXIF thumbnail inside
-    APP1 is skipped whole); after it, entropy-coded data escapes 0xFF, so the scans'
-    markers are counted up to the image's end marker (data after it, as in MPO files,
-    is another image).
-    """
-    at = 2
-    while at + 4 <= len(data):
-        if data[at] != 0xFF:
-            return 1
-        marker = data[at + 1]
-        if marker == 0xFF:  # fill byte
-            at += 1
-            continue
-        if marker == 0xDA:
-            end = data.find(b"\xff\xd9", at)
-            return data.count(b"\xff\xda", at, len(data) if end < 0 else end)
-        if 0xD0 <= marker <= 0xD7 or marker == 0x01:
-            at += 2
-            continue
-        at += 2 + int.from_bytes(data[at + 2 : at + 4], "big")
-    return 1

@@ -288,7 +288,7 @@ class _Routes:
                 capture, timeout=CAPTURE_RPC_TIMEOUT_S, metadata=outgoing_metadata()
             )
         except grpc.aio.AioRpcError as exc:
-            raise _capture_error(exc) from None
+            raise capture_error(exc) from None
         finally:
             self._captures.finish(client)
         data_url = f"data:{answer.mime_type};base64," + base64.b64encode(answer.image).decode()
@@ -305,7 +305,7 @@ class _Routes:
         )
 
 
-def _capture_error(exc: grpc.aio.AioRpcError) -> ApiError:
+def capture_error(exc: grpc.aio.AioRpcError) -> ApiError:
     code = exc.code()
     status = _CAPTURE_STATUS.get(code, 502)
     violations = bad_request_violations(exc) if code == grpc.StatusCode.INVALID_ARGUMENT else []

@@ -143,3 +143,31 @@ def test_proto_round_trip_keeps_every_pair_and_drops_empty_ones() -> None:
         "openai": common_pb2.ProviderCredentials(api_key="k", base_url="u")
     }
     assert credentials_from_proto(proto).get("openai") == Endpoint("k", "u")
+
+
+@pytest.mark.parametrize(
+    ("key", "what", "position"),
+    [
+        ("sk-ant-café-0123", "a non-ASCII character", 11),
+        ("sk-ant-0123\n", "a space or line break", 12),
+        ("sk ant", "a space or line break", 3),
+        ("sk-\x07ant", "a control character", 4),
+    ],
+)
+def test_a_key_that_cannot_go_in_a_header_is_refused_saying_why(
+    key: str, what: str, position: int
+) -> None:
+    request = Credentials.of(anthropic=Endpoint(key))
+
+    violations = CredentialPolicy().violations(request, prefix="credentials.")
+
+    assert [v.field for v in violations] == ["credentials.providers[anthropic].api_key"]
+    assert violations[0].description.startswith(
+        f"contains {what} (character {position} of {len(key)}); API keys are printable ASCII"
+    )
+    assert key not in violations[0].description
+
+
+def test_an_environment_key_that_cannot_go_in_a_header_stops_the_service() -> None:
+    with pytest.raises(ValueError, match=r"^ANTHROPIC_API_KEY contains a non-ASCII character"):
+        Credentials.from_env({"ANTHROPIC_API_KEY": "sk-ant-ключ"})

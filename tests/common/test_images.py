@@ -74,7 +74,7 @@ def test_a_huge_png_is_refused_from_its_header_naming_the_limit() -> None:
 
     assert refused.value.message == (
         "the image is 9000×9000 pixels (PNG); decoding it would take about 324 MB, more "
-        "than the limit of 32000000 pixels allows (128 MB at 4 bytes a pixel; "
+        "than the limit of 24000000 pixels allows (96 MB at 4 bytes a pixel; "
         f"{MAX_PIXELS_ENV})"
     )
 
@@ -249,3 +249,37 @@ def test_small_decodes_run_beside_a_large_one() -> None:
             assert small.size == (100, 100)
     finally:
         release()
+
+
+class _Result:
+    """A value that takes weak references, as `shared` results must."""
+
+
+def test_callers_at_the_same_time_share_one_result_while_they_hold_it() -> None:
+    decoder = ImageDecoder(DEFAULT)
+    made: list[_Result] = []
+    started, release = threading.Event(), threading.Event()
+
+    def make() -> _Result:
+        started.set()
+        release.wait(10)
+        made.append(_Result())
+        return made[-1]
+
+    got: list[_Result] = []
+    first = threading.Thread(target=lambda: got.append(decoder.shared("k", make)))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: got.append(decoder.shared("k", make)))
+    second.start()
+    release.set()
+    first.join(10)
+    second.join(10)
+
+    assert len(made) == 1
+    assert got[0] is got[1] is made[0]
+    got.clear()
+    made.clear()
+    # Nobody holds it any more: the next caller makes it anew.
+    again = decoder.shared("k", make)
+    assert made == [again]

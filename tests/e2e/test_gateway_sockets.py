@@ -22,7 +22,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from services.common.errors import bad_request_violations
 from tests.fakes.openai_server import FakeOpenAI, Text, responses_turn
 from tests.processes import Processes, running_processes
-from tests.suite import WsResult, create_params, run_ws
+from tests.suite import WsResult, create_params, run_ws, until_closed
 
 BURST = 120
 VARIANTS = 4
@@ -35,15 +35,6 @@ async def short_timeouts(tmp_path: Path) -> AsyncIterator[Processes]:
     env = {"S2C_PARAMS_TIMEOUT_S": "1", "S2C_HTTP_IDLE_TIMEOUT_S": "1"}
     async with running_processes(tmp_path, env) as suite:
         yield suite
-
-
-async def _until_closed(ws: aiohttp.ClientWebSocketResponse) -> WsResult:
-    result = WsResult()
-    async for message in ws:
-        if message.type == aiohttp.WSMsgType.TEXT:
-            result.frames.append(json.loads(message.data))
-    result.close_code = ws.close_code
-    return result
 
 
 def _refused(result: WsResult, needle: str) -> None:
@@ -59,18 +50,19 @@ async def test_idle_sockets_hold_no_generation_slot(tmp_path: Path) -> None:
         # Three sockets that never send params; the one slot is still free.
         done = await run_ws(suite.ws_url, TEXT_CREATE)
         idle.append(await session.ws_connect(suite.ws_url))
-        async with session.ws_connect(suite.ws_url) as fifth:
-            over = await _until_closed(fifth)
-        for ws in idle:
+        # A fifth waiting socket takes the place of the oldest (issue 24, item 7).
+        fifth = await session.ws_connect(suite.ws_url)
+        evicted = await until_closed(idle[0])
+        for ws in [*idle[1:], fifth]:
             await ws.close()
     assert done.close_code == 1000
     assert len(done.of("variantComplete")) == 2
-    _refused(over, "waiting to send their params (limit 4)")
+    _refused(evicted, "Closed to make room: more than 4 connections from this client")
 
 
 async def test_a_socket_without_params_is_told_and_closed(short_timeouts: Processes) -> None:
     async with aiohttp.ClientSession() as session, session.ws_connect(short_timeouts.ws_url) as ws:
-        result = await _until_closed(ws)
+        result = await until_closed(ws)
     _refused(result, "No params received within 1 s")
 
 
@@ -105,7 +97,7 @@ async def test_non_object_params_get_an_error_frame(
 async def test_a_binary_params_frame_gets_an_error_frame(short_timeouts: Processes) -> None:
     async with aiohttp.ClientSession() as session, session.ws_connect(short_timeouts.ws_url) as ws:
         await ws.send_bytes(json.dumps(TEXT_CREATE).encode())
-        result = await _until_closed(ws)
+        result = await until_closed(ws)
     _refused(result, "expected a JSON text frame, got a binary frame")
 
 
@@ -146,7 +138,7 @@ async def test_the_agent_refuses_a_create_with_no_usable_input(short_timeouts: P
 async def _one(session: aiohttp.ClientSession, url: str) -> WsResult:
     async with session.ws_connect(url, max_msg_size=0) as ws:
         await ws.send_str(json.dumps(TEXT_CREATE))
-        return await _until_closed(ws)
+        return await until_closed(ws)
 
 
 async def test_a_burst_of_sockets_each_ends_with_a_result_or_an_error(tmp_path: Path) -> None:

@@ -155,7 +155,8 @@ class FakeAnthropic:
         self._stopping = asyncio.Event()
 
     async def start(self) -> str:
-        app = web.Application()
+        # As the real API: the Messages API takes requests up to 32 MB (aiohttp's default is 1 MiB).
+        app = web.Application(client_max_size=32 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
         # Cancelling the handler when the client goes away is how we see disconnects.
         self._runner, self.base_url = await serve_on_loopback(app, handler_cancellation=True)

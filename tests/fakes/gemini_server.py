@@ -138,7 +138,8 @@ class FakeGemini:
         self._stopping = asyncio.Event()
 
     async def start(self) -> str:
-        app = web.Application()
+        # As the real API: inline video and images make large requests (aiohttp's default is 1 MiB).
+        app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/{version}/models/{action}", self._generate)
         app.router.add_get("/assets/{name}", self._asset)
         # Cancelling the handler when the client goes away is how we see disconnects.

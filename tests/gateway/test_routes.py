@@ -9,16 +9,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from services.gateway.access import AccessSettings
 from services.gateway.design_systems import DesignSystemStore
 from services.gateway.export import ExportPolicy
+from services.gateway.limits import CaptureLimiter
+from services.gateway.relay import rpc_error_text
 from services.gateway.routes import (
     DESIGN_SYSTEMS_KEY,
     ApiError,
     add_routes,
+    capture_error,
     normalize_screenshot_url,
 )
 from services.gateway.settings import GatewaySettings
@@ -235,3 +240,45 @@ async def test_the_store_is_reachable_from_the_app(tmp_path: Path) -> None:
     store = app[DESIGN_SYSTEMS_KEY]
     assert isinstance(store, DesignSystemStore)
     assert store.path == tmp_path / "design-systems.json"
+
+
+def _rpc_error(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
+
+
+EXCEPTION_TEXT = (
+    "Unexpected <class 'PIL.Image.DecompressionBombError'>: Image size (480000000 pixels) "
+    "exceeds limit of 178956970 pixels, could be decompression bomb DOS attack."
+)
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL])
+def test_an_unexpected_capture_failure_carries_no_exception_text(code: grpc.StatusCode) -> None:
+    error = capture_error(_rpc_error(code, EXCEPTION_TEXT))
+
+    assert error.status == 502
+    assert error.detail == f"URL capture failed ({code.name}); the server's log has the cause"
+    assert "DecompressionBomb" not in rpc_error_text(_rpc_error(code, EXCEPTION_TEXT), "agent")
+
+
+def test_a_documented_capture_verdict_keeps_its_words() -> None:
+    error = capture_error(_rpc_error(grpc.StatusCode.DEADLINE_EXCEEDED, "Capturing x timed out"))
+
+    assert (error.status, error.detail) == (504, "Capturing x timed out")
+
+
+def test_captures_are_bounded_per_client_then_in_all() -> None:
+    limiter = CaptureLimiter(AccessSettings(capture_max_per_client=1, capture_max_running=2))
+
+    assert limiter.try_start("a") is None
+    mine = limiter.try_start("a")
+    assert mine is not None
+    assert (mine.status, mine.retry_after_s) == (429, 5)
+    assert "from this client at once (limit 1)" in mine.message
+    assert limiter.try_start("b") is None
+    everyone = limiter.try_start("c")
+    assert everyone is not None
+    assert everyone.status == 503
+    assert "busy with other URL captures (limit 2 at once)" in everyone.message
+    limiter.finish("a")
+    assert limiter.try_start("c") is None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import io
 import math
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ _QUALITY_STEP = 5
 _SHRINK_FACTOR = 0.75
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class EncodedImage:
     media_type: str
     data: str  # base64
@@ -92,8 +93,14 @@ def fit_image(
         else:
             if max(header.width, header.height) <= max_dimension:
                 return EncodedImage(media_type, base64.b64encode(data).decode("ascii"))
-    with decoder.open(data, max_side=max_dimension, flatten=True) as image:
-        return _jpeg_within(image, max_base64_bytes)
+
+    def reencoded() -> EncodedImage:
+        with decoder.open(data, max_side=max_dimension, flatten=True) as image:
+            return _jpeg_within(image, max_base64_bytes)
+
+    # The variants of a generation hold the same bytes: one of them decodes and encodes.
+    key = (hashlib.sha256(data).digest(), max_dimension, max_base64_bytes)
+    return decoder.shared(key, reencoded)
 
 
 def _jpeg_within(image: Image.Image, max_base64_bytes: int) -> EncodedImage:
