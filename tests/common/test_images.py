@@ -22,6 +22,7 @@ from services.common.images import (
     plan_decode,
     read_header,
 )
+from tests.attacks import solid_png
 
 DEFAULT = ImageLimits()
 
@@ -67,7 +68,7 @@ def test_the_header_gives_size_and_alpha_without_decoding(
 
 def test_a_huge_png_is_refused_from_its_header_naming_the_limit() -> None:
     # Pillow keeps RGB at 4 bytes a pixel: 9000 × 9000 is 324 MB decoded.
-    header = read_header(encode(Image.new("RGB", (9000, 9000)), "PNG"))
+    header = read_header(solid_png(9000, 9000))
 
     with pytest.raises(ImageTooLarge) as refused:
         plan_decode(header, DEFAULT)
