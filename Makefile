@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 BUF := node_modules/.bin/buf
 CHROMIUM ?= /usr/bin/chromium
+VENDOR := vendor/node_modules/.s2c-vendor-index.json
 
 .PHONY: run test test-fast test-ui install chromium postgres proto proto-check lint pytest bench clean \
 	container-check
@@ -19,7 +20,14 @@ $(BUF): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(BUF)
 
-install: $(STAMP) $(BUF)
+# The local copies of the CDN runtimes generated pages load (docs/offline.md): installed
+# from the npm registry as the lockfile pins them, without install scripts, then checked
+# file by file against vendor/manifest.json (which also writes the index renderers read).
+$(VENDOR): vendor/package.json vendor/package-lock.json vendor/manifest.json $(STAMP)
+	npm ci --prefix vendor --ignore-scripts --no-audit --no-fund --loglevel=error
+	$(PY) -m services.common.vendor
+
+install: $(STAMP) $(BUF) $(VENDOR)
 
 # Debian's Chromium drives screenshot_preview and the browser tests; Playwright
 # cannot download its own browser here.
@@ -42,7 +50,7 @@ postgres:
 	  fi; \
 	fi
 
-run: $(STAMP)
+run: $(STAMP) $(VENDOR)
 	-@$(MAKE) --no-print-directory chromium
 	$(VENV)/bin/s2c up
 
@@ -75,7 +83,7 @@ FAST := not e2e and not browser and not fuzz and not scale
 # slower than one process.
 PYTEST_ARGS ?=
 
-pytest: $(STAMP) chromium postgres
+pytest: $(STAMP) $(VENDOR) chromium postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Unit tests of the UI's pure modules (static/js/state.js, protocol.js), no browser.
@@ -85,7 +93,7 @@ test-ui:
 test: install chromium postgres lint proto-check test-ui pytest
 
 # The inner loop: no lint, no processes, browsers, fuzzing or scale runs.
-test-fast: $(STAMP) postgres test-ui
+test-fast: $(STAMP) $(VENDOR) postgres test-ui
 	$(PY) -m pytest -m "$(FAST)" $(PYTEST_ARGS)
 
 # Not part of `make test`: builds both images with the container engine on this machine,
@@ -99,4 +107,4 @@ bench: $(STAMP)
 	$(PY) bench/screenshot.py
 
 clean:
-	rm -rf $(VENV) node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) node_modules vendor/node_modules .mypy_cache .ruff_cache .pytest_cache
