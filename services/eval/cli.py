@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.common.proto_enums import enum_values
 from services.common.security import GrpcSecurity
+from services.common.vendor import vendor_dir_from_env
 from services.eval.report import SUMMARY_HEADER, summary_rows
 from services.eval.results import ItemResult, Results, ResultsError
 from services.eval.runner import EvalAborted, EvalOptions, prepare, run_eval
@@ -144,6 +146,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         security=GrpcSecurity.from_env(),
         stack=args.stack,
         timeout_s=args.timeout,
+        vendor_dir=vendor_dir_from_env(os.environ),
     )
 
 

@@ -9,6 +9,10 @@ import sys
 # What the eval extra brings (pyproject.toml); the services never import them.
 EVAL_EXTRA_MODULES = frozenset({"numpy", "scipy", "skimage"})
 
+# Upstream's default and the stack most generations use; its Tailwind renders offline from
+# the vendored copy, so eval scores what users get (docs/eval.md).
+DEFAULT_STACK = "html_tailwind"
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], agent: str) -> None:
     p = sub.add_parser("eval", help="score models' pages against a reference set")
@@ -16,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], agent: 
     p.add_argument("--model", action="append", default=[], required=True, help="repeatable")
     p.add_argument("--out", required=True, help="the report directory (resumed if it exists)")
     p.add_argument("--agent", default=agent)
-    p.add_argument("--stack", default="html_css", help="default html_css: pages render offline")
+    p.add_argument("--stack", default=DEFAULT_STACK, help=f"default {DEFAULT_STACK}")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per generation")
     p.set_defaults(func=_run)
 

@@ -1,8 +1,11 @@
 """Render a page in Chromium at a viewport: its screenshot and the text blocks of its DOM.
 
 Reference and candidate go through the same renderer (same Chromium, fonts, viewport), so
-their differences are the pages' own. Nothing leaves the machine: every request a page
-makes (a CDN script, a web font, an image URL) is refused, and only `data:` URLs load.
+their differences are the pages' own. Nothing leaves the machine: the stacks' CDN runtimes
+(Tailwind, React, Babel, Vue, Bootstrap, Ionic, Font Awesome, Google Fonts) are answered
+from the vendored copies through the suite's one offline render path
+(`services.common.vendor_route`), `data:` URLs load, and every other request (an image URL,
+a CDN file we do not carry) is refused.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 from playwright.async_api import Browser, Page, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from services.common.vendor import VendorCatalog
+from services.common.vendor_route import route_offline
 from services.eval.metrics import Block, Color, PageBlocks
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -99,8 +104,9 @@ def blocks_from_js(data: dict[str, Any]) -> PageBlocks:
 class Renderer:
     """One Chromium for a whole eval; each render gets a fresh, offline context."""
 
-    def __init__(self, browser: Browser) -> None:
+    def __init__(self, browser: Browser, vendor: VendorCatalog | None) -> None:
         self._browser = browser
+        self._vendor = vendor
 
     async def render(self, html: str, viewport: Viewport) -> Rendering:
         context = await self._browser.new_context(
@@ -110,7 +116,7 @@ class Renderer:
             java_script_enabled=True,
         )
         try:
-            await context.route("**/*", _refuse)
+            await route_offline(context, self._vendor, _refuse)
             page = await context.new_page()
             page.set_default_timeout(LOAD_TIMEOUT_MS)
             await page.set_content(html, wait_until="load")
@@ -143,13 +149,14 @@ async def _capture(page: Page, viewport: Viewport) -> Rendering:
 
 
 @contextlib.asynccontextmanager
-async def renderer() -> AsyncIterator[Renderer]:
+async def renderer(vendor: VendorCatalog | None) -> AsyncIterator[Renderer]:
+    """A Renderer; `vendor` None renders CDN-dependent pages without their runtimes."""
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(
             executable_path=chromium_path(), args=["--font-render-hinting=none"]
         )
         try:
-            yield Renderer(browser)
+            yield Renderer(browser, vendor)
         finally:
             with contextlib.suppress(PlaywrightError):
                 await browser.close()

@@ -26,6 +26,8 @@ from services.common.errors import bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.proto_enums import enum_values
 from services.common.security import GrpcSecurity, create_channel
+from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog, VendorError
+from services.eval.command import DEFAULT_STACK
 from services.eval.metrics import score
 from services.eval.render import Renderer, RenderError, Rendering, renderer
 from services.eval.report import write_report
@@ -44,8 +46,9 @@ class EvalOptions:
     out: Path
     agent: str
     security: GrpcSecurity
-    stack: str = "html_css"
+    stack: str = DEFAULT_STACK
     timeout_s: float = 600.0
+    vendor_dir: Path = DEFAULT_VENDOR_DIR
 
 
 class Progress(Protocol):
@@ -93,8 +96,18 @@ async def run_eval(options: EvalOptions, results: Results, progress: Progress) -
     write_report(results, out)
     if not pending:
         return
+    try:
+        vendor = VendorCatalog.load(options.vendor_dir)
+    except VendorError as exc:
+        if options.stack != "html_css":
+            raise EvalAborted(
+                f"{options.stack} pages load their runtime from CDNs, and eval renders them "
+                f"from the local copies, which are unavailable: {exc} "
+                "(or score --stack html_css)"
+            ) from None
+        vendor = None
     channel = create_channel(options.agent, options.security, CHANNEL_OPTIONS)
-    async with channel, renderer() as chromium:
+    async with channel, renderer(vendor) as chromium:
         stub = pb_grpc.AgentServiceStub(channel)
         rendered: dict[str, Rendering] = {}
         for ref, model in pending:

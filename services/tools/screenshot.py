@@ -39,6 +39,8 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from services.common.babel_cdn import normalize_babel_cdn
 from services.common.netguard import AddressGuard, Resolver, is_page_internal_url
 from services.common.tool_types import FileState, MediaPart
+from services.common.vendor import VendorCatalog
+from services.common.vendor_route import route_offline
 from services.tools.egress_proxy import (
     AUTH_PROBE_URL,
     EgressProxy,
@@ -127,6 +129,8 @@ class Screenshotter:
     `resolver` and `upstream_opener` are the network seams of the guard (see `netguard`),
     `proxy_observer` sees every request reaching the proxy; production leaves them unset.
     `on_launch` hears the outcome of every launch of Chromium (None: it launched).
+    `vendor` answers the stacks' CDN URLs from local copies (`vendor_route`), so a page
+    renders styled with no network and without waiting on one; None sends them out.
     """
 
     def __init__(
@@ -137,9 +141,11 @@ class Screenshotter:
         upstream_opener: UpstreamOpener | None = None,
         proxy_observer: ProxyObserver | None = None,
         on_launch: Callable[[BaseException | None], None] | None = None,
+        vendor: VendorCatalog | None = None,
     ) -> None:
         self.settings = settings or ScreenshotSettings()
         self._on_launch = on_launch
+        self._vendor = vendor
         self._guard = AddressGuard(resolver=resolver)
         self._proxy = EgressProxy(self._guard, opener=upstream_opener, observer=proxy_observer)
         self._lock = asyncio.Lock()
@@ -360,7 +366,7 @@ class Screenshotter:
             # Before any route exists, so nothing but the proxy sees it (see egress_proxy).
             await page.goto(AUTH_PROBE_URL, timeout=self.settings.page_load_timeout_s * 1000)
             await page.goto("about:blank")
-            await context.route("**/*", self._route_request)
+            await route_offline(context, self._vendor, self._route_request)
             await context.route_web_socket(lambda _url: True, self._route_websocket)
             return page
         except BaseException:

@@ -16,6 +16,7 @@ from services.common.credentials import (
 )
 from services.common.images import ImageLimits
 from services.common.security import GrpcSecurity
+from services.common.vendor import DEFAULT_VENDOR_DIR, vendor_dir_from_env
 from services.tools.capture import CaptureSettings
 from services.tools.egress_routes import ENV_NAME as TEST_EGRESS_ROUTES_ENV
 from services.tools.egress_routes import parse_routes
@@ -68,6 +69,8 @@ class ToolsSettings:
     capture: CaptureSettings = field(default_factory=CaptureSettings)
     # The pixels one image may decode to (S2C_IMAGE_MAX_PIXELS; common/images.py).
     images: ImageLimits = field(default_factory=ImageLimits)
+    # The vendored CDN copies screenshots and URL captures render with (S2C_VENDOR_DIR).
+    vendor_dir: Path = DEFAULT_VENDOR_DIR
     # Tests only (see egress_routes.py): `.test` names the browser may reach on loopback.
     test_egress_routes: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     # Each client connection is closed after about this long (0: never); see the grace.
@@ -102,6 +105,7 @@ class ToolsSettings:
             max_connection_age_s=settings_env.bound(
                 env, "S2C_TOOLS_MAX_CONNECTION_AGE_S", str(DEFAULT_MAX_CONNECTION_AGE_S), float
             ),
+            vendor_dir=vendor_dir_from_env(env),
         )
 
 

@@ -8,6 +8,7 @@ import time
 from services.common.credentials import Credentials
 from services.common.images import ImageDecoder
 from services.common.tool_types import CapturedImage, FileState, ToolCall
+from services.common.vendor import load_or_none
 from services.tools.asset_store import AssetStore
 from services.tools.browser_health import BrowserHealth
 from services.tools.capture import CaptureRequest, UrlCapturer
@@ -61,6 +62,7 @@ class ToolWorker:
                 resolver=routes.resolver if routes.routes else None,
                 upstream_opener=routes.opener if routes.routes else None,
                 on_launch=self.browser.launched,
+                vendor=load_or_none(settings.vendor_dir),
             )
             handlers["screenshot_preview"] = screenshot_preview_handler(self.screenshotter)
         self.capturer = UrlCapturer(self.screenshotter, settings.capture)

@@ -59,7 +59,7 @@ def page(blocks: tuple[Spec, ...]) -> str:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def chromium() -> AsyncIterator[Renderer]:
-    async with renderer() as r:
+    async with renderer(None) as r:
         yield r
 
 
