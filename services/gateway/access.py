@@ -9,8 +9,9 @@ Environment:
   `http://HOST:7001/?token=<token>`, keeps the token in sessionStorage and sends it on
   its API calls and WebSocket. At least 8 URL-safe characters, so it survives query
   strings and log redaction unchanged. Public, so that probes, the UI shell and the
-  pages it previews load without it: `/`, `/healthz`, `/static/…`, and `/local-assets/…`
-  (content-addressed names that cannot be guessed). `/metrics` is not public: it
+  pages it previews load without it: `/`, `/healthz`, `/static/…`, `/local-assets/…`
+  (content-addressed names that cannot be guessed) and `/vendor/…` (the CDN copies the
+  preview loads, open to every origin as a CDN is). `/metrics` is not public: it
   reveals traffic; Prometheus sends the token with `authorization: {credentials: …}`.
 - `S2C_ALLOWED_ORIGINS`: comma list of `scheme://host[:port]`. When set, a request (a
   WebSocket upgrade included) whose `Origin` is not listed gets 403. Requests without
@@ -57,7 +58,10 @@ from services.gateway.relay import APP_ERROR
 log = logging.getLogger(__name__)
 
 PUBLIC_PATHS = ("/", "/healthz")
-PUBLIC_PREFIXES = ("/static/", "/local-assets/")
+PUBLIC_PREFIXES = ("/static/", "/local-assets/", "/vendor/")
+# Read-only public files that preview frames (an opaque origin, `Origin: null` on their
+# CORS requests for module scripts and fonts) load: no origin check, no token.
+OPEN_PREFIXES = ("/vendor/",)
 TOKEN_QUERY_PARAM = "token"
 
 TOKEN_REFUSED = (
@@ -223,6 +227,10 @@ def access_middleware(
 
     @web.middleware
     async def access(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method in (hdrs.METH_GET, hdrs.METH_HEAD) and request.path.startswith(
+            OPEN_PREFIXES
+        ):
+            return await handler(request)
         origin = request.headers.get(hdrs.ORIGIN)
         if not origin_allowed(origin, settings):
             log.warning(

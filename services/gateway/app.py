@@ -18,6 +18,7 @@ from services.common.credentials import CREDENTIALS
 from services.common.grpc_server import freeze_startup_heap
 from services.common.metrics import render
 from services.common.tracing import outgoing_metadata
+from services.common.vendor import load_or_none
 from services.gateway.access import access_middleware, allowed_origin
 from services.gateway.access_log import AccessLogger
 from services.gateway.agents import AgentPool
@@ -28,6 +29,7 @@ from services.gateway.limits import ClientLimiter
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.routes import DESIGN_SYSTEMS_KEY, add_routes, max_request_body_bytes
 from services.gateway.settings import GatewaySettings
+from services.gateway.vendor_files import add_vendor_routes
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +171,7 @@ def create_app(settings: GatewaySettings) -> web.Application:
     assets.mkdir(parents=True, exist_ok=True)
     app.router.add_static("/local-assets", assets)
     app.router.add_static("/static", STATIC_DIR)
+    add_vendor_routes(app, load_or_none(settings.vendor_dir))
     return app
 
 

@@ -33,8 +33,10 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from services.common import netguard
 from services.common.babel_cdn import normalize_babel_cdn
+from services.common.vendor import VendorCatalog
 from services.gateway.bodies import read_capped
 from services.gateway.export_markup import IMAGE_EXTS, CpuBudget, path_ext, rewrite_references
+from services.gateway.export_vendor import VendorBundle, bundle_runtimes
 
 log = logging.getLogger(__name__)
 
@@ -320,8 +322,12 @@ async def build_export(
     own_hosts: Iterable[str] = (),
     policy: ExportPolicy | None = None,
     cpu_slots: asyncio.Semaphore | None = None,
+    runtimes: VendorCatalog | None = None,
 ) -> bytes:
     """The zip for `code`. References that cannot be bundled are left as they are.
+
+    With `runtimes`, the page's CDN runtimes are bundled too (`export_vendor`): the zip is
+    self-contained.
 
     `own_hosts`: names this gateway is reached by; their `/local-assets/` URLs are read
     from `assets_dir`, like loopback ones. The page is read and rewritten in a worker
@@ -366,8 +372,11 @@ async def build_export(
         return None if source is None else names.get(source)
 
     def finish() -> bytes:
-        page = rewrite_references(code, replace, budget=budget)
-        return _zip(normalize_babel_cdn(page), files)
+        page = normalize_babel_cdn(rewrite_references(code, replace, budget=budget))
+        bundle = VendorBundle()
+        if runtimes is not None:
+            page, bundle = bundle_runtimes(page, runtimes)
+        return _zip(page, files, bundle.files)
 
     return await _off_loop(finish, deadline, cpu_slots)
 
@@ -394,10 +403,12 @@ def _loop_time(deadline: float) -> float:
     return loop.time() + (deadline - time.monotonic())
 
 
-def _zip(page: str, files: Sequence[tuple[str, Asset]]) -> bytes:
+def _zip(page: str, files: Sequence[tuple[str, Asset]], extra: Mapping[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("index.html", page)
         for name, asset in files:
             archive.writestr(name, asset.data)
+        for name, data in sorted(extra.items()):
+            archive.writestr(name, data)
     return buffer.getvalue()

@@ -40,6 +40,7 @@ from services.gateway.export_markup import ExportTooComplex
 from services.gateway.keys import CHANNEL_KEY, METRICS_KEY
 from services.gateway.limits import CaptureLimiter, client_identity
 from services.gateway.settings import GatewaySettings
+from services.gateway.vendor_files import catalog_of
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +234,14 @@ class _Routes:
             raise ApiError(400, "code must be a string holding the page's HTML")
         if not code.strip():
             raise ApiError(400, "There is no code to export")
+        offline = fields.get("offline", False)
+        if not isinstance(offline, bool):
+            raise ApiError(400, "offline must be true or false")
+        runtimes = catalog_of(request.app) if offline else None
+        if offline and runtimes is None:
+            raise ApiError(
+                503, "An offline export needs the vendored CDN copies, which are not installed"
+            )
         budget = self._policy.transform_timeout_s
         try:
             archive = await build_export(
@@ -242,6 +251,7 @@ class _Routes:
                 own_hosts=_own_hosts(request),
                 policy=self._policy,
                 cpu_slots=self._export_slots,
+                runtimes=runtimes,
             )
         except ExportTooComplex:
             raise ApiError(

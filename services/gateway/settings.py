@@ -8,6 +8,7 @@ from pathlib import Path
 
 from services.common import settings_env
 from services.common.security import GrpcSecurity
+from services.common.vendor import DEFAULT_VENDOR_DIR, vendor_dir_from_env
 from services.gateway.access import AccessSettings
 from services.gateway.design_systems import DesignSystemLimits
 from services.gateway.export import ExportPolicy
@@ -41,6 +42,8 @@ class GatewaySettings:
     design_systems: DesignSystemLimits = field(default_factory=DesignSystemLimits)
     # `/api/export`: its body limit, transform time budget and asset limits.
     export: ExportPolicy = field(default_factory=ExportPolicy)
+    # The vendored CDN copies served at /vendor/ and bundled by exports (S2C_VENDOR_DIR).
+    vendor_dir: Path = DEFAULT_VENDOR_DIR
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -51,6 +54,7 @@ class GatewaySettings:
             access=AccessSettings.from_env(env),
             design_systems=DesignSystemLimits.from_env(env),
             export=ExportPolicy.from_env(env),
+            vendor_dir=vendor_dir_from_env(env),
             preview_min_interval_s=int(env.get("S2C_PREVIEW_INTERVAL_MS", "50")) / 1000,
             preview_max_bytes_per_s=int(env.get("S2C_PREVIEW_MAX_BPS", "1000000")),
             params_timeout_s=settings_env.positive(

@@ -1,0 +1,109 @@
+"""The export's offline option: the page's CDN runtimes bundled into the zip beside it.
+
+Every URL on a CDN host we mirror (`vendor_urls.CDN_HOSTS`) that the catalog answers is
+rewritten to `./vendor/…` and its file written there, with what it loads in turn: a
+stylesheet's fonts, an ES module's sibling chunks, a Google Fonts stylesheet (generated, as
+the catalog generates it for every renderer) and its font files. URLs we do not carry stay
+as they are. The zip then opens with no network (docs/offline.md says how).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from services.common.vendor import Answer, VendorCatalog
+from services.common.vendor_urls import CDN_HOSTS
+
+VENDOR_DIR = "vendor"
+_CDN_URL = re.compile(
+    r"(?:https?:)?//(?:" + "|".join(re.escape(h) for h in CDN_HOSTS) + r")(?![\w.-])"
+    r"""[^\s"'<>()`\\]*""",
+    re.IGNORECASE,
+)
+
+
+_TAG = re.compile(r"""<(?:link|script)\b(?:[^>"']++|"[^"]*+"|'[^']*+')*+>""", re.IGNORECASE)
+_BUNDLED_REF = re.compile(rf"""\b(?:src|href)\s*=\s*["']?\./{VENDOR_DIR}/""", re.IGNORECASE)
+_CORS_ATTRIBUTE = re.compile(
+    r"""\s+(?:integrity|crossorigin)(?:\s*=\s*(?:"[^"]*+"|'[^']*+'|[^\s"'>]++))?""",
+    re.IGNORECASE,
+)
+
+
+def _local(rel: str) -> str:
+    return f"./{quote(rel, safe='/@')}"
+
+
+@dataclass
+class VendorBundle:
+    """The files an export adds under `vendor/`: name inside the zip -> bytes."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(len(data) for data in self.files.values())
+
+
+def bundle_runtimes(page: str, catalog: VendorCatalog) -> tuple[str, VendorBundle]:
+    """`page` with its mirrored CDN URLs pointing into `vendor/`, and the files to add."""
+    bundle = VendorBundle()
+    answered: dict[str, str | None] = {}
+
+    def replace(match: re.Match[str]) -> str:
+        raw = match.group(0)
+        if raw not in answered:
+            # Attribute values may be escaped (`&amp;` between Google Fonts parameters).
+            url = html.unescape(raw)
+            url = url if url.startswith("http") else "https:" + url
+            answered[raw] = _bundle(url, catalog, bundle)
+        target = answered[raw]
+        return raw if target is None else target
+
+    return _TAG.sub(_drop_cors_attributes, _CDN_URL.sub(replace, page)), bundle
+
+
+def _drop_cors_attributes(match: re.Match[str]) -> str:
+    # A page opened from disk has an opaque origin: a CORS-mode request for a sibling file
+    # (`crossorigin`, which SRI needs) is refused, so the stylesheet would not load. The
+    # bundled copy is the same file (docs/offline.md: Bootstrap's SRI hash is checked in
+    # the tests), so the attributes only cost the offline page its styling.
+    tag = match.group(0)
+    if not _BUNDLED_REF.search(tag):
+        return tag
+    return _CORS_ATTRIBUTE.sub("", tag)
+
+
+def _bundle(url: str, catalog: VendorCatalog, bundle: VendorBundle) -> str | None:
+    # Generated answers live directly in vendor/, so `./<rel>` names a vendored file there.
+    answer = catalog.answer(url, _local)
+    if answer is None:
+        return None
+    if answer.rel is not None:
+        name = answer.rel
+    else:
+        suffix = ".css" if answer.content_type.startswith("text/css") else ".js"
+        name = f"_generated-{hashlib.sha256(url.encode()).hexdigest()[:16]}{suffix}"
+    _add(bundle, name, answer, catalog)
+    return f"./{VENDOR_DIR}/{quote(name, safe='/@')}"
+
+
+def _add(bundle: VendorBundle, name: str, answer: Answer, catalog: VendorCatalog) -> None:
+    bundle.files[f"{VENDOR_DIR}/{name}"] = answer.body
+    todo = list(catalog.dependencies(answer))
+    expanded: set[int] = set()  # a unit's files all share one tuple: expand it once
+    while todo:
+        rel = todo.pop()
+        path = f"{VENDOR_DIR}/{rel}"
+        if path in bundle.files:
+            continue
+        found = catalog.read(rel)
+        bundle.files[path] = found.body
+        needs = catalog.dependencies(found)
+        if id(needs) not in expanded:
+            expanded.add(id(needs))
+            todo.extend(needs)
