@@ -398,8 +398,10 @@ class FakeOpenAI:
     and `disconnects` counted, when a client hangs up before its reply was complete.
     """
 
-    def __init__(self, *, emulate_cache: bool = False) -> None:
+    def __init__(self, *, emulate_cache: bool = False, frame_interval_s: float = 0.0) -> None:
         self.requests: list[ReceivedRequest] = []
+        # Paces a reply like a model's stream: this long between frames (0: all at once).
+        self.frame_interval_s = frame_interval_s
         self._caches: dict[str, PrefixCache] | None = None
         if emulate_cache:
             self._caches = {path: PrefixCache(minimum=1024, step=128) for path in _PATHS}
@@ -488,6 +490,8 @@ class FakeOpenAI:
             for i, frame in enumerate(reply.frames):
                 if i == reply.pause_at:
                     await self._pause()
+                if i and self.frame_interval_s:
+                    await asyncio.sleep(self.frame_interval_s)
                 await response.write(frame.encode())
             if reply.pause_at == len(reply.frames):
                 await self._pause()

@@ -9,7 +9,10 @@
 // names what failed instead.
 
 import {
+  bodyMessage,
+  canApplyInPlace,
   describeFailures,
+  headOf,
   injectReporter,
   loadVendorInfo,
   readMessage,
@@ -34,6 +37,11 @@ function vendor() {
 
 let renders = 0;
 
+/** Whether `code` is still inside its `<head>`: the page shows nothing yet. */
+function headStreaming(code) {
+  return /<head[\s>]/i.test(code) && !/<\/head\s*>/i.test(code);
+}
+
 export class PreviewFrame {
   constructor({ testId, title }) {
     this.viewport = "desktop";
@@ -43,7 +51,12 @@ export class PreviewFrame {
     this.pending = null;
     this.lastRender = -Infinity;
     this.timer = 0;
-    this.inflight = null; // { frame, seq, code, failures, deadline }
+    // The render under way: { frame, seq, code, failures, deadline } for a new
+    // frame, { seq, code, inPlace: true, deadline } for a body swapped in place.
+    this.inflight = null;
+    this.frameSeq = 0;
+    this.frontReady = false;
+    this.shownHead = null;
     this.el = document.createElement("div");
     this.el.className = "preview-stage";
     this.frame = this._makeFrame();
@@ -94,10 +107,17 @@ export class PreviewFrame {
   async _render() {
     if (this.inflight || this.pending === null) return;
     const code = this.pending;
+    const final = this.pendingFinal;
+    // Nothing to see yet (no code, or its head still streaming): a load would cost all.
+    if (!code || (!final && headStreaming(code))) return;
     this.pending = null;
     if (code === this.shown) return;
     this.lastRender = performance.now();
     const seq = ++renders;
+    if (!final && this.frontReady && canApplyInPlace(code, this.shownHead)) {
+      this._applyInPlace(code, seq);
+      return;
+    }
     const back = this._makeFrame();
     back.classList.add("is-back");
     this.inflight = { frame: back, seq, code, failures: [] };
@@ -108,19 +128,42 @@ export class PreviewFrame {
     this.info = info;
     this.inflight.deadline = setTimeout(() => this._swap(seq), SWAP_DEADLINE_MS);
     this._layoutFrame(back);
-    // Beneath the shown frame, not hidden: Chromium throttles the animation frames of a
-    // hidden cross-origin frame, and the reporter waits on two of them.
+    // Beneath the shown frame, not hidden: Chromium throttles a hidden cross-origin frame.
     back.srcdoc = page;
     this.el.insertBefore(back, this.frame);
     // After insertion, so the initial empty document's load does not count. A load without
     // a painted message (a page that stops its scripts) still swaps.
-    back.addEventListener("load", () => this._swap(seq), { once: true });
+    back.addEventListener("load", () => this._swap(seq, true), { once: true });
     this.placeholder.hidden = Boolean(code);
   }
 
-  _swap(seq) {
+  /** A streamed update with the shown page's head and no script in its body: the shown
+   * frame swaps its body in place, so nothing loads again (and nothing can stall it). */
+  _applyInPlace(code, seq) {
+    this.inflight = { frame: null, seq, code, inPlace: true };
+    this.inflight.deadline = setTimeout(() => this._applied(seq, false), SWAP_DEADLINE_MS);
+    const page = rewriteCdnUrls(code, this.info, location.origin);
+    this.frame.contentWindow?.postMessage(bodyMessage(page, seq), "*");
+  }
+
+  _applied(seq, ok) {
     const next = this.inflight;
-    if (!next || next.seq !== seq) return;
+    if (!next || next.seq !== seq || !next.inPlace) return;
+    clearTimeout(next.deadline);
+    this.inflight = null;
+    if (ok) {
+      this.shown = next.code;
+      this.el.dataset.rendered = String(seq);
+    } else {
+      this.frontReady = false; // the frame did not answer: the next code loads afresh
+    }
+    this._schedule();
+  }
+
+  /** `ready`: the new frame's reporter can take messages (it painted or loaded). */
+  _swap(seq, ready = false) {
+    const next = this.inflight;
+    if (!next || next.seq !== seq || next.inPlace) return;
     clearTimeout(next.deadline);
     this.inflight = null;
     const old = this.frame;
@@ -128,7 +171,10 @@ export class PreviewFrame {
     next.frame.dataset.testid = this.testId;
     delete old.dataset.testid;
     this.frame = next.frame;
+    this.frameSeq = seq;
+    this.frontReady = ready;
     this.shown = next.code;
+    this.shownHead = headOf(next.code);
     this.failures = next.failures;
     this.el.dataset.rendered = String(seq);
     old.remove();
@@ -137,16 +183,22 @@ export class PreviewFrame {
   }
 
   _message(event) {
-    const target = this.inflight?.frame === event.source ? this.inflight : null;
+    const inflight = this.inflight;
+    const back = inflight?.frame && inflight.frame.contentWindow === event.source ? inflight : null;
     const current = this.frame.contentWindow === event.source;
-    if (!target && !current) return;
-    const seq = target ? target.seq : Number(this.el.dataset.rendered);
-    const data = readMessage(event, event.source, seq);
+    if (!back && !current) return;
+    const data = readMessage(event, event.source, back ? back.seq : this.frameSeq);
     if (!data) return;
-    if (data.kind === "painted" && target) this._swap(seq);
-    else if (data.kind === "failed") {
-      (target ? target.failures : this.failures).push(data);
-      if (!target) this._renderNotice();
+    if (data.kind === "painted") {
+      if (back) {
+        this._swap(back.seq, true);
+      } else this.frontReady = true;
+    } else if (data.kind === "applied" && current) {
+      this._applied(data.version, true);
+    } else if (data.kind === "failed") {
+      const failures = back ? back.failures : this.failures;
+      if (!failures.some((f) => f.url === data.url && f.family === data.family)) failures.push(data);
+      if (!back) this._renderNotice();
     }
   }
 
@@ -173,7 +225,7 @@ export class PreviewFrame {
 
   _layout() {
     this._layoutFrame(this.frame);
-    if (this.inflight) this._layoutFrame(this.inflight.frame);
+    if (this.inflight?.frame) this._layoutFrame(this.inflight.frame);
   }
 
   _layoutFrame(frame) {

@@ -10,6 +10,7 @@
 //   assets failed or have not answered, which the card turns into a notice.
 
 export const SLOW_ASSET_MS = 3000;
+const PAINT_DELAY_MS = 30;
 const MESSAGE_TAG = "s2c-preview";
 
 /** The gateway's vendor info, or one that rewrites nothing when it is unavailable. */
@@ -42,32 +43,52 @@ export function reporterScript(seq, slowMs = SLOW_ASSET_MS) {
   // Runs before anything else in the page; timers still fire while a parser-blocking
   // script on an unreachable host holds the rest of the document back.
   return `(() => {
-  const post = (kind, data) => parent.postMessage({ tag: ${JSON.stringify(MESSAGE_TAG)}, seq: ${seq}, kind, ...data }, "*");
+  const post = (kind, data) => parent.postMessage({ ...data, tag: ${JSON.stringify(MESSAGE_TAG)}, seq: ${seq}, kind }, "*");
   const done = new WeakSet();
   const urlOf = (el) => el.currentSrc || el.src || el.href || "";
   const external = (url) => /^(https?:)?\\/\\//i.test(url);
-  addEventListener("load", (e) => { if (e.target !== window) done.add(e.target); }, true);
+  // On the document: an element's load event never reaches the window.
+  document.addEventListener("load", (e) => done.add(e.target), true);
   addEventListener("error", (e) => {
     const el = e.target;
     if (!el || el === window || !el.tagName) return;
     done.add(el);
     const url = urlOf(el);
-    if (external(url)) post("failed", { url, tag: el.tagName.toLowerCase() });
+    if (external(url)) post("failed", { url, element: el.tagName.toLowerCase() });
   }, true);
   if (document.fonts) document.fonts.addEventListener("loadingerror", (e) => {
-    for (const face of e.fontfaces || []) post("failed", { url: "", tag: "font", family: face.family });
+    for (const face of e.fontfaces || []) post("failed", { url: "", element: "font", family: face.family });
   });
-  const painted = () => requestAnimationFrame(() => requestAnimationFrame(() => post("painted", {})));
+  // Not animation frames: Chromium throttles them in a frame that is not on top. A short
+  // timer after DOMContentLoaded lets the runtimes that start there (Babel, React) render.
+  const painted = () => setTimeout(() => post("painted", {}), ${PAINT_DELAY_MS});
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", painted);
   else painted();
-  setTimeout(() => {
+  const reported = new WeakSet();
+  const checkSlow = () => {
     const waiting = document.querySelectorAll("script[src], link[rel~=stylesheet][href], img[src]");
     for (const el of waiting) {
       const url = urlOf(el);
       const loaded = el.tagName === "IMG" ? el.complete : done.has(el);
-      if (!loaded && external(url)) post("failed", { url, tag: el.tagName.toLowerCase(), slow: true });
+      if (loaded || reported.has(el) || !external(url)) continue;
+      reported.add(el);
+      post("failed", { url, element: el.tagName.toLowerCase(), slow: true });
     }
-  }, ${slowMs});
+  };
+  setTimeout(checkSlow, ${slowMs});
+  // A streamed update whose head is unchanged: the new body replaces the old one in place,
+  // so Tailwind styles only the new nodes instead of the page loading again (preview.js).
+  addEventListener("message", (e) => {
+    const data = e.data;
+    if (e.source !== parent || !data || data.tag !== ${JSON.stringify(MESSAGE_TAG)} || data.kind !== "body") return;
+    const next = new DOMParser().parseFromString(data.html, "text/html").body;
+    const body = document.body;
+    for (const { name } of [...body.attributes]) body.removeAttribute(name);
+    for (const { name, value } of next.attributes) body.setAttribute(name, value);
+    body.replaceChildren(...[...next.childNodes].map((n) => document.adoptNode(n)));
+    post("applied", { version: data.version });
+    setTimeout(checkSlow, ${slowMs});
+  });
 })();`;
 }
 
@@ -81,6 +102,24 @@ export function injectReporter(code, script) {
   const doctype = /^\s*<!doctype[^>]*>/i.exec(code);
   const at = doctype ? doctype[0].length : 0;
   return code.slice(0, at) + tag + code.slice(at);
+}
+
+/** The part of a document before its `<body`, or null while the body has not started. */
+export function headOf(code) {
+  const at = code.search(/<body[\s>]/i);
+  return at < 0 ? null : code.slice(0, at);
+}
+
+/** Whether `code` can replace a shown page with head `shownHead` in place: same head, and
+ * no script in the body (scripts in a replaced body would not run). */
+export function canApplyInPlace(code, shownHead) {
+  const head = headOf(code);
+  return head !== null && head === shownHead && !/<script[\s>]/i.test(code.slice(head.length));
+}
+
+/** A message for the shown frame's reporter: replace the body with `code`'s. */
+export function bodyMessage(code, version) {
+  return { tag: MESSAGE_TAG, kind: "body", html: code, version };
 }
 
 /** A reporter message from the frame whose window is `source` for render `seq`, or null. */
@@ -113,12 +152,12 @@ export function describeFailures(failures, info, origin) {
   const byHost = new Map();
   for (const failure of failures) {
     let host = hostOf(failure.url, info, origin);
-    if (!host && failure.tag === "font") host = "fonts";
+    if (!host && failure.element === "font") host = "fonts";
     if (!host) continue;
     if (/^fonts\.(googleapis|gstatic)\.com$/.test(host)) host = "Google Fonts";
     const entry = byHost.get(host) ?? new Map();
     const key = failure.url || failure.family || "";
-    entry.set(key, failure.tag);
+    entry.set(key, failure.element);
     byHost.set(host, entry);
   }
   const notices = [];
