@@ -9,20 +9,27 @@ case, where the old preview froze until `load`). A fake model streams the page s
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import re
+import zipfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from PIL import Image, ImageChops
 from playwright.async_api import Browser, Page, Route, expect
 
 from services.agent.settings import AgentSettings
+from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
+from services.common.vendor_route import route_offline
+from services.gateway.export import build_export
 from tests.browser.pages import CHROMIUM_ARGS as BASE_CHROMIUM_ARGS
 from tests.browser.pages import VIEWPORT, load_ui
-from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
-from tests.offline_pages import REACT_PAGE, RED_CSS, tailwind_page
+from tests.fakes.openai_server import FakeOpenAI, FunctionCall, SseReply, Text, chat_turn
+from tests.offline_pages import REACT_PAGE, RED, RED_CSS, tailwind_page
 from tests.suite import running_suite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -35,7 +42,7 @@ MAX_GAP_MS = 300
 HUNG_IMAGE = '<img src="https://placehold.co/600x400" alt="never answers">'
 
 
-def create_turn(page: str, pieces: int) -> tuple[object, object]:
+def create_turn(page: str, pieces: int) -> tuple[SseReply, SseReply]:
     arguments = json.dumps({"path": "index.html", "content": page})
     create = FunctionCall("call_1", "create_file", arguments, pieces=pieces)
     return chat_turn([create]), chat_turn([Text(["Built it."])])
@@ -100,7 +107,7 @@ async def test_offline_preview_is_styled_keeps_updating_and_says_what_failed(
                       for (const r of records) {
                         const card = r.target.closest?.('[data-testid="variant-0"]');
                         if (!card || card.dataset.state !== "generating") continue;
-                        if (r.attributeName === "data-rendered") window.__renders.push(performance.now());
+                        window.__renders.push(performance.now());
                       }
                     }).observe(document.body, {subtree: true, attributeFilter: ["data-rendered"]});
                 }"""
@@ -118,8 +125,7 @@ async def test_offline_preview_is_styled_keeps_updating_and_says_what_failed(
             assert loaded
             notice = page.get_by_test_id("variant-0-preview-notice")
             await expect(notice).to_have_text(
-                "placehold.co unreachable: an image did not load in the preview; "
-                "the code is fine.",
+                "placehold.co unreachable: an image did not load in the preview; the code is fine.",
                 timeout=TIMEOUT_MS,
             )
             renders: list[float] = await page.evaluate("window.__renders")
@@ -135,6 +141,52 @@ async def test_offline_preview_is_styled_keeps_updating_and_says_what_failed(
 
     # The stream was live: many renders, none further apart than MAX_GAP_MS.
     assert len(renders) >= 8, renders
-    gaps = [b - a for a, b in zip(renders, renders[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(renders)]
     assert len(gaps) >= 8
     assert max(gaps) <= MAX_GAP_MS, str([round(g) for g in gaps])
+
+
+async def screenshot(browser: Browser, *, html: str = "", url: str = "") -> bytes:
+    """A full-page PNG; the original page is rendered the way the tool workers render it
+    (CDN URLs from the local copies), the export from disk with everything else refused."""
+    catalog = VendorCatalog.load(DEFAULT_VENDOR_DIR)
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    refused: list[str] = []
+
+    async def refuse(route: Route) -> None:
+        if route.request.url.startswith(("file:", "data:")):
+            await route.continue_()
+        else:
+            refused.append(route.request.url)
+            await route.abort("blockedbyclient")
+
+    await route_offline(context, catalog if html else None, refuse)
+    try:
+        page = await context.new_page()
+        if html:
+            await page.set_content(html, wait_until="load")
+        else:
+            await page.goto(url, wait_until="load")
+        await page.evaluate("document.fonts.ready.then(() => true)")
+        await expect(page.locator("body")).not_to_be_empty()
+        png = await page.screenshot(full_page=True, animations="disabled")
+    finally:
+        await context.close()
+    assert refused == []
+    return png
+
+
+@pytest.mark.parametrize("html", [tailwind_page(lines=5), REACT_PAGE], ids=["tailwind", "react"])
+async def test_the_offline_export_opens_without_network_and_looks_the_same(
+    tmp_path: Path, browser: Browser, html: str
+) -> None:
+    archive = await build_export(html, runtimes=VendorCatalog.load(DEFAULT_VENDOR_DIR))
+    with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+        zipped.extractall(tmp_path)
+    assert "https://" not in (tmp_path / "index.html").read_text()
+    original = Image.open(io.BytesIO(await screenshot(browser, html=html))).convert("RGB")
+    exported = await screenshot(browser, url=(tmp_path / "index.html").as_uri())
+    opened = Image.open(io.BytesIO(exported)).convert("RGB")
+    assert original.getpixel((5, 5)) == RED
+    assert opened.size == original.size
+    assert ImageChops.difference(original, opened).getbbox() is None  # pixel for pixel

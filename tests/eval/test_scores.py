@@ -8,16 +8,20 @@ does not rise; the blank page is where it must fall.
 
 from __future__ import annotations
 
+import io
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from PIL import Image
 
+from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
 from services.eval.metrics import PageBlocks, Scores, score
 from services.eval.render import Renderer, Viewport, renderer
 from services.eval.sets import load_set
+from tests.offline_pages import REACT_PAGE, RED, tailwind_page
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 VIEWPORT = Viewport(1000, 700)
@@ -59,7 +63,7 @@ def page(blocks: tuple[Spec, ...]) -> str:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def chromium() -> AsyncIterator[Renderer]:
-    async with renderer(None) as r:
+    async with renderer(VendorCatalog.load(DEFAULT_VENDOR_DIR)) as r:
         yield r
 
 
@@ -176,3 +180,16 @@ async def test_renders_make_no_network_requests(chromium: Renderer) -> None:
     assert rendering.page is not None
     assert [b.text for b in rendering.page.blocks] == ["offline"]
     assert rendering.page.blocks[0].color == (0, 0, 0)
+
+
+@pytest.mark.parametrize("html", [tailwind_page(), REACT_PAGE], ids=["tailwind", "react"])
+async def test_cdn_stacks_render_offline(chromium: Renderer, html: str) -> None:
+    # Eval refuses every request but the vendored CDN copies: the runtime ran offline.
+    rendering = await chromium.render(html, VIEWPORT)
+    image = Image.open(io.BytesIO(rendering.png)).convert("RGB")
+    assert image.getpixel((5, 5)) == RED
+    assert rendering.page is not None
+    text = " ".join(block.text for block in rendering.page.blocks)
+    assert text.startswith(("Offline and red", "React mounted 3 times"))
+    # The text is white on red: a block's colour, as the color metric reads it.
+    assert rendering.page.blocks[0].color == (255, 255, 255)

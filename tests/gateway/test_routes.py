@@ -14,7 +14,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from services.gateway.access import AccessSettings
+from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
+from services.common.vendor_urls import CDN_HOSTS
+from services.gateway.access import AccessSettings, access_middleware
 from services.gateway.design_systems import DesignSystemStore
 from services.gateway.export import ExportPolicy
 from services.gateway.limits import CaptureLimiter
@@ -27,6 +29,7 @@ from services.gateway.routes import (
     normalize_screenshot_url,
 )
 from services.gateway.settings import GatewaySettings
+from services.gateway.vendor_files import add_vendor_routes
 
 Client = TestClient[web.Request, web.Application]
 
@@ -282,3 +285,115 @@ def test_captures_are_bounded_per_client_then_in_all() -> None:
     assert "busy with other URL captures (limit 2 at once)" in everyone.message
     limiter.finish("a")
     assert limiter.try_start("c") is None
+
+
+# ---------------------------------------------------------------------------------------
+# /vendor/ and the offline export
+
+
+@pytest.fixture(scope="module")
+def catalog() -> VendorCatalog:
+    return VendorCatalog.load(DEFAULT_VENDOR_DIR)
+
+
+@pytest.fixture
+async def vendored(tmp_path: Path, catalog: VendorCatalog) -> AsyncIterator[Client]:
+    # The token and origin list are on: /vendor/ is public and open to every origin, as
+    # preview frames (an opaque origin, `Origin: null`) need it to be.
+    access = AccessSettings(token="vendor-test-token-0123456789", allowed_origins=("http://ui",))
+    app = web.Application(middlewares=[access_middleware(access)])
+    add_routes(app, GatewaySettings(data_dir=tmp_path))
+    add_vendor_routes(app, catalog)
+    async with TestClient(TestServer(app)) as client:
+        yield client
+
+
+async def test_vendor_index_names_the_base_and_the_hosts(
+    vendored: Client, catalog: VendorCatalog
+) -> None:
+    response = await vendored.get("/vendor/index.json", headers={"Origin": "null"})
+    assert response.status == 200
+    assert response.headers["Cache-Control"] == "no-cache"
+    body = await response.json()
+    assert body == {
+        "available": True,
+        "base": f"/vendor/{catalog.digest}/cdn/",
+        "hosts": list(CDN_HOSTS),
+    }
+
+
+async def test_vendor_answers_a_cdn_url_from_the_local_copy(
+    vendored: Client, catalog: VendorCatalog
+) -> None:
+    response = await vendored.get(
+        f"/vendor/{catalog.digest}/cdn/cdn.tailwindcss.com", headers={"Origin": "null"}
+    )
+    assert response.status == 200
+    assert response.headers["Content-Type"] == "text/javascript; charset=utf-8"
+    assert response.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
+    assert await response.read() == catalog.read("tailwindcss-cdn/tailwindcss.js").body
+    # A Google Fonts stylesheet names font files under the same immutable path.
+    css_url = f"/vendor/{catalog.digest}/cdn/fonts.googleapis.com/css2?family=Inter:wght@700"
+    css = await (await vendored.get(css_url)).text()
+    [font] = [u for u in css.split("url(")[1:] if "latin-wght" in u]
+    font_url = font.split(")")[0]
+    assert font_url.startswith(f"/vendor/{catalog.digest}/files/")
+    fetched = await vendored.get(font_url)
+    assert fetched.status == 200
+    assert fetched.headers["Content-Type"] == "font/woff2"
+
+
+async def test_vendor_sends_what_it_lacks_to_the_cdn_and_nothing_else_anywhere(
+    vendored: Client, catalog: VendorCatalog
+) -> None:
+    base = f"/vendor/{catalog.digest}"
+    lacking = await vendored.get(
+        f"{base}/cdn/cdn.jsdelivr.net/npm/lodash@4.17.21/lodash.min.js", allow_redirects=False
+    )
+    assert lacking.status == 307
+    assert (
+        lacking.headers["Location"] == "https://cdn.jsdelivr.net/npm/lodash@4.17.21/lodash.min.js"
+    )
+    elsewhere = await vendored.get(f"{base}/cdn/evil.example/x.js", allow_redirects=False)
+    assert elsewhere.status == 404  # never an open redirect
+    stale = await vendored.get(
+        "/vendor/0123456789abcdef/cdn/cdn.tailwindcss.com?plugins=forms", allow_redirects=False
+    )
+    assert stale.status == 307
+    assert stale.headers["Location"] == f"{base}/cdn/cdn.tailwindcss.com?plugins=forms"
+    missing = await vendored.get(f"{base}/files/react/package.json")
+    assert missing.status == 404
+    assert "detail" in await missing.json()
+
+
+async def test_offline_export_bundles_the_runtimes(vendored: Client) -> None:
+    headers = {"Authorization": "Bearer vendor-test-token-0123456789"}
+    code = (
+        '<link href="https://cdn.jsdelivr.net/npm/bootstrap@5.3.2/dist/css/bootstrap.min.css"'
+        ' rel="stylesheet" integrity="sha384-x" crossorigin="anonymous">'
+        '<script src="https://cdn.tailwindcss.com"></script>'
+        '<link rel="stylesheet" href="https://cdnjs.cloudflare.com/ajax/libs/font-awesome/5.15.3/css/all.min.css">'
+        '<script src="https://cdn.jsdelivr.net/npm/lodash@4.17.21/lodash.min.js"></script>'
+    )
+    response = await vendored.post(
+        "/api/export", json={"code": code, "offline": True}, headers=headers
+    )
+    assert response.status == 200
+    files = unzip(await response.read())
+    page = files["index.html"].decode()
+    assert page == (
+        '<link href="./vendor/bootstrap/dist/css/bootstrap.min.css" rel="stylesheet">'
+        '<script src="./vendor/tailwindcss-cdn/tailwindcss.js"></script>'
+        '<link rel="stylesheet" href="./vendor/@fortawesome/fontawesome-free/css/all.min.css">'
+        '<script src="https://cdn.jsdelivr.net/npm/lodash@4.17.21/lodash.min.js"></script>'
+    )
+    assert "vendor/@fortawesome/fontawesome-free/webfonts/fa-solid-900.woff2" in files
+    # Without the option the page is exported as written; a wrong type is refused.
+    plain = await vendored.post("/api/export", json={"code": code}, headers=headers)
+    assert unzip(await plain.read()) == {"index.html": code.encode()}
+    wrong = await vendored.post(
+        "/api/export", json={"code": code, "offline": "yes"}, headers=headers
+    )
+    assert wrong.status == 400
+    assert (await wrong.json())["detail"] == "offline must be true or false"

@@ -19,6 +19,7 @@ import pytest_asyncio
 from PIL import Image
 
 from services.common.babel_cdn import PINNED_BABEL_URL
+from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
 from services.tools.screenshot import (
     RESULT_CONTENT,
     Capture,
@@ -27,6 +28,7 @@ from services.tools.screenshot import (
     screenshot_preview_handler,
 )
 from services.tools.types import FileState, ToolContext
+from tests.offline_pages import REACT_PAGE, RED, tailwind_page
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -83,7 +85,11 @@ async def dns() -> FakeDNS:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def shooter(dns: FakeDNS) -> AsyncIterator[Screenshotter]:
-    shooter = Screenshotter(ScreenshotSettings(chromium_path=CHROMIUM), resolver=dns.resolve)
+    shooter = Screenshotter(
+        ScreenshotSettings(chromium_path=CHROMIUM),
+        resolver=dns.resolve,
+        vendor=VendorCatalog.load(DEFAULT_VENDOR_DIR),
+    )
     assert await shooter.probe(), f"Chromium did not launch from {CHROMIUM}"
     await shooter.warm()
     yield shooter
@@ -340,3 +346,23 @@ async def test_public_resources_load_through_the_authenticated_proxy(dns: FakeDN
     assert ("http://cdn.test/red.png", True) in log.requests
     assert heads
     assert all(b"proxy-authorization" not in h.lower() for h in heads)
+
+
+CDN_HOSTS = ("cdn.tailwindcss.com", "cdn.jsdelivr.net", "unpkg.com", "fonts.googleapis.com")
+
+
+@pytest.mark.parametrize("page", ["tailwind", "react"])
+async def test_cdn_pages_render_styled_from_the_local_copies(
+    shooter: Screenshotter, dns: FakeDNS, page: str
+) -> None:
+    # The DNS here knows no public name: a CDN request that left would find nothing.
+    html = tailwind_page() if page == "tailwind" else REACT_PAGE
+    outcome = await screenshot_preview_handler(shooter)(
+        {}, FileState("index.html", html), ToolContext()
+    )
+    assert outcome.ok, outcome.result
+    for part in outcome.media:
+        assert part.data is not None
+        # Red across the top: Tailwind styled the body (or React mounted its red <main>).
+        assert _image(part.data).getpixel((5, 5)) == RED
+    assert not any(dns.seen(host).is_set() for host in CDN_HOSTS)
