@@ -397,3 +397,18 @@ async def test_offline_export_bundles_the_runtimes(vendored: Client) -> None:
     )
     assert wrong.status == 400
     assert (await wrong.json())["detail"] == "offline must be true or false"
+
+
+async def test_without_the_copies_the_preview_renders_as_written(tmp_path: Path) -> None:
+    app = web.Application()
+    add_routes(app, GatewaySettings(data_dir=tmp_path))
+    add_vendor_routes(app, None)  # make install was not run: the services still start
+    async with TestClient(TestServer(app)) as client:
+        index = await client.get("/vendor/index.json")
+        assert await index.json() == {"available": False, "hosts": []}
+        cdn = await client.get("/vendor/x/cdn/cdn.tailwindcss.com")
+        assert cdn.status == 404
+        assert "make install" in (await cdn.json())["detail"]
+        export = await client.post("/api/export", json={"code": "<p>x</p>", "offline": True})
+        assert export.status == 503
+        assert "not installed" in (await export.json())["detail"]
