@@ -33,6 +33,7 @@ from PIL import Image
 
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
 from services.tools.screenshot import ScreenshotSettings, Screenshotter
+
 STAND_IN = "93.184.216.7"  # a public address the guard accepts; never dialled
 RED = (239, 68, 68)  # Tailwind 3's red-500: the body is styled
 LINES = "".join(f'<p class="text-white px-8 py-1">Line {i}</p>' for i in range(30))
