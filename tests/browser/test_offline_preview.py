@@ -4,11 +4,15 @@ names the asset instead of leaving the user guessing.
 
 "No network" is Chromium's resolver failing every name but loopback, and every request
 outside the gateway left unanswered forever (a firewall that drops packets: the worst
-case, where the old preview froze until `load`). A fake model streams the page slowly.
+case, where the old preview froze until `load`). A fake model streams the page slowly,
+then calls `screenshot_preview`, whose PNGs (from the tool worker, whose resolver knows no
+public name either) must be styled too. The offline export is compared with the offline
+render, screenshot against screenshot.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import itertools
 import json
@@ -26,8 +30,9 @@ from services.agent.settings import AgentSettings
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
 from services.common.vendor_route import route_offline
 from services.gateway.export import build_export
+from services.tools.settings import ToolsSettings
+from tests.browser.pages import CHROMIUM, VIEWPORT, load_ui
 from tests.browser.pages import CHROMIUM_ARGS as BASE_CHROMIUM_ARGS
-from tests.browser.pages import VIEWPORT, load_ui
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, SseReply, Text, chat_turn
 from tests.offline_pages import REACT_PAGE, RED, RED_CSS, tailwind_page
 from tests.suite import running_suite
@@ -70,6 +75,15 @@ async def offline_ui(browser: Browser, base_url: str) -> AsyncIterator[Page]:
         await context.close()
 
 
+def screenshots_sent(fake: FakeOpenAI) -> list[Image.Image]:
+    """Every PNG the agent sent the model (screenshot_preview's captures)."""
+    found = re.findall(
+        r"data:image/png;base64,([A-Za-z0-9+/=]+)",
+        json.dumps([request.json for request in fake.requests]),
+    )
+    return [Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB") for data in found]
+
+
 async def generate(page: Page, prompt: str) -> None:
     await page.get_by_test_id("stack-select").select_option("html_tailwind")
     await page.get_by_test_id("prompt-input").fill(prompt)
@@ -83,7 +97,9 @@ async def test_offline_preview_is_styled_keeps_updating_and_says_what_failed(
     streamed = tailwind_page(lines=120, extra=HUNG_IMAGE)
     async with FakeOpenAI(frame_interval_s=0.04) as fake:
         creates = [create_turn(streamed, pieces=80) for _ in range(4)]
-        fake.add_chat(*(c for c, _ in creates), *(d for _, d in creates))
+        # Each option then looks at its page, as the prompt asks: the tool worker renders it.
+        look = chat_turn([FunctionCall("call_2", "screenshot_preview", "{}", pieces=1)])
+        fake.add_chat(*(c for c, _ in creates), *([look] * 4), *(d for _, d in creates))
         fake.add_chat(*(create_turn(REACT_PAGE, pieces=4)[0] for _ in range(4)))
         fake.add_chat(*(create_turn(REACT_PAGE, pieces=4)[1] for _ in range(4)))
         agent = AgentSettings(
@@ -93,10 +109,16 @@ async def test_offline_preview_is_styled_keeps_updating_and_says_what_failed(
             local_models=("tiny",),
             local_base_url=fake.base_url,
         )
+        # The tool worker's resolver fails every name too (no test routes): offline.
+        tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
         async with (
-            running_suite(tmp_path, agent=agent) as suite,
+            running_suite(tmp_path, agent=agent, tools=tools) as suite,
             offline_ui(browser, suite.http_url) as page,
         ):
+            # The tool worker's Chromium is up before the stream, as in a running suite.
+            shooter = suite.tools.worker.screenshotter
+            assert shooter is not None
+            await shooter.warm()
             # Every update of option 1's preview while its code streams, timed in the page
             # (no polling from here). The stream ends when the option stops generating; its
             # final render, a fresh load so that every script runs, comes after that.
@@ -129,6 +151,10 @@ async def test_offline_preview_is_styled_keeps_updating_and_says_what_failed(
                 timeout=TIMEOUT_MS,
             )
             renders: list[float] = await page.evaluate("window.__renders")
+            # What screenshot_preview returned to the model: red PNGs, desktop and mobile.
+            shots = screenshots_sent(fake)
+            assert len(shots) == 8
+            assert {shot.getpixel((5, 5)) for shot in shots} == {RED}
 
             # React + Tailwind mounts from the local React, ReactDOM, Babel and Tailwind.
             await generate(page, "A React page")

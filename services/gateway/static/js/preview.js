@@ -172,7 +172,9 @@ export class PreviewFrame {
     delete old.dataset.testid;
     this.frame = next.frame;
     this.frameSeq = seq;
-    this.frontReady = ready;
+    // Its reporter takes a body as soon as it runs (it applies it once parsed): only a
+    // frame that loaded nothing for a whole deadline is given up on (frontReady false).
+    this.frontReady = ready || headOf(next.code) !== null;
     this.shown = next.code;
     this.shownHead = headOf(next.code);
     this.failures = next.failures;

@@ -78,9 +78,10 @@ export function reporterScript(seq, slowMs = SLOW_ASSET_MS) {
   setTimeout(checkSlow, ${slowMs});
   // A streamed update whose head is unchanged: the new body replaces the old one in place,
   // so Tailwind styles only the new nodes instead of the page loading again (preview.js).
-  addEventListener("message", (e) => {
-    const data = e.data;
-    if (e.source !== parent || !data || data.tag !== ${JSON.stringify(MESSAGE_TAG)} || data.kind !== "body") return;
+  // Taken as soon as this script runs; applied once the document has parsed (the latest
+  // one wins), so the UI need not wait for this page to finish loading to send the next.
+  let queued = null;
+  const apply = (data) => {
     const next = new DOMParser().parseFromString(data.html, "text/html").body;
     const body = document.body;
     for (const { name } of [...body.attributes]) body.removeAttribute(name);
@@ -88,7 +89,14 @@ export function reporterScript(seq, slowMs = SLOW_ASSET_MS) {
     body.replaceChildren(...[...next.childNodes].map((n) => document.adoptNode(n)));
     post("applied", { version: data.version });
     setTimeout(checkSlow, ${slowMs});
+  };
+  addEventListener("message", (e) => {
+    const data = e.data;
+    if (e.source !== parent || !data || data.tag !== ${JSON.stringify(MESSAGE_TAG)} || data.kind !== "body") return;
+    if (document.readyState === "loading") queued = data;
+    else apply(data);
   });
+  document.addEventListener("DOMContentLoaded", () => queued && apply(queued));
 })();`;
 }
 
