@@ -42,8 +42,21 @@ RUN pip install --no-deps . \
 FROM build AS build-server
 RUN pip uninstall -y playwright
 
-# A later build stage (e.g. one that installs npm packages for the pages) goes here, and
-# its output is copied into `runtime` below or into one of the final images.
+# --- vendor: the CDN runtimes generated pages load, for renders with no internet ----------
+# (docs/offline.md) From the npm registry as vendor/package-lock.json pins them, with no
+# install scripts, then checked file by file against vendor/manifest.json by the installed
+# project (which writes the index the services read). Debian's nodejs and npm stay here.
+FROM build AS vendor
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        nodejs \
+        npm \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
+WORKDIR /opt/s2c-vendor
+COPY vendor/package.json vendor/package-lock.json vendor/manifest.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
+    && rm -rf /root/.npm \
+    && S2C_VENDOR_DIR=/opt/s2c-vendor python -m services.common.vendor
 
 # --- runtime: what both images share --------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime
@@ -75,10 +88,14 @@ RUN chmod 0755 /usr/local/bin/s2c-healthcheck \
     && useradd --uid 10001 --gid s2c --no-log-init --create-home --home-dir /home/s2c \
         --shell /usr/sbin/nologin s2c \
     && install -d -o s2c -g s2c -m 0750 /data /data/assets
+# Both images render with them: the gateway serves /vendor/ and offline exports, the tool
+# workers' Chromium answers CDN URLs from them. Read-only, owned by root.
+COPY --from=vendor /opt/s2c-vendor /opt/s2c-vendor
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    S2C_DATA_DIR=/data
+    S2C_DATA_DIR=/data \
+    S2C_VENDOR_DIR=/opt/s2c-vendor
 WORKDIR /home/s2c
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
     CMD ["/usr/local/bin/s2c-healthcheck"]

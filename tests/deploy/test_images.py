@@ -90,6 +90,13 @@ def test_dockerfile_images_and_what_each_carries() -> None:
         assert "USER 10001:10001" in stages[name], name
     runtime = stages["runtime"]
     assert "S2C_DATA_DIR=/data" in runtime
+    # Both images render pages offline from the vendored runtimes (docs/offline.md),
+    # installed and checked in a stage of their own whose Node stays there.
+    assert "COPY --from=vendor /opt/s2c-vendor /opt/s2c-vendor" in runtime
+    assert "S2C_VENDOR_DIR=/opt/s2c-vendor" in runtime
+    assert _apt_packages("vendor") == ["nodejs", "npm"]
+    assert "python -m services.common.vendor" in stages["vendor"]
+    assert "npm" not in _apt_packages("runtime") + _apt_packages("default")
     assert 'ENTRYPOINT ["/usr/bin/tini", "--", "s2c"]' in runtime
     assert re.search(
         r"^HEALTHCHECK .*\n\s+CMD \[\"/usr/local/bin/s2c-healthcheck\"\]", runtime, re.M
@@ -120,6 +127,14 @@ def test_dockerignore_keeps_what_pip_install_needs() -> None:
     lines = [line.strip() for line in text.splitlines() if line.strip()[:1] not in ("", "#")]
     # An allow-list: everything is out unless named, so no .env or .venv can leak in.
     assert lines[0] == "*"
-    for needed in ("pyproject.toml", "README.md", "gen/", "services/", HEALTHCHECK_IN_CONTEXT):
+    vendor = ("vendor/package.json", "vendor/package-lock.json", "vendor/manifest.json")
+    for needed in (
+        "pyproject.toml",
+        "README.md",
+        "gen/",
+        "services/",
+        HEALTHCHECK_IN_CONTEXT,
+        *vendor,
+    ):
         assert f"!{needed}" in lines, needed
     assert "!.env" not in lines
