@@ -119,16 +119,17 @@ async def test_offline_preview_is_styled_keeps_updating_and_says_what_failed(
             shooter = suite.tools.worker.screenshotter
             assert shooter is not None
             await shooter.warm()
-            # Every update of option 1's preview while its code streams, timed in the page
-            # (no polling from here). The stream ends when the option stops generating; its
-            # final render, a fresh load so that every script runs, comes after that.
+            # Every update of option 1's preview while create_file streams, timed in the page
+            # (no polling from here): until the next tool call (the screenshots, whose
+            # capture shares the two cores) shows up in its feed.
             await page.evaluate(
                 """() => {
                     window.__renders = [];
                     new MutationObserver((records) => {
                       for (const r of records) {
                         const card = r.target.closest?.('[data-testid="variant-0"]');
-                        if (!card || card.dataset.state !== "generating") continue;
+                        const looked = card?.querySelector('[data-tool="screenshot_preview"]');
+                        if (!card || looked) continue;
                         window.__renders.push(performance.now());
                       }
                     }).observe(document.body, {subtree: true, attributeFilter: ["data-rendered"]});

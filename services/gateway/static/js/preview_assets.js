@@ -84,9 +84,20 @@ export function reporterScript(seq, slowMs = SLOW_ASSET_MS) {
   const apply = (data) => {
     const next = new DOMParser().parseFromString(data.html, "text/html").body;
     const body = document.body;
-    for (const { name } of [...body.attributes]) body.removeAttribute(name);
-    for (const { name, value } of next.attributes) body.setAttribute(name, value);
-    body.replaceChildren(...[...next.childNodes].map((n) => document.adoptNode(n)));
+    for (const { name } of [...body.attributes]) {
+      if (!next.hasAttribute(name)) body.removeAttribute(name);
+    }
+    for (const { name, value } of next.attributes) {
+      if (body.getAttribute(name) !== value) body.setAttribute(name, value);
+    }
+    // A stream mostly appends: nodes equal to the shown ones stay, so the page (and
+    // Tailwind's observer) only sees the part that changed.
+    const shown = [...body.childNodes];
+    const incoming = [...next.childNodes];
+    let same = 0;
+    while (same < shown.length && same < incoming.length && shown[same].isEqualNode(incoming[same])) same++;
+    for (const node of shown.slice(same)) node.remove();
+    body.append(...incoming.slice(same).map((n) => document.adoptNode(n)));
     post("applied", { version: data.version });
     setTimeout(checkSlow, ${slowMs});
   };
