@@ -272,9 +272,13 @@ class VendorCatalog:
                 f"no verified vendor files in {vendor_dir} ({exc}); run make install"
             ) from None
         packages: dict[str, Any] = manifest.get("packages", {})
+        by_package: dict[str | None, dict[str, str]] = {}
+        for rel, digest in index.items():
+            by_package.setdefault(package_of(rel, packages), {})[rel] = digest
+        if None in by_package:  # a file no package of the manifest accounts for
+            raise VendorError(f"the index lists files outside {vendor_dir / MANIFEST_NAME}")
         for name, entry in packages.items():
-            mine = {r: h for r, h in index.items() if package_of(r, (name,)) == name}
-            if _tree_digest(mine) != entry["sha256"]:
+            if _tree_digest(by_package.get(name, {})) != entry["sha256"]:
                 raise VendorError(f"{name} does not match {vendor_dir / MANIFEST_NAME}")
         units = {p.name: p.units for p in PACKAGES}
         fonts = {}

@@ -154,5 +154,10 @@ def test_an_index_that_disagrees_with_the_manifest_is_refused(tmp_path: Path) ->
     (tmp_path / "node_modules" / INDEX_NAME).write_text(json.dumps(index))
     with pytest.raises(VendorError, match="react does not match"):
         VendorCatalog.load(tmp_path)
+    del index["react/umd/react.development.js"]
+    index["left-pad/index.js"] = "0" * 64
+    (tmp_path / "node_modules" / INDEX_NAME).write_text(json.dumps(index))
+    with pytest.raises(VendorError, match="outside"):
+        VendorCatalog.load(tmp_path)
     with pytest.raises(VendorError, match="run make install"):
         VendorCatalog.load(tmp_path / "missing")
