@@ -85,6 +85,10 @@ def screenshots_sent(fake: FakeOpenAI) -> list[Image.Image]:
 
 
 async def generate(page: Page, prompt: str) -> None:
+    # After a generation the New page panel is folded; it opens again on its toggle.
+    toggle = page.get_by_test_id("new-toggle")
+    if await toggle.get_attribute("aria-expanded") == "false":
+        await toggle.click()
     await page.get_by_test_id("stack-select").select_option("html_tailwind")
     await page.get_by_test_id("prompt-input").fill(prompt)
     await page.get_by_test_id("generate-button").click()
