@@ -1,4 +1,5 @@
-"""The `screenshot_preview` tool: full-page desktop and mobile PNGs of the current file.
+"""The browser behind `screenshot_preview` (preview_tool.py): full-page desktop and mobile
+PNGs of a page.
 
 One Chromium per worker, launched on first use and relaunched if it dies. Each capture
 renders both viewports at once, each in its own fresh browser context, so nothing (cookies,
@@ -16,7 +17,6 @@ requests carrying this process's random secret, which Playwright answers its 407
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import time
@@ -38,7 +38,6 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from services.common.babel_cdn import normalize_babel_cdn
 from services.common.netguard import AddressGuard, Resolver, is_page_internal_url
-from services.common.tool_types import FileState, MediaPart
 from services.common.vendor import VendorCatalog
 from services.common.vendor_route import route_offline
 from services.tools.egress_proxy import (
@@ -47,11 +46,8 @@ from services.tools.egress_proxy import (
     ProxyObserver,
     UpstreamOpener,
 )
-from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
 log = logging.getLogger(__name__)
-
-RESULT_CONTENT = "Full-page desktop and mobile screenshots of the current preview are attached."
 
 _CHROMIUM_ARGS = (
     "--headless",
@@ -456,46 +452,3 @@ async def _quietly(closing: Any) -> None:
     with contextlib.suppress(Exception):
         async with asyncio.timeout(_CLOSE_TIMEOUT_S):
             await closing
-
-
-def screenshot_preview_handler(shooter: Screenshotter) -> ToolHandler:
-    """The `screenshot_preview` tool; its arguments are ignored (the schema has none)."""
-
-    async def screenshot_preview(
-        arguments: dict[str, Any], file: FileState | None, context: ToolContext
-    ) -> ToolOutcome:
-        if file is None:
-            return failure("No file exists yet. Call create_file first.", "No file to screenshot")
-        try:
-            captures = await shooter.capture(file.content)
-        except Exception as exc:
-            log.warning("screenshot_preview failed", exc_info=True)
-            return failure(f"Screenshot failed: {exc}", "Screenshot failed")
-        return preview_outcome(captures)
-
-    return screenshot_preview
-
-
-def preview_outcome(captures: list[Capture]) -> ToolOutcome:
-    """Model result without URLs, UI summary with inline data URLs, one PNG part per capture."""
-    details: list[dict[str, Any]] = []
-    shown: list[dict[str, Any]] = []
-    media: list[MediaPart] = []
-    for index, shot in enumerate(captures):
-        entry: dict[str, Any] = {
-            "viewport": shot.viewport.name,
-            "full_page": shot.full_page,
-            "image_part_index": index,
-            "image_display_name": shot.viewport.display_name,
-            "image_bytes": len(shot.png),
-        }
-        details.append(entry)
-        data_url = "data:image/png;base64," + base64.b64encode(shot.png).decode("ascii")
-        shown.append({**entry, "image_url": data_url, "status": "ok"})
-        media.append(MediaPart(shot.viewport.display_name, "image/png", data=shot.png))
-    return ToolOutcome(
-        ok=True,
-        result={"content": RESULT_CONTENT, "details": {"screenshots": details}},
-        summary={"screenshots": shown, "status": "ok"},
-        media=tuple(media),
-    )

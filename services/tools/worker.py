@@ -18,9 +18,10 @@ from services.tools.extract_assets import extract_assets_handler
 from services.tools.file_tools import file_tool_handlers
 from services.tools.image_tools import image_tool_handlers
 from services.tools.metrics import ToolsMetrics
+from services.tools.preview_tool import screenshot_preview_handler
 from services.tools.runtime import ToolRuntime
 from services.tools.save_assets import asset_tool_handlers, stage_uploads
-from services.tools.screenshot import ScreenshotSettings, Screenshotter, screenshot_preview_handler
+from services.tools.screenshot import ScreenshotSettings, Screenshotter
 from services.tools.settings import ToolsSettings
 from services.tools.types import ToolContext, ToolFlags, ToolHandler, ToolOutcome
 

@@ -20,13 +20,8 @@ from PIL import Image
 
 from services.common.babel_cdn import PINNED_BABEL_URL
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
-from services.tools.screenshot import (
-    RESULT_CONTENT,
-    Capture,
-    ScreenshotSettings,
-    Screenshotter,
-    screenshot_preview_handler,
-)
+from services.tools.preview_tool import RESULT_CONTENT, screenshot_preview_handler
+from services.tools.screenshot import Capture, ScreenshotSettings, Screenshotter
 from services.tools.types import FileState, ToolContext
 from tests.offline_pages import REACT_PAGE, RED, tailwind_page
 
