@@ -26,6 +26,10 @@ class ModelSpec:
     api_name: str
     effort: str | None
     price: Price | None = None  # its family's (registry.py); None: unpriced
+    # What the model can take: False for a model that reads no images (refused image
+    # input) or calls no tools (text mode: the page comes in one fenced block).
+    vision: bool = True
+    tools: bool = True
 
     @property
     def priced(self) -> bool:
