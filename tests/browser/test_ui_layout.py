@@ -140,12 +140,17 @@ async def test_at_1400_the_follow_up_box_stays_in_view_and_full_screen_works(
         await expect(card).not_to_have_attribute("role", "dialog")
         await expect(expand).to_be_focused()
 
-        # The arrow keys step between options.
+        # The arrow keys step between options. Pressed only once the view is open and has
+        # the focus: a key pressed while the click is still being handled (a loaded CI
+        # machine) reaches no view to step.
         await expand.click()
+        await expect(card).to_have_attribute("role", "dialog")
+        await expect(page.get_by_test_id("variant-0-close")).to_be_focused()
         await page.keyboard.press("ArrowRight")
         await expect(page.get_by_test_id("variant-1")).to_have_attribute("role", "dialog")
         await expect(card).not_to_have_attribute("role", "dialog")
         await expect(page.get_by_test_id("variant-1-position")).to_have_text("2 / 2")
+        await expect(page.get_by_test_id("variant-1-close")).to_be_focused()
         await page.keyboard.press("ArrowLeft")
         await expect(card).to_have_attribute("role", "dialog")
 
