@@ -3,7 +3,9 @@
 A model id names a provider, the API model and an effort level, spelled as upstream's
 `Llm` values (the upstream UI keys its badges on them). Ids of the form
 `local:<name>` run `<name>` on an OpenAI-compatible Chat Completions server
-(Ollama, vLLM, LM Studio, llama.cpp); `demo` is the built-in scripted model.
+(Ollama, vLLM, LM Studio, llama.cpp), `openrouter:<vendor>/<model>` any OpenRouter
+model, `<endpoint>:<model>` a model of the models file's endpoint (endpoints.py,
+docs/models.md); `demo` is the built-in scripted model.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.agent.domain import GenerationRequest
+from services.agent.endpoints import EndpointModel, ModelEndpoint
 from services.agent.pricing import Price
 from services.agent.providers import registry
 
@@ -30,6 +33,10 @@ class ModelSpec:
     # input) or calls no tools (text mode: the page comes in one fenced block).
     vision: bool = True
     tools: bool = True
+    # The cap on a turn's output tokens; None: the session's default.
+    max_output_tokens: int | None = None
+    # The models file's endpoint that serves it ("": a provider of the registry).
+    endpoint: str = ""
 
     @property
     def priced(self) -> bool:
@@ -38,18 +45,23 @@ class ModelSpec:
 
 
 def _family_specs(provider: str, family: registry.ModelFamily) -> list[ModelSpec]:
-    if not family.unit:
-        return [
-            ModelSpec(family.api_name, provider, family.api_name, family.efforts[0], family.price)
-        ]
+    efforts = family.efforts if family.unit else family.efforts[:1]
     return [
-        ModelSpec(_family_id(family, e, family.unit), provider, family.api_name, e, family.price)
-        for e in family.efforts
+        ModelSpec(
+            _family_id(family, e, family.unit),
+            provider,
+            family.api_name,
+            e,
+            family.price,
+            max_output_tokens=family.max_output_tokens,
+        )
+        for e in efforts
     ]
 
 
 def _family_id(family: registry.ModelFamily, effort: str, unit: str) -> str:
-    return f"{family.api_name} ({'no' if effort == 'none' else effort} {unit})"
+    name = family.name or family.api_name
+    return f"{name} ({'no' if effort == 'none' else effort} {unit})" if unit else name
 
 
 CATALOGUE: dict[str, ModelSpec] = {
@@ -78,6 +90,7 @@ GPT55_LOW = "gpt-5.5 (low thinking)"
 GPT56_TERRA_LOW = "gpt-5.6-terra (low thinking)"
 OPUS_MED = "claude-opus-4-8 (medium effort)"
 OPUS_HIGH = "claude-opus-4-8 (high effort)"
+KIMI_LOW = "kimi-k3 (low thinking)"
 
 # Upstream's spreads over its three providers, by the keys present; a set of keys
 # not listed here (one that includes a provider upstream lacks) gets the `alone` lists
@@ -86,6 +99,10 @@ _UPSTREAM = frozenset({"openai", "anthropic", "gemini"})
 ALL_KEYS_TEXT_CREATE = (G3F_MIN, GPT55_HIGH, OPUS_HIGH, G31P_LOW)
 ALL_KEYS_UPDATE = (G3F_MIN, GPT56_TERRA_LOW)
 ALL_KEYS_DEFAULT = (OPUS_MED, GPT55_LOW, G3F_HIGH, G31P_HIGH)
+# With an OpenRouter key as well, upstream's staged create list puts Kimi first; with any
+# other set of keys Kimi is prepended to that set's list.
+ALL_KEYS_KIMI_CREATE = (KIMI_LOW, OPUS_MED, GPT55_LOW, G31P_HIGH)
+_OPENROUTER = "openrouter"
 _PAIRS: dict[frozenset[str], tuple[str, ...]] = {
     frozenset({"gemini", "anthropic"}): (G3F_MIN, G31P_LOW, OPUS_MED, G3F_HIGH, G31P_HIGH),
     frozenset({"gemini", "openai"}): (G3F_MIN, G31P_LOW, GPT55_HIGH, GPT55_LOW),
@@ -102,18 +119,58 @@ class ModelSelectionError(ValueError):
     pass
 
 
-def resolve(model_id: str) -> ModelSpec:
-    """The spec for `model_id`; raises ModelSelectionError for unknown ids."""
-    if model_id.startswith(LOCAL_PREFIX) and len(model_id) > len(LOCAL_PREFIX):
-        return ModelSpec(model_id, registry.LOCAL.id, model_id[len(LOCAL_PREFIX) :], None)
+def _shown(model_id: str) -> str:
+    return model_id if len(model_id) <= 100 else model_id[:100] + "…"
+
+
+def resolve(model_id: str, endpoints: Sequence[ModelEndpoint] = ()) -> ModelSpec:
+    """The spec for `model_id`, with the models file's `endpoints`; raises
+    ModelSelectionError for unknown ids."""
+    name, colon, rest = model_id.partition(":")
+    if colon and rest:
+        endpoint = next((e for e in endpoints if e.name == name), None)
+        if endpoint is not None:
+            model = endpoint.model(rest)
+            if model is None:
+                known = ", ".join(m.id for m in endpoint.models)
+                raise ModelSelectionError(
+                    f"Unknown model: {_shown(model_id)}. Endpoint {name} has {known}."
+                )
+            return endpoint_spec(endpoint, model)
+        for provider in registry.PREFIXED:
+            if model_id.startswith(provider.id_prefix):
+                return ModelSpec(model_id, provider.id, rest, None)
     try:
         return CATALOGUE.get(model_id) or ALIASES[model_id]
     except KeyError:
-        shown = model_id if len(model_id) <= 100 else model_id[:100] + "…"
         raise ModelSelectionError(
-            f"Unknown model: {shown}. Use ListModels for the ids, or local:<name> for an "
-            "OpenAI-compatible server."
+            f"Unknown model: {_shown(model_id)}. Use ListModels for the ids, local:<name> for "
+            "an OpenAI-compatible server or openrouter:<vendor>/<model> for OpenRouter."
         ) from None
+
+
+def endpoint_spec(endpoint: ModelEndpoint, model: EndpointModel) -> ModelSpec:
+    """A models-file model as the agent runs it. A price given for one direction only
+    prices the other at 0; cached input is charged as input (the file has no cache price)."""
+    price = None
+    if model.price_in is not None or model.price_out is not None:
+        price_in = model.price_in or 0.0
+        price = Price(price_in, model.price_out or 0.0, price_in, 0.0)
+    return ModelSpec(
+        f"{endpoint.name}:{model.id}",
+        registry.ENDPOINT_APIS[endpoint.api].provider,
+        model.api_name,
+        None,
+        price,
+        vision=model.vision,
+        tools=model.tools,
+        endpoint=endpoint.name,
+    )
+
+
+def endpoint_specs(endpoints: Sequence[ModelEndpoint]) -> list[ModelSpec]:
+    """Every model of the models file, in its order."""
+    return [endpoint_spec(e, m) for e in endpoints for m in e.models]
 
 
 def variant_count(generation_type: str, input_mode: str, requested: int) -> int:
@@ -132,10 +189,12 @@ def select_models(
     providers_with_keys: frozenset[str],
     pinned: Sequence[ModelSpec] = (),
     local_models: Sequence[str] = (),
+    endpoint_models: Sequence[ModelSpec] = (),
     has_video: bool = False,
 ) -> list[ModelSpec]:
     """Models for `count` variants: pinned ones if any, else by the keys present
-    (upstream's lists, cycled), else local models, else the demo model.
+    (upstream's lists, cycled), else local models and the models file's, else the demo
+    model.
 
     Video (the mode, or any video in the input) goes only to models that read it:
     unpinned, it picks the video models as upstream does; a pinned model that would
@@ -147,23 +206,25 @@ def select_models(
                 if not takes_video(spec):
                     raise ModelSelectionError(no_video(spec.id))
         return [pinned[i % len(pinned)] for i in range(count)]
-    ids: Sequence[str]
-    if video and (providers_with_keys or local_models):
-        ids = _video_models(providers_with_keys)
+    specs: list[ModelSpec]
+    if video and (providers_with_keys or local_models or endpoint_models):
+        specs = [resolve(i) for i in _video_models(providers_with_keys)]
     elif providers_with_keys:
-        ids = _spread(generation_type, input_mode, providers_with_keys)
-    elif local_models:
-        ids = [f"{LOCAL_PREFIX}{name}" for name in local_models]
+        specs = [resolve(i) for i in _spread(generation_type, input_mode, providers_with_keys)]
+    elif local_models or endpoint_models:
+        specs = [resolve(f"{LOCAL_PREFIX}{name}") for name in local_models]
+        specs += endpoint_models
     else:
-        ids = [DEMO_MODEL_ID]
-    specs = [resolve(i) for i in ids]
+        specs = [resolve(DEMO_MODEL_ID)]
     return [specs[i % len(specs)] for i in range(count)]
 
 
 def takes_video(spec: ModelSpec) -> bool:
     """Whether the model reads video input. The demo model reads no input at all and
     says so in its status line, so video costs it nothing it could pretend to use."""
-    return spec.provider == DEMO_MODEL_ID or bool(registry.get(spec.provider).video)
+    if spec.provider == DEMO_MODEL_ID:
+        return True
+    return not spec.endpoint and bool(registry.get(spec.provider).video)
 
 
 def has_video(request: GenerationRequest) -> bool:
@@ -188,6 +249,11 @@ def _video_models(keys: frozenset[str]) -> tuple[str, ...]:
 
 
 def _spread(generation_type: str, input_mode: str, keys: frozenset[str]) -> tuple[str, ...]:
+    if _OPENROUTER in keys:
+        rest = keys - {_OPENROUTER}
+        if rest == _UPSTREAM and generation_type != "update":
+            return ALL_KEYS_KIMI_CREATE
+        return (KIMI_LOW, *_spread(generation_type, input_mode, rest)) if rest else (KIMI_LOW,)
     if keys == _UPSTREAM:
         if generation_type == "update":
             return ALL_KEYS_UPDATE

@@ -23,6 +23,7 @@ from services.agent.domain import GenerationRequest
 from services.agent.models import (
     ModelSelectionError,
     ModelSpec,
+    endpoint_specs,
     has_video,
     no_video,
     resolve,
@@ -68,7 +69,7 @@ class Planner:
         self._configured_error = ""
         for model_id in settings.pinned_models:
             try:
-                self._configured[model_id] = resolve(model_id)
+                self._configured[model_id] = resolve(model_id, settings.endpoints)
             except ModelSelectionError as exc:
                 self._configured_error = self._configured_error or str(exc)
 
@@ -86,7 +87,7 @@ class Planner:
         asked: dict[str, ModelSpec] = {}  # the request's pinned models, by the ids it gave
         for i, model_id in enumerate(request.models):
             try:
-                asked[model_id] = resolve(model_id)
+                asked[model_id] = resolve(model_id, self._settings.endpoints)
             except ModelSelectionError as exc:
                 violations.append(FieldViolation(f"models[{i}]", str(exc)))
         violations += self._policy.violations(request.credentials, prefix="credentials.")
@@ -98,7 +99,7 @@ class Planner:
         keys = frozenset(p.id for p in registry.KEYED if credentials.key(p.credential))
         count = variant_count(request.generation_type, request.input_mode, request.variant_count)
         settings = self._settings
-        configured = keys or settings.pinned_models or settings.local_models
+        configured = keys or settings.pinned_models or settings.local_models or settings.endpoints
         if not (configured or request.models or request.variant_count):
             count = DEMO_VARIANTS
         models: list[ModelSpec] = []
@@ -114,6 +115,7 @@ class Planner:
                     providers_with_keys=keys,
                     pinned=pinned,
                     local_models=settings.local_models,
+                    endpoint_models=endpoint_specs(settings.endpoints),
                     has_video=has_video(request),
                 )
             except ModelSelectionError as exc:

@@ -1,6 +1,7 @@
 """The agent service's settings: read once from the environment, then passed down.
 
-A leaf: it imports no module of the agent, so every module it configures may import it
+A leaf: it imports no module of the agent but the models file's reader (endpoints.py,
+itself a leaf), so every module it configures may import it
 (the values flow down; nothing here knows what uses them).
 """
 
@@ -12,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.agent import endpoints as model_endpoints
+from services.agent.endpoints import ModelEndpoint
 from services.common import settings_env
 from services.common.credentials import (
     CredentialPolicy,
@@ -64,6 +67,22 @@ def _float_or_none(value: str, name: str) -> float | None:
         raise ValueError(f"{name} must be a number of US dollars, got {value!r}") from None
 
 
+def _endpoints(env: Mapping[str, str]) -> tuple[ModelEndpoint, ...]:
+    """The models file's endpoints. `S2C_LOCAL_*` is the shorthand of an endpoint named
+    `local`: the file may define that endpoint only when the shorthand is not used."""
+    path = env.get(model_endpoints.MODELS_FILE_ENV, "").strip()
+    if not path:
+        return ()
+    found = model_endpoints.load(path, env)
+    shorthand = [n for n in ("S2C_LOCAL_MODELS", "S2C_LOCAL_BASE_URL") if env.get(n, "").strip()]
+    if shorthand and any(e.name == "local" for e in found):
+        raise model_endpoints.ModelsFileError(
+            f"{path}: an endpoint named 'local' and {' and '.join(shorthand)} both define the "
+            "local: models; keep one"
+        )
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
     listen: str = "127.0.0.1:50051"
@@ -87,6 +106,8 @@ class AgentSettings:
     pinned_models: tuple[str, ...] = ()
     local_models: tuple[str, ...] = ()
     local_base_url: str = ""
+    # The named endpoints of the models file (S2C_MODELS_FILE), read and checked at start.
+    endpoints: tuple[ModelEndpoint, ...] = ()
     # Finished generations kept in memory for re-attaching clients (retention.py):
     # at most this many, this many bytes of events and media, this long; 0: no bound.
     retained_generations: int = 64
@@ -114,6 +135,9 @@ class AgentSettings:
     # larger one are refused, tool images past it are left out (common/images.py).
     images: ImageLimits = field(default_factory=ImageLimits)
 
+    def endpoint(self, name: str) -> ModelEndpoint | None:
+        return next((e for e in self.endpoints if e.name == name), None)
+
     @property
     def credential_policy(self) -> CredentialPolicy:
         return CredentialPolicy(self.credentials, self.allow_request_base_urls)
@@ -138,6 +162,7 @@ class AgentSettings:
             pinned_models=_csv(env.get("S2C_MODELS", "")),
             local_models=_csv(env.get("S2C_LOCAL_MODELS", "")),
             local_base_url=env.get("S2C_LOCAL_BASE_URL", ""),
+            endpoints=_endpoints(env),
             database_url=env.get("S2C_DATABASE_URL", ""),
             shutdown_grace_s=float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
             max_generation_s=float(env.get("S2C_MAX_GENERATION_S", "900")),

@@ -42,6 +42,9 @@ class CredentialSpec:
     for_tools: bool = False  # a tool worker calls it, so workers receive it
     for_models: bool = True  # a model provider reads it (else only tools do)
     purpose: str = ""  # what it is for beyond models, next to the UI's settings field
+    # Where its key goes when neither the request nor the environment names a base URL;
+    # "": the SDK's own default.
+    default_base_url: str = ""
 
 
 CREDENTIALS: tuple[CredentialSpec, ...] = (
@@ -50,6 +53,16 @@ CREDENTIALS: tuple[CredentialSpec, ...] = (
     ),
     CredentialSpec(
         "anthropic", "Anthropic", ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL", "anthropicApiKey"
+    ),
+    # A browser key goes to the operator's OPENROUTER_BASE_URL (else the default), as a
+    # browser key does for the other sources: the browser protocol carries no base URL.
+    CredentialSpec(
+        "openrouter",
+        "OpenRouter",
+        ("OPENROUTER_API_KEY",),
+        "OPENROUTER_BASE_URL",
+        "openRouterApiKey",
+        default_base_url="https://openrouter.ai/api/v1",
     ),
     # Gemini for extract_assets and Replicate for the image tools are what workers call;
     # model keys have no business on a worker.

@@ -25,6 +25,7 @@ UPSTREAM_LLM = [
     "gemini-3-flash-preview (minimal thinking)",
     *(f"gemini-3.1-pro-preview ({e} thinking)" for e in ("high", "medium", "low")),
     *(f"gemini-3.5-flash ({e} thinking)" for e in ("high", "medium", "low", "minimal")),
+    "kimi-k3 (low thinking)",  # staged upstream: OpenRouter's Kimi K3
 ]
 
 

@@ -144,3 +144,4 @@ class SessionConfig:
     # The process's image budget (the session factory passes its one); a session built
     # on its own gets a budget of its own with the default limit.
     images: ImageDecoder = field(default_factory=lambda: ImageDecoder(ImageLimits()))
+    api_version: str = ""  # Azure OpenAI's `api-version` query parameter

@@ -53,11 +53,12 @@ class _Entry:
     users: int = 0
 
 
-_Key = tuple[str, str, str, int, float]
+_Key = tuple[str, str, str, str, int, float]
 
 
 class ClientPool:
-    """SDK clients by (provider, key, base URL, retries, timeout), counted by user."""
+    """SDK clients by (provider, key, base URL, API version, retries, timeout), counted
+    by user."""
 
     def __init__(self, idle_cap: int = IDLE_CLIENTS) -> None:
         self._idle_cap = idle_cap
@@ -80,6 +81,7 @@ class ClientPool:
             kind.name,
             config.api_key,
             config.base_url or "",
+            config.api_version,
             config.max_retries,
             config.request_timeout_s,
         )

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from services.agent.demo import demo_turns
 from services.agent.domain import GenerationRequest
+from services.agent.endpoints import MODELS_FILE_ENV, PLACEHOLDER_KEY
 from services.agent.models import ModelSpec
 from services.agent.providers import errors, registry
 from services.agent.providers.base import (
     PromptMessage,
     ProviderError,
+    ProviderName,
     ProviderSession,
     SessionConfig,
     ToolSpec,
@@ -19,7 +21,7 @@ from services.agent.providers.base import (
 from services.agent.providers.clients import ClientPool
 from services.agent.providers.scripted import ScriptedSession
 from services.agent.settings import AgentSettings
-from services.common.credentials import Credentials
+from services.common.credentials import BY_ID, Credentials
 from services.common.images import ImageDecoder
 
 
@@ -62,28 +64,50 @@ class ProviderSessions:
                 request, wanted.variant_index, tools_offered=[t.name for t in tools]
             )
             return ScriptedSession(script, pace_s=self.settings.demo_pace_s)
+        if spec.endpoint:
+            return self._endpoint_session(wanted)
         provider = registry.get(spec.provider)
         endpoint = wanted.credentials.get(provider.credential)
-        base_url = endpoint.base_url
+        base_url = endpoint.base_url or BY_ID[provider.credential].default_base_url
         if provider.override is not None:
             base_url = provider.override.base_url(self.settings) or base_url
             if not base_url:
                 raise ProviderError(provider.override.missing.format(model=spec.id))
         elif not endpoint.api_key:
             raise errors.missing_key(provider.name)
-        return provider.session(
-            SessionConfig(
-                provider=provider.name,
-                model_id=spec.id,
-                api_name=spec.api_name,
-                effort=spec.effort,
-                api_key=endpoint.api_key,
-                base_url=base_url or None,
-                messages=wanted.messages,
-                tools=tools,
-                price=spec.price,
-                max_retries=self.settings.provider_max_retries,
-                images=self.images,
-            ),
-            self.clients,
+        config = self._config(wanted, provider.name, endpoint.api_key, base_url)
+        return provider.session(config, self.clients)
+
+    def _endpoint_session(self, wanted: SessionRequest) -> ProviderSession:
+        """A models-file model: the endpoint's own key and URL, never a request's."""
+        endpoint = self.settings.endpoint(wanted.spec.endpoint)
+        if endpoint is None:  # the plan resolved it with these settings
+            raise ProviderError(f"No endpoint {wanted.spec.endpoint} in the models file.")
+        api = registry.ENDPOINT_APIS[endpoint.api]
+        name = ProviderName(
+            f"{api.display_name} '{endpoint.name}'", endpoint.api_key_env or MODELS_FILE_ENV
         )
+        key = endpoint.api_key or PLACEHOLDER_KEY
+        config = self._config(wanted, name, key, endpoint.base_url)
+        return api.session(replace(config, api_version=endpoint.api_version), self.clients)
+
+    def _config(
+        self, wanted: SessionRequest, name: ProviderName, api_key: str, base_url: str
+    ) -> SessionConfig:
+        spec = wanted.spec
+        config = SessionConfig(
+            provider=name,
+            model_id=spec.id,
+            api_name=spec.api_name,
+            effort=spec.effort,
+            api_key=api_key,
+            base_url=base_url or None,
+            messages=wanted.messages,
+            tools=wanted.tools,
+            price=spec.price,
+            max_retries=self.settings.provider_max_retries,
+            images=self.images,
+        )
+        if spec.max_output_tokens is not None:
+            config = replace(config, max_output_tokens=spec.max_output_tokens)
+        return config

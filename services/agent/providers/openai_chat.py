@@ -24,6 +24,7 @@ from openai.types.chat import (
 )
 from openai.types.shared.reasoning_effort import ReasoningEffort
 
+from services.agent.endpoints import PLACEHOLDER_KEY
 from services.agent.pricing import Usage
 from services.agent.providers import errors, openai_common, replay
 from services.agent.providers.base import (
@@ -43,8 +44,6 @@ from services.agent.providers.openai_common import media_url, read_stream, resul
 from services.agent.providers.sse import SseEvent, loads
 from services.agent.providers.streaming import DeltaMerger, parse_tool_call
 
-# The SDK refuses to start without a key; local servers ignore whatever it sends.
-PLACEHOLDER_KEY = "not-needed"
 # Non-standard delta fields carrying the model's reasoning: `reasoning_content`
 # (vLLM, LM Studio, llama.cpp, DeepSeek) and `reasoning` (Ollama, newer vLLM).
 # Servers that send both send the same text, so the first one present wins.

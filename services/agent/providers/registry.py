@@ -47,6 +47,10 @@ class ModelFamily:
     unit: str = ""
     legacy_unit: str = ""
     price: Price | None = None  # None: unpriced (its cost is unknown, not $0)
+    # How its ids name it when not by the api name (`kimi-k3` for `moonshotai/kimi-k3`).
+    name: str = ""
+    # Its cap on a turn's output tokens; None: the session's default.
+    max_output_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,9 @@ class ProviderSpec:
     # A local provider runs `local:<name>` models on the operator's server (the
     # override's base URL), needs no key and is chosen when no key is present.
     override: EndpointOverride | None = None
+    # Ids `<prefix><api name>` run any model of this provider by its API name, unlisted
+    # and unpriced (`local:qwen3`, `openrouter:openai/gpt-oss-120b`).
+    id_prefix: str = ""
 
     def session(self, config: SessionConfig, clients: ClientPool) -> ProviderSession:
         """The session for `config`, from the module's builder (imported on first use)."""
@@ -156,6 +163,32 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
             "gemini-3.1-pro-preview (high thinking)",
         ),
     ),
+    # OpenRouter: its Responses API for the catalogue model (reasoning effort, output cap)
+    # and its Chat Completions for any other model by id.
+    ProviderSpec(
+        "openrouter",
+        "OpenRouter",
+        "openrouter",
+        "services.agent.providers.openai_responses",
+        models=(
+            ModelFamily(
+                "moonshotai/kimi-k3",
+                ("low",),
+                "thinking",
+                price=Price(3.00, 15.00, 0.30, 0.0),
+                name="kimi-k3",
+                max_output_tokens=20_000,
+            ),
+        ),
+        alone=("kimi-k3 (low thinking)",),
+    ),
+    ProviderSpec(
+        "openrouter-chat",
+        "OpenRouter",
+        "openrouter",
+        "services.agent.providers.openai_chat",
+        id_prefix="openrouter:",
+    ),
     ProviderSpec(
         "openai-compatible",
         "OpenAI-compatible server",
@@ -166,6 +199,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
             "Model {model} needs an OpenAI-compatible server: set S2C_LOCAL_BASE_URL "
             "(or OPENAI_BASE_URL), e.g. http://127.0.0.1:11434/v1 for Ollama.",
         ),
+        id_prefix="local:",
     ),
 )
 _BY_ID: dict[str, ProviderSpec] = {spec.id: spec for spec in PROVIDERS}
@@ -177,8 +211,35 @@ PRICES: dict[str, Price] = {
     for family in spec.models
     if family.price is not None
 }
-KEYED: tuple[ProviderSpec, ...] = tuple(spec for spec in PROVIDERS if not spec.local)
+# The providers a key brings into the variant plan (those with catalogue models).
+KEYED: tuple[ProviderSpec, ...] = tuple(spec for spec in PROVIDERS if spec.models)
 LOCAL: ProviderSpec = next(spec for spec in PROVIDERS if spec.local)
+PREFIXED: tuple[ProviderSpec, ...] = tuple(spec for spec in PROVIDERS if spec.id_prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointApi:
+    """The wire format of a named endpoint of the models file (services/agent/endpoints.py):
+    which session module speaks it, and the provider id its models report."""
+
+    provider: str  # `ModelSpec.provider` and `Model.provider` of its models
+    display_name: str
+    module: str
+
+    def session(self, config: SessionConfig, clients: ClientPool) -> ProviderSession:
+        build: SessionBuilder = importlib.import_module(self.module).session
+        return build(config, clients)
+
+
+ENDPOINT_APIS: dict[str, EndpointApi] = {
+    "chat": EndpointApi(
+        "openai-compatible", "OpenAI-compatible server", "services.agent.providers.openai_chat"
+    ),
+    "responses": EndpointApi(
+        "openai-responses", "OpenAI Responses server", "services.agent.providers.openai_responses"
+    ),
+    "azure": EndpointApi("azure", "Azure OpenAI", "services.agent.providers.azure"),
+}
 
 
 def get(provider_id: str) -> ProviderSpec:
@@ -212,4 +273,5 @@ def configured_modules(settings: AgentSettings) -> list[str]:
     wanted = [s.module for s in KEYED if settings.credentials.key(s.credential)]
     if LOCAL.override is not None and LOCAL.override.base_url(settings):
         wanted.append(LOCAL.module)
-    return wanted
+    wanted += [ENDPOINT_APIS[e.api].module for e in settings.endpoints]
+    return list(dict.fromkeys(wanted))
