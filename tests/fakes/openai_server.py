@@ -18,6 +18,13 @@ client disconnects (then `client_disconnected` is set) or `release()` is called 
 the rest is sent). `stream_paused` is set when a reply reaches its pause. Tests use
 this to prove that cancelling a turn closes the upstream stream.
 
+Other layouts of the same wire format: `FakeOpenAI(root="/api/v1", bearer=KEY)` is
+OpenRouter's (its paths under `/api/v1`; a missing or wrong `Authorization: Bearer` key
+answered 401 with OpenRouter's error body), `FakeOpenAI(azure_key=KEY,
+deployments={"dep"})` Azure OpenAI's (`POST /openai/deployments/<deployment>/chat/completions`
+with an `api-key` header and an `api-version` query parameter, each checked, the
+failures answered with Azure's status and error body; `base_url` is then the origin).
+
 `FakeOpenAI(emulate_cache=True)` reports input and cached tokens as OpenAI's prompt
 cache would (`prompt_cache.openai_lookup`); output tokens stay scripted.
 
@@ -31,7 +38,7 @@ import asyncio
 import json
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aiohttp import web
@@ -389,6 +396,7 @@ class ReceivedRequest:
     # The client's end of the TCP connection the request came on: requests with the
     # same one shared a kept-alive connection.
     peer: tuple[str, int] | None = None
+    query: Mapping[str, str] = field(default_factory=dict)
 
 
 class FakeOpenAI:
@@ -398,8 +406,21 @@ class FakeOpenAI:
     and `disconnects` counted, when a client hangs up before its reply was complete.
     """
 
-    def __init__(self, *, emulate_cache: bool = False, frame_interval_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        emulate_cache: bool = False,
+        frame_interval_s: float = 0.0,
+        root: str = "/v1",
+        bearer: str | None = None,
+        azure_key: str | None = None,
+        deployments: frozenset[str] = frozenset(),
+    ) -> None:
         self.requests: list[ReceivedRequest] = []
+        self._root = root
+        self._bearer = bearer
+        self._azure_key = azure_key
+        self._deployments = deployments
         # Paces a reply like a model's stream: this long between frames (0: all at once).
         self.frame_interval_s = frame_interval_s
         self._caches: dict[str, PrefixCache] | None = None
@@ -429,12 +450,67 @@ class FakeOpenAI:
 
     async def start(self) -> str:
         app = web.Application()
-        app.router.add_post(RESPONSES_PATH, self._handle)
-        app.router.add_post(CHAT_PATH, self._handle)
+        if self._azure_key is not None:
+            path = "/openai/deployments/{deployment}/chat/completions"
+            app.router.add_post(path, self._route(CHAT_PATH))
+        else:
+            app.router.add_post(f"{self._root}/responses", self._route(RESPONSES_PATH))
+            app.router.add_post(f"{self._root}/chat/completions", self._route(CHAT_PATH))
         # Cancellation of the handler is how aiohttp reports a client that hung up.
         self._runner, origin = await serve_on_loopback(app, handler_cancellation=True)
-        self.base_url = f"{origin}/v1"
+        self.base_url = origin if self._azure_key is not None else f"{origin}{self._root}"
         return self.base_url
+
+    def _route(self, queue: str) -> Any:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            refused = self._refusal(request)
+            if refused is not None:
+                self._record(request, {})
+                return refused
+            return await self._handle(request, queue)
+
+        return handle
+
+    def _refusal(self, request: web.Request) -> web.Response | None:
+        """The auth and addressing errors of the emulated service, in its words."""
+        if self._bearer is not None:
+            given = request.headers.get("Authorization", "")
+            if not given.startswith("Bearer "):
+                body = {"error": {"message": "No auth credentials found", "code": 401}}
+                return web.json_response(body, status=401)
+            if given != f"Bearer {self._bearer}":
+                return web.json_response(
+                    {"error": {"message": "User not found.", "code": 401}}, status=401
+                )
+        if self._azure_key is None:
+            return None
+        if "api-version" not in request.query:
+            body = {"error": {"code": "404", "message": "Resource not found"}}
+            return web.json_response(body, status=404)
+        if request.headers.get("api-key") != self._azure_key:
+            message = (
+                "Access denied due to invalid subscription key or wrong API endpoint. Make "
+                "sure to provide a valid key for an active subscription and use a correct "
+                "regional API endpoint for your resource."
+            )
+            return web.json_response({"error": {"code": "401", "message": message}}, status=401)
+        if request.match_info["deployment"] not in self._deployments:
+            message = (
+                "The API deployment for this resource does not exist. If you created the "
+                "deployment within the last 5 minutes, please wait a moment and try again."
+            )
+            body = {"error": {"code": "DeploymentNotFound", "message": message}}
+            return web.json_response(body, status=404)
+        return None
+
+    def _record(self, request: web.Request, body: dict[str, Any]) -> None:
+        transport = request.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        self.requests.append(
+            ReceivedRequest(
+                request.path, CIMultiDict(request.headers), body, peer, dict(request.query)
+            )
+        )
 
     async def stop(self) -> None:
         self._stopping = True
@@ -460,17 +536,13 @@ class FakeOpenAI:
         self.disconnects += 1
         self.client_disconnected.set()
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def _handle(self, request: web.Request, path: str) -> web.StreamResponse:
         try:
             body = await request.json()
         except json.JSONDecodeError:
             body = {}
-        transport = request.transport
-        peer = transport.get_extra_info("peername") if transport is not None else None
-        self.requests.append(
-            ReceivedRequest(request.path, CIMultiDict(request.headers), body, peer)
-        )
-        queue = self._queues.get(request.path)
+        self._record(request, body)
+        queue = self._queues.get(path)
         if not queue:
             nothing = http_error(500, f"FakeOpenAI: no reply queued for {request.path}")
             return web.json_response(nothing.body, status=500)
@@ -478,8 +550,8 @@ class FakeOpenAI:
         if isinstance(reply, ErrorReply):
             return web.json_response(reply.body, status=reply.status)
         if self._caches is not None:
-            items = "input" if request.path == RESPONSES_PATH else "messages"
-            hit = openai_lookup(self._caches[request.path], body, items)
+            items = "input" if path == RESPONSES_PATH else "messages"
+            hit = openai_lookup(self._caches[path], body, items)
             frames = tuple(openai_usage_frame(frame, hit) for frame in reply.frames)
             reply = SseReply(frames, reply.pause_at)
         response = web.StreamResponse(
