@@ -261,3 +261,34 @@ def _spread(generation_type: str, input_mode: str, keys: frozenset[str]) -> tupl
     if keys in _PAIRS:
         return _PAIRS[keys]
     return tuple(m for p in registry.KEYED if p.id in keys for m in p.alone)
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A model as ListModels shows it."""
+
+    spec: ModelSpec
+    available: bool  # its key (or server) is configured
+    credential: str  # the credential source of its key; "": it takes none from requests
+
+    @property
+    def video(self) -> bool:
+        return self.spec.provider != DEMO_MODEL_ID and takes_video(self.spec)
+
+
+def listing(
+    keys: frozenset[str], local_models: Sequence[str], endpoints: Sequence[ModelEndpoint]
+) -> list[Listed]:
+    """Every model a request may name, `keys` being the providers with a key: the
+    catalogue, then the local and the models file's models (always available)."""
+    out = [
+        Listed(
+            spec,
+            spec.provider == DEMO_MODEL_ID or spec.provider in keys,
+            "" if spec.provider == DEMO_MODEL_ID else registry.get(spec.provider).credential,
+        )
+        for spec in CATALOGUE.values()
+    ]
+    out += [Listed(resolve(f"{LOCAL_PREFIX}{name}"), True, "") for name in local_models]
+    out += [Listed(spec, True, "") for spec in endpoint_specs(endpoints)]
+    return out

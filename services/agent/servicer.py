@@ -26,7 +26,7 @@ from services.agent.events import Event
 from services.agent.generation import Generation
 from services.agent.manager import ShuttingDown
 from services.agent.metrics import AgentMetrics
-from services.agent.models import CATALOGUE, LOCAL_PREFIX
+from services.agent.models import listing
 from services.agent.providers import registry
 from services.agent.runstore_health import StoreUnavailable
 from services.agent.settings import AgentSettings
@@ -186,25 +186,21 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self, request: pb.ListModelsRequest, context: Context
     ) -> pb.ListModelsResponse:
         credentials = await self._resolved(request.credentials, context)
-        keys = {p.id: bool(credentials.key(p.credential)) for p in registry.KEYED}
-        keys["demo"] = True
+        keys = frozenset(p.id for p in registry.KEYED if credentials.key(p.credential))
+        settings = self._settings
         models = [
             pb.Model(
-                id=spec.id,
-                provider=spec.provider,
-                api_name=spec.api_name,
-                available=keys[spec.provider],
+                id=m.spec.id,
+                provider=m.spec.provider,
+                api_name=m.spec.api_name,
+                available=m.available,
+                vision=m.spec.vision,
+                tools=m.spec.tools,
+                video=m.video,
+                endpoint=m.spec.endpoint,
+                credential=m.credential,
             )
-            for spec in CATALOGUE.values()
-        ]
-        models += [
-            pb.Model(
-                id=f"{LOCAL_PREFIX}{name}",
-                provider=registry.LOCAL.id,
-                api_name=name,
-                available=True,
-            )
-            for name in self._settings.local_models
+            for m in listing(keys, settings.local_models, settings.endpoints)
         ]
         return pb.ListModelsResponse(models=models)
 

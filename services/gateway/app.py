@@ -27,6 +27,7 @@ from services.gateway.generate import generate_code, hold_context
 from services.gateway.keys import AGENTS_KEY, CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
 from services.gateway.limits import ClientLimiter
 from services.gateway.metrics import GatewayMetrics
+from services.gateway.models_route import models
 from services.gateway.routes import DESIGN_SYSTEMS_KEY, add_routes, max_request_body_bytes
 from services.gateway.settings import GatewaySettings
 from services.gateway.vendor_files import add_vendor_routes
@@ -165,6 +166,7 @@ def create_app(settings: GatewaySettings) -> web.Application:
     app.router.add_get("/metrics", metrics_endpoint)
     app.router.add_get("/api/capabilities", capabilities)
     app.router.add_get("/api/providers", providers)
+    app.router.add_get("/api/models", models)
     add_routes(app, settings)
     app.router.add_get("/", index)
     assets = settings.data_dir / "assets"

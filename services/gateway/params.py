@@ -188,5 +188,23 @@ def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
     design_system = params.get("designSystem")
     if isinstance(design_system, str):
         request.design_system = design_system.strip()
+    request.models.extend(_models(params))
     request.credentials.CopyFrom(credentials)
     return request
+
+
+# Our extension (docs/browser-protocol.md): the models the variants run, as ListModels
+# names them. The upstream UI never sends it; the agent checks each id.
+MAX_PINNED_MODELS = 8
+
+
+def _models(params: dict[str, Any]) -> list[str]:
+    value = _optional(params, "models", list)
+    if value is None:
+        return []
+    if len(value) > MAX_PINNED_MODELS or not all(isinstance(v, str) and v for v in value):
+        raise ParamsError(
+            f"Invalid params: models must be a list of at most {MAX_PINNED_MODELS} model ids "
+            "(strings, as GET /api/models lists them)"
+        )
+    return list(value)

@@ -368,16 +368,26 @@ class ListModelsResponse(_message.Message):
     def __init__(self, models: _Optional[_Iterable[_Union[Model, _Mapping]]] = ...) -> None: ...
 
 class Model(_message.Message):
-    __slots__ = ("id", "provider", "api_name", "available")
+    __slots__ = ("id", "provider", "api_name", "available", "vision", "tools", "video", "endpoint", "credential")
     ID_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     API_NAME_FIELD_NUMBER: _ClassVar[int]
     AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    VISION_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    VIDEO_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
     id: str
     provider: str
     api_name: str
     available: bool
-    def __init__(self, id: _Optional[str] = ..., provider: _Optional[str] = ..., api_name: _Optional[str] = ..., available: _Optional[bool] = ...) -> None: ...
+    vision: bool
+    tools: bool
+    video: bool
+    endpoint: str
+    credential: str
+    def __init__(self, id: _Optional[str] = ..., provider: _Optional[str] = ..., api_name: _Optional[str] = ..., available: _Optional[bool] = ..., vision: _Optional[bool] = ..., tools: _Optional[bool] = ..., video: _Optional[bool] = ..., endpoint: _Optional[str] = ..., credential: _Optional[str] = ...) -> None: ...
 
 class GetCapabilitiesRequest(_message.Message):
     __slots__ = ("credentials",)
