@@ -20,7 +20,7 @@ import PROVIDERS from "./providers.json" with { type: "json" };
 
 const SOURCES = PROVIDERS.providers;
 
-const KEYS = ["openAiApiKey", "anthropicApiKey", "geminiApiKey", "replicateApiKey", "openAiBaseURL"];
+const KEYS = ["openAiApiKey", "anthropicApiKey", "openRouterApiKey", "geminiApiKey", "replicateApiKey", "openAiBaseURL"];
 const PNG = "data:image/png;base64,AA";
 
 test("close codes and stacks match the gateway", () => {
@@ -95,6 +95,7 @@ test("a create from an image sends the images; keys are null unless entered", ()
     anthropicApiKey: null,
     geminiApiKey: null,
     replicateApiKey: null,
+    openRouterApiKey: null,
     openAiBaseURL: null,
   });
 });
@@ -111,7 +112,7 @@ test("a create from text sends no images and never extracts assets", () => {
   assert.deepEqual(params.prompt, { text: "A bakery", images: [], videos: [] });
   assert.equal(params.isAssetExtractionEnabled, false);
   assert.equal(params.isImageGenerationEnabled, false);
-  assert.deepEqual(KEYS.map((k) => params[k]), [null, null, null, null, null]);
+  assert.deepEqual(KEYS.map((k) => params[k]), KEYS.map(() => null));
 });
 
 test("a video create sends its one video and the picked design system; never extracts assets", () => {

@@ -19,12 +19,12 @@ test("each source gets a key field, and a base URL field where the protocol has 
   const fields = credentialFields(SOURCES);
   assert.deepEqual(
     fields.map((f) => f.name),
-    ["openAiApiKey", "anthropicApiKey", "geminiApiKey", "replicateApiKey", "openAiBaseURL"],
+    ["openAiApiKey", "anthropicApiKey", "openRouterApiKey", "geminiApiKey", "replicateApiKey", "openAiBaseURL"],
   );
   assert.deepEqual(fields[0], { name: "openAiApiKey", label: "OpenAI API key", hint: "", type: "password", placeholder: "" });
-  assert.equal(fields[3].hint, "image generation & editing");
-  assert.equal(fields[4].type, "url");
-  assert.equal(fields[4].label, "OpenAI base URL");
+  assert.equal(fields[4].hint, "image generation & editing");
+  assert.equal(fields[5].type, "url");
+  assert.equal(fields[5].label, "OpenAI base URL");
 });
 
 test("a source added on the server is a field and a param with no UI change", () => {
@@ -45,6 +45,7 @@ test("params carry every source's fields, trimmed, null unless entered", () => {
     anthropicApiKey: "sk-ant",
     geminiApiKey: null,
     replicateApiKey: null,
+    openRouterApiKey: null,
     openAiBaseURL: null,
   });
   assert.deepEqual(credentialParams({ openAiApiKey: "sk" }, []), {});
