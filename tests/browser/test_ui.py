@@ -16,7 +16,7 @@ import shutil
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ ARTIFACTS = REPO / "test-artifacts"
 DOCS_SCREENSHOTS = REPO / "docs" / "screenshots"
 GENERATION_TIMEOUT_MS = 30_000
 TOKEN = "ui-test-token-0123456789"
-KEY_FIELDS = ("openAiApiKey", "anthropicApiKey", "geminiApiKey", "replicateApiKey", "openAiBaseURL")
+KEY_FIELDS = (*(s.browser_key for s in CREDENTIALS), "openAiBaseURL")
 
 
 @dataclass
@@ -383,3 +383,38 @@ async def test_settings_fields_are_the_servers_credential_sources(
                 "sk-ui-settings-test"
             )
             recorder.check_clean()
+
+
+async def test_the_model_picker_keeps_screenshots_off_text_only_models(
+    tmp_path: Path, browser: Browser
+) -> None:
+    models = tmp_path / "models.toml"
+    models.write_text(
+        '[[endpoint]]\nname = "ollama"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[[endpoint.model]]\nid = "qwen3-vl:8b"\n'
+        '[[endpoint.model]]\nid = "gemma3:1b"\nvision = false\ntools = false\n'
+    )
+    agent = replace(
+        AgentSettings.from_env({"S2C_MODELS_FILE": str(models)}), provider_max_retries=0
+    )
+    async with (
+        running_suite(tmp_path, agent=agent) as suite,
+        open_ui(browser, suite) as (page, recorder),
+    ):
+        picker = page.get_by_test_id("model-select")
+        offered = "els => els.map((e) => e.value)"
+        await expect(picker.locator("option")).to_have_count(3)  # Automatic and both
+        await page.get_by_test_id("file-input").set_input_files(
+            screenshot_png(tmp_path / "shot.png")
+        )
+        await expect(page.get_by_test_id("input-mode")).to_have_attribute("data-mode", "image")
+        await expect(picker.locator("option")).to_have_count(2)
+        assert await picker.locator("option").evaluate_all(offered) == ["", "ollama:qwen3-vl:8b"]
+        await picker.select_option("ollama:qwen3-vl:8b")
+        await page.get_by_test_id("generate-button").click()
+        await expect(page.get_by_test_id("run-status")).to_have_attribute(
+            "data-state", "failed", timeout=GENERATION_TIMEOUT_MS
+        )
+        [params] = recorder.sockets[0]
+        assert params["models"] == ["ollama:qwen3-vl:8b"]
+        recorder.check_clean()
