@@ -4,8 +4,8 @@ URL layout, auth header and error bodies."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
