@@ -9,7 +9,7 @@ import { h, icon, plural, truncate } from "./js/dom.js";
 import { FullScreen } from "./js/fullscreen.js";
 import { InputPanel } from "./js/inputs.js";
 import { Layout } from "./js/layout.js";
-import { loadModels, modelsParam, renderModelOptions } from "./js/models.js";
+import { ModelPicker, loadModels } from "./js/models.js";
 import {
   APP_ERROR_CODE,
   GenerationSocket,
@@ -80,8 +80,8 @@ const settings = loadSettings();
 const token = gatewayToken();
 // The settings fields come from the server's credential sources (before `data-ready`).
 const sources = await loadCredentialSources(token);
-const models = await loadModels(token);
-const modelSelect = $("model-select");
+// Screenshots are never offered to a model that reads no images (js/models.js).
+const picker = new ModelPicker($("model-select"), await loadModels(token), settings, sources);
 const app = {
   project: null, // {inputMode, stack, commits}
   viewed: null, // the commit on screen
@@ -135,7 +135,7 @@ els.themeButton.addEventListener("click", () => {
 const settingsDialog = bindSettingsDialog($("settings-dialog"), settings, sources, () => {
   toast("Settings saved", "success");
   renderKeyHint();
-  renderModels();
+  picker.render(els.mode.dataset.mode);
 });
 $("settings-button").addEventListener("click", () => settingsDialog.open());
 $("notice-settings").addEventListener("click", () => settingsDialog.open());
@@ -156,15 +156,9 @@ els.stack.addEventListener("change", () => {
 
 const inputs = new InputPanel({ els, settings, store: saveSettings, token, toast, onRender: () => renderNewSummary() });
 
-// The picker offers what this input can go to (a screenshot never to a text-only model);
-// the mode chip holds the mode the inputs render (set before any onRender).
-function renderModels() {
-  renderModelOptions(modelSelect, models, els.mode.dataset.mode ?? "text", settings, sources);
-}
-
 /** The folded New page panel's line: what a new generation would start from. */
 function renderNewSummary() {
-  renderModels();
+  picker.render(els.mode.dataset.mode);
   const system = inputs.designSystems.find((s) => s.id === els.designSystem.value);
   const stack = els.stack.selectedOptions[0]?.textContent ?? "";
   layout.setSummary([els.mode.textContent, stack, system?.name].filter(Boolean).join(" · "));
@@ -204,10 +198,8 @@ function generate() {
   const videos = mode === "video" ? [inputs.video.dataUrl] : [];
   const stack = els.stack.value;
   const designSystem = inputs.designSystem();
-  const params = {
-    ...createParams({ inputMode: mode, text, images, videos, stack, settings, sources, designSystem }),
-    ...modelsParam(modelSelect.value),
-  };
+  const chosen = { inputMode: mode, text, images, videos, stack, settings, sources, designSystem };
+  const params = { ...createParams(chosen), ...picker.param() };
   const label = {
     image: text ? `Screenshot · ${truncate(text, 40)}` : `From ${plural(images.length, "screenshot")}`,
     video: text ? `Video · ${truncate(text, 40)}` : "From a video",

@@ -60,3 +60,19 @@ export function renderModelOptions(select, models, inputMode, settings, sources)
   select.replaceChildren(...options);
   select.value = options.some((o) => o.value === chosen) ? chosen : "";
 }
+
+/** The picker of the New page panel: `render` for the current input, `param` for a frame. */
+export class ModelPicker {
+  constructor(select, models, settings, sources) {
+    Object.assign(this, { select, models, settings, sources });
+  }
+
+  /** `inputMode` as the input-mode chip holds it (set before any render). */
+  render(inputMode = "text") {
+    renderModelOptions(this.select, this.models, inputMode, this.settings, this.sources);
+  }
+
+  param() {
+    return modelsParam(this.select.value);
+  }
+}
