@@ -169,7 +169,7 @@ async def test_offline_preview_is_styled_keeps_updating_and_says_what_failed(
     # The stream was live though an image never loads: the preview kept showing new code
     # while create_file streamed, not once at the end. How often is measured by
     # bench/preview.py (freshness), not asserted: a loaded machine stretches any one gap.
-    assert len(renders) >= 8, renders
+    assert len(renders) >= 2, renders
 
 
 async def screenshot(browser: Browser, *, html: str = "", url: str = "") -> bytes:
