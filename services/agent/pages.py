@@ -9,20 +9,16 @@ images of several pages ask for one linked HTML file per page. The entry page is
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.agent.domain import FileState, ImageMeta
 from services.common.errors import FieldViolation
+from services.common.page_tags import page_problem, too_many_tags, width_problem
 from services.common.project_paths import path_problem
 
 ENTRY_PATH = "index.html"
 ENTRY_PAGE = "index"
-MIN_VIEWPORT_WIDTH = 240
-MAX_VIEWPORT_WIDTH = 3840
-DEFAULT_MAX_PAGES = 12
-PAGE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,26 +67,15 @@ def meta_violations(
 ) -> list[FieldViolation]:
     """What is wrong with a create's tags, each naming its field."""
     out: list[FieldViolation] = []
-    if len(metas) > image_count:
-        out.append(
-            FieldViolation(field, f"{len(metas)} tags for {image_count} images: at most one each")
-        )
+    problem = too_many_tags(len(metas), image_count)
+    if problem is not None:
+        out.append(FieldViolation(field, problem))
     for i, meta in enumerate(metas):
         width = meta.viewport_width
-        if width is not None and not MIN_VIEWPORT_WIDTH <= width <= MAX_VIEWPORT_WIDTH:
-            out.append(
-                FieldViolation(
-                    f"{field}[{i}].viewport_width",
-                    f"must be {MIN_VIEWPORT_WIDTH}-{MAX_VIEWPORT_WIDTH} CSS pixels, got {width}",
-                )
-            )
-        if meta.page and not PAGE_NAME.fullmatch(meta.page):
-            out.append(
-                FieldViolation(
-                    f"{field}[{i}].page",
-                    "must be a file stem: 1-64 letters, digits, '-' or '_'",
-                )
-            )
+        if width is not None and (problem := width_problem(width)) is not None:
+            out.append(FieldViolation(f"{field}[{i}].viewport_width", problem))
+        if meta.page and (problem := page_problem(meta.page)) is not None:
+            out.append(FieldViolation(f"{field}[{i}].page", problem))
     pages = {meta.page for meta in metas if meta.page}
     if max_pages and len(pages) > max_pages:
         out.append(FieldViolation(field, f"at most {max_pages} pages, got {len(pages)}"))
