@@ -81,3 +81,30 @@ async def test_grpc_names_every_bad_tag(suite: Suite) -> None:
         "prompt.image_meta[1].page",
         "files[0].path",
     }
+
+
+async def test_upstream_client_gets_the_entry_page_of_a_demo_site(suite: Suite) -> None:
+    # The demo model (no key) builds a linked site from three tagged pages; a client of
+    # the upstream protocol sees index.html as its code, the others as setFile frames.
+    meta = [{"page": "index"}, {"page": "pricing"}, {"page": "about", "viewportWidth": 390}]
+    result = await run_ws(suite.ws_url, _params(3, meta))
+    assert result.close_code == 1000
+    assert not result.of("error")
+    for variant in (0, 1):
+        code = result.last_code(variant)
+        assert "Page: index" in code
+        assert '<a href="pricing.html"' in code
+        files = {f["path"]: f["value"] for f in result.of("setFile", variant)}
+        assert sorted(files) == ["about.html", "pricing.html"]
+        assert "Page: pricing" in files["pricing.html"]
+        assert '<a href="about.html"' in files["pricing.html"]
+
+
+async def test_demo_builds_one_responsive_page_from_three_widths(suite: Suite) -> None:
+    meta = [{"viewportWidth": w} for w in (1280, 768, 390)]
+    result = await run_ws(suite.ws_url, _params(3, meta))
+    assert result.close_code == 1000
+    assert not result.of("setFile")
+    thinking = "".join(f["value"] for f in result.of("thinking", 0))
+    assert "one page at 3 widths (1280 px, 768 px, 390 px)" in thinking
+    assert "<!DOCTYPE html>" in result.last_code(0)
