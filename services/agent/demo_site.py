@@ -32,7 +32,8 @@ def site_pages(prompt_text: str, stack: str, variant_index: int, plan: PagePlan)
     out: dict[str, str] = {}
     for page in plan.pages:
         nav = (
-            '<nav data-demo-site style="padding:.75rem 1.5rem;font:600 15px system-ui;'
+            '<nav data-demo-site style="position:relative;z-index:60;padding:.75rem 1.5rem;'
+            "font:600 15px system-ui;"
             f'background:#111827;color:#f9fafb">{links}</nav>'
             '<p data-demo-page style="padding:.5rem 1.5rem;font:14px system-ui;'
             f'background:#e5e7eb;color:#111827;margin:0">Page: {html.escape(page.name)}</p>'

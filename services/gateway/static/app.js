@@ -198,7 +198,8 @@ function generate() {
   const videos = mode === "video" ? [inputs.video.dataUrl] : [];
   const stack = els.stack.value;
   const designSystem = inputs.designSystem();
-  const chosen = { inputMode: mode, text, images, videos, stack, settings, sources, designSystem };
+  const imageMeta = mode === "image" ? inputs.imageMeta() : null;
+  const chosen = { inputMode: mode, text, images, videos, stack, settings, sources, designSystem, imageMeta };
   const params = { ...createParams(chosen), ...picker.param() };
   const label = {
     image: text ? `Screenshot · ${truncate(text, 40)}` : `From ${plural(images.length, "screenshot")}`,
