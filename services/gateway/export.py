@@ -48,6 +48,7 @@ _T = TypeVar("_T")
 HostVetter = Callable[[str, int], Awaitable[Sequence[str]]]
 
 LOCAL_ASSETS_PREFIX = "/local-assets/"
+_STYLE_OPEN, _STYLE_CLOSE = "<style>", "</style>"
 
 _CONTENT_TYPE_EXT = {
     "image/png": "png",
@@ -355,7 +356,13 @@ async def build_export(
             sources[reference] = None  # over the asset limit: stays as it is
 
     project = {"index.html": code} if isinstance(code, str) else dict(code)
-    scanned = {path: text for path, text in project.items() if not path.endswith(".js")}
+    # A stylesheet is read as the body of a <style> element, where the scanner finds its
+    # url()s; the wrapper comes off again after the rewrite (`_unwrapped`).
+    scanned = {
+        path: f"{_STYLE_OPEN}{text}{_STYLE_CLOSE}" if path.endswith(".css") else text
+        for path, text in project.items()
+        if not path.endswith(".js")
+    }
 
     def scan() -> None:
         for text in scanned.values():
@@ -393,8 +400,12 @@ async def build_export(
                 name = None if source is None else names.get(source)
                 return None if name is None else up + name
 
-            page = normalize_babel_cdn(rewrite_references(text, replace, budget=budget))
-            if runtimes is not None and not path.endswith(".css"):
+            page = rewrite_references(scanned[path], replace, budget=budget)
+            if path.endswith(".css"):
+                out[path] = page[len(_STYLE_OPEN) : -len(_STYLE_CLOSE)]
+                continue
+            page = normalize_babel_cdn(page)
+            if runtimes is not None:
                 page, bundle = bundle_runtimes(page, runtimes)
                 bundled.update(bundle.files)
             out[path] = page
