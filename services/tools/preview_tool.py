@@ -50,7 +50,8 @@ def page_to_render(file: FileState, files: tuple[FileState, ...]) -> tuple[FileS
             return match.group(0)
         # A closing tag inside the script would end the inlined element early.
         body = js.replace("</script", "<\\/script")
-        return f"<script{match.group(1)}{match.group(3)}>{body}</script>"
+        attributes = " ".join(f"{match.group(1)} {match.group(3)}".split())
+        return f"<script{' ' if attributes else ''}{attributes}>{body}</script>"
 
     return page, _SCRIPT.sub(script, _STYLESHEET.sub(style, page.content))
 
