@@ -169,7 +169,9 @@ class Runner:
         finally:
             if engine is not None:
                 state.tool_calls = tuple(engine.tool_records)
-                state.files = engine.project()
+                # Like `code`, a project is kept only when the variant completed: the
+                # entry page of the record is its code.
+                state.files = engine.project() if state.status == "completed" else ()
                 state.usage = engine.usage
                 state.cost_usd = engine.session.total_cost_usd()
             self._observe(generation.id, spec, state)

@@ -193,7 +193,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     (
         # Every file of the variant as JSON `[[path, content], ...]`, entry page first with
-        # a null content (it is `code`); empty for runs saved before projects had files.
+        # a null content when it is `code`; empty for runs saved before projects had files.
         "ALTER TABLE variants ADD COLUMN files TEXT NOT NULL DEFAULT ''",
     ),
 )
@@ -276,16 +276,18 @@ def variant_params(run: RunRecord) -> list[tuple[Any, ...]]:
             v.usage.total_tokens,
             v.cost_usd,
             v.priced,
-            _files_column(v.files),
+            _files_column(v.files, v.code),
         )
         for v in run.variants
     ]
 
 
-def _files_column(files: tuple[FileState, ...]) -> str:
+def _files_column(files: tuple[FileState, ...], code: str) -> str:
     if not files:
         return ""
-    rows = [[files[0].path, None], *([f.path, f.content] for f in files[1:])]
+    # The entry page is nearly always `code`, stored once (null here).
+    entry = None if files[0].content == code else files[0].content
+    rows = [[files[0].path, entry], *([f.path, f.content] for f in files[1:])]
     return json.dumps(rows, ensure_ascii=False)
 
 
@@ -293,9 +295,7 @@ def _files_from_column(column: str, code: str) -> tuple[FileState, ...]:
     if not column:
         return ()
     rows = json.loads(column)
-    return tuple(
-        FileState(path, code if i == 0 else content) for i, (path, content) in enumerate(rows)
-    )
+    return tuple(FileState(path, code if content is None else content) for path, content in rows)
 
 
 def tool_call_params(run: RunRecord) -> list[tuple[Any, ...]]:

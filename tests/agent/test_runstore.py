@@ -19,6 +19,7 @@ from psycopg import sql
 from services.agent import runstore as rs
 from services.agent.archive import snapshot
 from services.agent.domain import (
+    FileState,
     GenerationRequest,
     Prompt,
     ToolCallRecord,
@@ -127,6 +128,12 @@ def a_run(generation_id: str = "gen-1", started_at: float = T0) -> RunRecord:
                     ToolCallRecord("call_2", "screenshot_preview", False, 3400),
                     ToolCallRecord("call_3", "edit_file", True, 7),
                 ),
+                # A site: the entry page (stored once, as `code`) and its other files.
+                files=(
+                    FileState("index.html", "<html><body>bakery</body></html>"),
+                    FileState("pricing.html", "<p>Prix ✓</p>"),
+                    FileState("css/site.css", "p { color: red }"),
+                ),
             ),
             VariantRecord(index=1, model="gpt-5.5", status="failed", error="rate limited"),
         ),
@@ -207,7 +214,8 @@ async def test_upsert_from_start_to_finish(backend: Backend) -> None:
         status="running",
         finished_at=None,
         variants=tuple(
-            replace(v, status="running", error="", code="", tool_calls=()) for v in final.variants
+            replace(v, status="running", error="", code="", tool_calls=(), files=())
+            for v in final.variants
         ),
     )
     midway = replace(
@@ -331,7 +339,17 @@ async def test_keys_are_never_stored(backend: Backend) -> None:
             error=f"401 Incorrect API key provided: {credentials.key('openai')}",
             tool_calls=(ToolCallRecord("call_1", "create_file", True, 12),),
         ),
-        VariantRecord(1, "claude-opus-4-8", status="completed", code="<h1>bakery</h1>"),
+        VariantRecord(
+            1,
+            "claude-opus-4-8",
+            status="completed",
+            code="<h1>bakery</h1>",
+            # A site's other page, where a model echoed a key: redacted like `code`.
+            files=(
+                FileState("index.html", "<h1>bakery</h1>"),
+                FileState("about.html", f"<p>key {credentials.key('anthropic')}</p>"),
+            ),
+        ),
     ]
     generation.status, generation.error = "failed", f"upstream rejected {service_key}"
     generation.finished_at = time.time()
