@@ -4,6 +4,7 @@ one page at three widths (a responsive page, previewed at those widths), and thr
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import zipfile
@@ -20,8 +21,8 @@ from services.agent.models import OPUS_MED
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials, Endpoint
 from services.tools.settings import ToolsSettings
-from tests.fakes.anthropic_server import FakeAnthropic, Text, ToolUse
-from tests.suite import png_data_url, running_suite
+from tests.fakes.anthropic_server import FakeAnthropic, Text, ToolUse, Turn
+from tests.suite import create_params, png_data_url, run_ws, running_suite
 
 
 def _settings(fake: FakeAnthropic) -> AgentSettings:
@@ -90,7 +91,9 @@ async def test_one_page_at_three_widths(tmp_path: Path, fake_anthropic: FakeAnth
     # The model sees the three captures, named by their widths.
     result = fake.requests[2].body["messages"][-1]["content"]
     images = [part for block in result for part in _parts(block) if part.get("type") == "image"]
-    assert len(images) == 3
+    # Each capture really is that wide (a PNG's width: bytes 16-20 of its header).
+    pngs = [base64.b64decode(part["source"]["data"]) for part in images]
+    assert [int.from_bytes(png[16:20], "big") for png in pngs] == list(widths)
     assert "1280 px, 768 px, 390 px wide" in json.dumps(result)
 
 
@@ -203,3 +206,59 @@ async def test_three_pages_make_a_linked_site(
     # The export holds the three pages at the zip's root.
     assert sorted(archive.namelist()) == ["about.html", "index.html", "pricing.html"]
     assert archive.read("pricing.html").decode() == after["pricing.html"]
+
+
+async def test_an_upstream_client_gets_a_sites_entry_page(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    # Every variant of a create (4) and of an update (2) follows one script.
+    creates = [
+        ToolUse.of(f"c{i}", "create_file", {"path": p, "content": c})
+        for i, (p, c) in enumerate(SITE.items())
+    ]
+    fake_anthropic.every_variant(Turn(tuple(creates)), Turn((Text.of("Three pages."),)))
+    meta = [{"page": p} for p in ("index", "pricing", "about")]
+    images = [png_data_url(color=c) for c in ("#111111", "#222222", "#333333")]
+    async with running_suite(tmp_path, agent=_settings(fake_anthropic)) as suite:
+        created = await run_ws(
+            suite.ws_url, create_params(prompt={"text": "", "images": images, "imageMeta": meta})
+        )
+        edit = {"path": "about.html", "old_text": "About</h1>", "new_text": "Team</h1>"}
+        fake_anthropic.every_variant(
+            Turn((ToolUse.of("u1", "edit_file", edit),)), Turn((Text.of("Renamed."),))
+        )
+        files = {"index.html": created.last_code(0)} | {
+            f["path"]: f["value"] for f in created.of("setFile", 0)
+        }
+        updated = await run_ws(
+            suite.ws_url,
+            create_params(
+                generationType="update",
+                prompt={"text": "Call the about page Team", "images": []},
+                history=[{"role": "user", "text": "Call the about page Team"}],
+                files=files,
+            ),
+        )
+    # The client knows one file: index.html is its code in every frame, from every variant.
+    assert created.close_code == 1000, created.of("error")
+    variants = int(created.of("variantCount")[0]["value"])
+    assert variants == 4
+    for index in range(variants):
+        codes = [f["value"] for f in created.of("setCode", index)]
+        assert codes
+        assert codes[-1] == SITE["index.html"]
+        assert all("<h1>Home</h1>" in code for code in codes)
+        assert {f["path"]: f["value"] for f in created.of("setFile", index)} == {
+            "pricing.html": SITE["pricing.html"],
+            "about.html": SITE["about.html"],
+        }
+        assert created.of("variantComplete", index)
+    # An update given the project as `files` changes about.html only (every file comes
+    # once more at the end: the new version holds the whole project); the code stays index.
+    assert updated.close_code == 1000, updated.of("error")
+    for index in (0, 1):
+        assert updated.last_code(index) == SITE["index.html"]
+        assert {f["path"]: f["value"] for f in updated.of("setFile", index)} == {
+            "pricing.html": SITE["pricing.html"],
+            "about.html": SITE["about.html"].replace("About</h1>", "Team</h1>"),
+        }
