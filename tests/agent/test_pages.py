@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from services.agent.domain import FileState, ImageMeta
-from services.agent.pages import entry_file, page_plan
+from services.agent.pages import entry_file, page_plan, project_violations
 
 
 def test_untagged_images_are_the_entry_page() -> None:
@@ -45,3 +45,17 @@ def test_entry_file_is_index_else_the_first_page() -> None:
     assert entry_file([css, about]) == about
     assert entry_file([css]) == css
     assert entry_file([]) is None
+
+
+def test_an_updates_project_is_held_to_its_paths_and_total_size() -> None:
+    files = [
+        FileState("index.html", "ab"),
+        FileState("index.html", "cd"),
+        FileState("../x.html", "é"),
+    ]
+    assert [(v.field, v.description) for v in project_violations(files, 5)] == [
+        ("files[1].path", "index.html is given twice"),
+        ("files[2].path", "not a project path: .. segments are not allowed"),
+        ("files", "6 bytes together; at most 5"),
+    ]
+    assert project_violations(files[:1], 0) == []
