@@ -21,26 +21,42 @@ _TEXT_CHUNK = 12
 _BODY = re.compile(r"<body\b[^>]*>", re.I)
 
 
+SITE_CSS = "site.css"
+# What every page shares, in the shared stylesheet each page links by a relative path.
+_SHARED_CSS = """[data-demo-site] {
+  position: relative; z-index: 60; padding: .75rem 1.5rem;
+  font: 600 15px system-ui; background: #111827; color: #f9fafb;
+}
+[data-demo-site] a { margin-right: 1rem; color: inherit; }
+[data-demo-page] {
+  margin: 0; padding: .5rem 1.5rem; font: 14px system-ui; background: #e5e7eb; color: #111827;
+}
+"""
+
+
 def site_pages(prompt_text: str, stack: str, variant_index: int, plan: PagePlan) -> dict[str, str]:
-    """Every page of the demo site, by path, the entry page first."""
+    """Every file of the demo site, by path: the entry page first, the shared stylesheet last."""
     base = demo_page(prompt_text, stack, variant_index)
     links = "".join(
-        f'<a href="{page.path}" style="margin-right:1rem;color:inherit">'
+        f'<a href="{page.path}">'
         f"{html.escape(page.name.replace('-', ' ').replace('_', ' ').title())}</a>"
         for page in plan.pages
     )
+    stylesheet = f'<link rel="stylesheet" href="{SITE_CSS}">'
+    head_end = base.lower().find("</head>")
+    if head_end >= 0:
+        base = base[:head_end] + stylesheet + base[head_end:]
     out: dict[str, str] = {}
     for page in plan.pages:
         nav = (
-            '<nav data-demo-site style="position:relative;z-index:60;padding:.75rem 1.5rem;'
-            "font:600 15px system-ui;"
-            f'background:#111827;color:#f9fafb">{links}</nav>'
-            '<p data-demo-page style="padding:.5rem 1.5rem;font:14px system-ui;'
-            f'background:#e5e7eb;color:#111827;margin:0">Page: {html.escape(page.name)}</p>'
+            f"<nav data-demo-site>{links}</nav><p data-demo-page>Page: {html.escape(page.name)}</p>"
         )
+        if head_end < 0:
+            nav = stylesheet + nav
         match = _BODY.search(base)
         at = match.end() if match else 0
         out[page.path] = base[:at] + nav + base[at:]
+    out[SITE_CSS] = _SHARED_CSS
     return out
 
 
@@ -53,27 +69,29 @@ def demo_site_script(
     chunk_size: int = 48,
 ) -> tuple[ScriptedTurn, ...]:
     """Create every page (the entry page first), check the entry page, then summarise."""
-    pages = site_pages(prompt_text, stack, variant_index, plan)
+    files = site_pages(prompt_text, stack, variant_index, plan)
+    pages = {path: content for path, content in files.items() if path != SITE_CSS}
     names = ", ".join(pages)
     call_id = f"demo-{variant_index}"
     creates = [
         call_tool(
             f"{call_id}-create-{i}", "create_file", {"path": path, "content": content}, chunk_size
         )
-        for i, (path, content) in enumerate(pages.items())
+        for i, (path, content) in enumerate(files.items())
     ]
     turns = [
         ScriptedTurn(
             (
                 _think(
                     f"The screenshots show {len(pages)} pages of one site. I'll build one HTML "
-                    f"file per page ({names}), each with the same navigation linking the others."
+                    f"file per page ({names}), each with the same navigation linking the others, "
+                    f"styled by one shared {SITE_CSS}."
                 ),
                 _say("I'll create the entry page first."),
                 creates[0],
             )
         ),
-        ScriptedTurn((_say("Now the other pages, linked from the navigation."), *creates[1:])),
+        ScriptedTurn((_say("Now the other pages and what they share."), *creates[1:])),
     ]
     if "screenshot_preview" in tools_offered:
         turns.append(

@@ -34,6 +34,10 @@ async def test_page_tabs_and_links_between_pages(tmp_path: Path, browser: Browse
         await expect(tabs).to_have_text(["index.html", "pricing.html"])
         preview = page.get_by_test_id("variant-0-preview").content_frame
         await expect(preview.locator("[data-demo-page]")).to_have_text("Page: index")
+        # The site's shared stylesheet (site.css, a file of its own) styles the preview.
+        await expect(preview.locator("[data-demo-site]")).to_have_css(
+            "background-color", "rgb(17, 24, 39)"
+        )
         # A tab shows its page…
         await tabs.nth(1).click()
         await expect(tabs.nth(1)).to_have_attribute("aria-selected", "true")

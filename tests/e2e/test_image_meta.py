@@ -85,7 +85,7 @@ async def test_grpc_names_every_bad_tag(suite: Suite) -> None:
 
 async def test_upstream_client_gets_the_entry_page_of_a_demo_site(suite: Suite) -> None:
     # The demo model (no key) builds a linked site from three tagged pages; a client of
-    # the upstream protocol sees index.html as its code, the others as setFile frames.
+    # the upstream protocol sees index.html as its code, the other files as setFile frames.
     meta = [{"page": "index"}, {"page": "pricing"}, {"page": "about", "viewportWidth": 390}]
     result = await run_ws(suite.ws_url, _params(3, meta))
     assert result.close_code == 1000
@@ -95,7 +95,10 @@ async def test_upstream_client_gets_the_entry_page_of_a_demo_site(suite: Suite) 
         assert "Page: index" in code
         assert '<a href="pricing.html"' in code
         files = {f["path"]: f["value"] for f in result.of("setFile", variant)}
-        assert sorted(files) == ["about.html", "pricing.html"]
+        assert sorted(files) == ["about.html", "pricing.html", "site.css"]
+        # What the pages share is one stylesheet each links by a relative path.
+        assert '<link rel="stylesheet" href="site.css">' in code
+        assert "[data-demo-site]" in files["site.css"]
         assert "Page: pricing" in files["pricing.html"]
         assert '<a href="about.html"' in files["pricing.html"]
 

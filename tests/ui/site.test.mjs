@@ -5,6 +5,7 @@ import { test } from "node:test";
 
 import { relayedPage, withKeyRelay } from "../../services/gateway/static/js/framekeys.js";
 import { createParams, updateParams } from "../../services/gateway/static/js/protocol.js";
+import { downloadable, inlineProject, siteFiles } from "../../services/gateway/static/js/site.js";
 import { applyFrame, newCommit } from "../../services/gateway/static/js/state.js";
 
 const PNG = "data:image/png;base64,AA";
@@ -56,4 +57,47 @@ test("the relay's link rule takes project pages only, never another site or a sc
   for (const href of ["https://x.org/a.html", "//x.org/a.html", "javascript:a.html", "#top", "/abs.html", "a.html?x=1"]) {
     assert.equal(linkRule.test(href), false, href);
   }
+});
+
+test("a preview puts the site's own stylesheets and scripts inline, relative to the page", () => {
+  const files = {
+    "index.html": "",
+    "site.css": "h1 { content: '$&' }",
+    "js/app.js": "document.title = '</script>'",
+  };
+  const page = '<link rel="stylesheet" href="site.css"><script defer src="js/app.js"></script><link rel="stylesheet" href="https://cdn.example/x.css">';
+  const html = inlineProject(page, "index.html", files);
+  assert.equal(
+    html,
+    "<style>h1 { content: '$&' }</style><script defer>document.title = '<\\/script>'</script><link rel=\"stylesheet\" href=\"https://cdn.example/x.css\">",
+  );
+  // A page in a folder resolves against it; a file the site lacks stays a link.
+  assert.equal(inlineProject('<link rel="stylesheet" href="site.css">', "pages/faq.html", files), '<link rel="stylesheet" href="site.css">');
+  assert.equal(inlineProject('<script src="app.js"></script>', "js/page.html", files), "<script>document.title = '<\\/script>'</script>");
+});
+
+test("a site downloads as the gateway's zip of its files; a page as its index.html", async () => {
+  const calls = [];
+  const fetchImpl = async (url, init) => {
+    calls.push([url, init]);
+    return new Response(new Blob(["PK"]), { status: 200 });
+  };
+  const site = { code: "<p>home</p>", files: { "pricing.html": "<p>p</p>" } };
+  const zip = await downloadable(site, { token: "t0k", fetchImpl });
+  assert.equal(zip.name, "site.zip");
+  assert.equal(await zip.blob.text(), "PK");
+  const [[url, init]] = calls;
+  assert.equal(url, "/api/export");
+  assert.equal(init.headers.Authorization, "Bearer t0k");
+  assert.deepEqual(JSON.parse(init.body), { files: siteFiles(site) });
+  assert.deepEqual(Object.keys(siteFiles(site)), ["index.html", "pricing.html"]);
+
+  const page = await downloadable({ code: "<p>one</p>", files: {} }, { fetchImpl });
+  assert.equal(page.name, "index.html");
+  assert.equal(await page.blob.text(), "<p>one</p>");
+  assert.equal(calls.length, 1);
+
+  const refused = async () => new Response(JSON.stringify({ detail: "files: bad" }), { status: 400 });
+  assert.deepEqual(await downloadable(site, { fetchImpl: refused }), { error: "Could not download the site: files: bad" });
+  assert.deepEqual(await downloadable({ code: "", files: {} }), { error: "No code to download yet." });
 });

@@ -28,6 +28,7 @@ import {
   loadSettings,
   saveSettings,
 } from "./js/settings.js";
+import { downloadable } from "./js/site.js";
 import { GENERIC_ERROR, applyFrame, endCommit, failureText, newCommit, runSummary } from "./js/state.js";
 import { formatTotal } from "./js/usage.js";
 
@@ -454,13 +455,14 @@ async function copyCode(variant) {
   toast(`Copied the code of option ${variant.index + 1}`, "success");
 }
 
-function downloadCode(variant) {
-  if (!variant.code) {
-    toast("No code to download yet.", "error");
+async function downloadCode(variant) {
+  const { blob, name, error } = await downloadable(variant, { token });
+  if (error) {
+    toast(error, "error");
     return;
   }
-  const url = URL.createObjectURL(new Blob([variant.code], { type: "text/html" }));
-  const link = h("a", { href: url, download: "index.html", class: "visually-hidden" });
+  const url = URL.createObjectURL(blob);
+  const link = h("a", { href: url, download: name, class: "visually-hidden" });
   document.body.append(link);
   link.click();
   link.remove();

@@ -8,6 +8,7 @@ import { ActivityView } from "./activity.js";
 import { formatDuration, h, icon } from "./dom.js";
 import { relayedPage } from "./framekeys.js";
 import { PreviewFrame } from "./preview.js";
+import { inlineProject, siteFiles } from "./site.js";
 import { formatUsage } from "./usage.js";
 
 const STATUS_TEXT = { generating: "Generating", complete: "Complete", error: "Error", cancelled: "Cancelled" };
@@ -191,7 +192,7 @@ export class VariantCard {
     if (this.dirty.code) {
       this.dirty.code = false;
       this._renderTabs();
-      this.preview.show(this.pageCode(), { final: variant.status !== "generating" });
+      this.preview.show(this.previewCode(), { final: variant.status !== "generating" });
       this.activity.refreshCode(variant);
       if (this.view === "code") this._renderCode();
     }
@@ -209,6 +210,12 @@ export class VariantCard {
   /** The code of the page on show. */
   pageCode() {
     return this.page === "index.html" ? this.variant.code : (this.variant.files[this.page] ?? "");
+  }
+
+  /** The page on show as the preview renders it: with the site's own .css/.js inline. */
+  previewCode() {
+    const code = this.pageCode();
+    return Object.keys(this.variant.files).length ? inlineProject(code, this.page, siteFiles(this.variant)) : code;
   }
 
   /** Shows `path` when it is one of the option's pages (a tab, or a link in the preview). */
