@@ -1,10 +1,12 @@
 """A site of several pages in the built-in UI: screenshots tagged with pages in the "New
 page" panel, the demo model building one file per page, page tabs per option, and a link
-clicked in the preview opening the page it names (in the same sandboxed preview)."""
+clicked in the preview opening the page it names (in the same sandboxed preview), the
+site's shared stylesheet applied there, and the option downloaded as a zip of the site."""
 
 from __future__ import annotations
 
 import base64
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -48,5 +50,16 @@ async def test_page_tabs_and_links_between_pages(tmp_path: Path, browser: Browse
         await preview.locator('[data-demo-site] a[href="index.html"]').dispatch_event("click")
         await expect(preview.locator("[data-demo-page]")).to_have_text("Page: index")
         await expect(tabs.nth(0)).to_have_attribute("aria-selected", "true")
+        # The option downloads as the gateway's zip of the whole site.
+        download_button = page.get_by_test_id("variant-0-download")
+        await expect(download_button).to_have_attribute("title", "Download the site (zip)")
+        async with page.expect_download() as caught:
+            await download_button.click()
+        download = await caught.value
+        saved = tmp_path / download.suggested_filename
+        await download.save_as(saved)
         [(params, _)] = sockets.used()
+    assert saved.name == "site.zip"
+    with zipfile.ZipFile(saved) as archive:
+        assert sorted(archive.namelist()) == ["index.html", "pricing.html", "site.css"]
     assert params[0]["prompt"]["imageMeta"] == [{"page": "index"}, {"page": "pricing"}]

@@ -80,6 +80,7 @@ export class VariantCard {
     };
     window.addEventListener("message", this.onPageMessage);
     this.codeView = h("pre", { class: "code-view", testid: `variant-${i}-code`, tabindex: "0", "aria-label": `Code of option ${i + 1}`, hidden: true }, h("code"));
+    this.downloadButton = iconButton("download", "Download index.html", () => onDownload(this.variant), `variant-${i}-download`);
     this.expandButton = iconButton("expand", "Full screen", () => onExpand(this), `variant-${i}-expand`);
     this.expandButton.classList.add("expand-button");
     this.activityButton = h(
@@ -97,7 +98,7 @@ export class VariantCard {
       h("span", { class: "spacer" }),
       this.activityButton,
       iconButton("copy", "Copy code", () => onCopy(this.variant), `variant-${i}-copy`),
-      iconButton("download", "Download index.html", () => onDownload(this.variant), `variant-${i}-download`),
+      this.downloadButton,
       this.expandButton,
     );
     this.activity = new ActivityView(i, { onImage });
@@ -237,6 +238,9 @@ export class VariantCard {
       );
     }
     this.tabs.hidden = pages.length < 2;
+    const download = Object.keys(this.variant.files).length ? "Download the site (zip)" : "Download index.html";
+    this.downloadButton.title = download;
+    this.downloadButton.setAttribute("aria-label", download);
     for (const tab of this.tabs.children) tab.setAttribute("aria-selected", String(tab.dataset.path === this.page));
   }
 
