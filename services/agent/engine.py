@@ -282,7 +282,8 @@ class _TurnStream:
                 preview = self._previews[event.call_id] = _Preview(event.call_id, self._engine)
             if await preview.feed(event):
                 self.started_calls.add(event.call_id)
-                self.streamed_paths[event.call_id] = preview.path
+                if preview.path is not None:
+                    self.streamed_paths[event.call_id] = preview.path
 
 
 class _Preview:
@@ -295,7 +296,8 @@ class _Preview:
         self._scanner = ArgumentScanner(("path", "content"))
         self._paused_s = 0.0  # this call's replay pauses so far, bounded by total_s
         self.started = False
-        self.path = DEFAULT_PATH  # the file the preview streams into
+        # The file the preview streams into; None: a path the tools refuse, not streamed.
+        self.path: str | None = DEFAULT_PATH
 
     async def feed(self, event: ToolCallDelta) -> bool:
         """Returns True once the tool's start has been announced."""
@@ -307,9 +309,9 @@ class _Preview:
                 self.started = True
                 file = self._engine.file
                 path = self._scanner.value("path") or (file.path if file else DEFAULT_PATH)
-                # Only a path the tools accept: any other fails the call, and must not
-                # name a file in a client's view of the project.
-                self.path = path if path_problem(path) is None else DEFAULT_PATH
+                # Only a path the tools accept: any other fails the call, and its content
+                # must not show up in a client's view of the project, not even for a moment.
+                self.path = path if path_problem(path) is None else None
                 summary = {
                     "path": path,
                     "contentLength": len(fragment.text),
@@ -319,14 +321,14 @@ class _Preview:
             # The string's opening quote yields an empty fragment; as a delta at offset 0
             # it would replace the page on show (an update's) with nothing for a frame.
             # The first text, at offset 0 too, restarts the file just the same.
-            if fragment.text:
+            if fragment.text and self.path is not None:
                 await self._forward(fragment.offset, clean_text(fragment.text))
         return self.started
 
     async def _forward(self, offset: int, text: str) -> None:
         replay = self._engine.preview_replay
         pause = replay.pause_s
-        delta_path = "" if self.path == DEFAULT_PATH else self.path
+        delta_path = "" if self.path in (DEFAULT_PATH, None) else self.path
         for i, piece in enumerate(replay.steps(text)):
             if i and self._paused_s + pause <= replay.total_s:
                 self._paused_s += pause

@@ -43,6 +43,8 @@ def _params(images: int, meta: Any) -> dict[str, Any]:
         (1, "wide", "prompt.imageMeta must be a list"),
         (1, ["wide"], "prompt.imageMeta[0] must be an object"),
         (13, [{"page": f"p{i}"} for i in range(13)], "prompt.image_meta: at most 12 pages"),
+        # Tags or not, a create carries at most 20 images.
+        (21, [{"viewportWidth": 390}], "prompt.images: at most 20 items, got 21"),
     ],
 )
 async def test_bad_tags_are_refused_naming_the_field(

@@ -216,13 +216,18 @@ async def test_an_upstream_client_gets_a_sites_entry_page(
         ToolUse.of(f"c{i}", "create_file", {"path": p, "content": c})
         for i, (p, c) in enumerate(SITE.items())
     ]
-    fake_anthropic.every_variant(Turn(tuple(creates)), Turn((Text.of("Three pages."),)))
+    # A path outside the project is refused to the model as a tool error, and writes nothing.
+    outside = ToolUse.of("x1", "create_file", {"path": "../up.html", "content": "<p>x</p>"})
+    fake_anthropic.every_variant(
+        Turn(tuple(creates)), Turn((outside,)), Turn((Text.of("Three pages."),))
+    )
     meta = [{"page": p} for p in ("index", "pricing", "about")]
     images = [png_data_url(color=c) for c in ("#111111", "#222222", "#333333")]
     async with running_suite(tmp_path, agent=_settings(fake_anthropic)) as suite:
         created = await run_ws(
             suite.ws_url, create_params(prompt={"text": "", "images": images, "imageMeta": meta})
         )
+        refusals = [_tool_result(r.body, "x1") for r in fake_anthropic.requests]
         edit = {"path": "about.html", "old_text": "About</h1>", "new_text": "Team</h1>"}
         fake_anthropic.every_variant(
             Turn((ToolUse.of("u1", "edit_file", edit),)), Turn((Text.of("Renamed."),))
@@ -253,6 +258,10 @@ async def test_an_upstream_client_gets_a_sites_entry_page(
             "about.html": SITE["about.html"],
         }
         assert created.of("variantComplete", index)
+    refused = [r for r in refusals if r is not None]
+    assert len(refused) == variants
+    assert all(r["is_error"] for r in refused)
+    assert all(".. segments are not allowed" in json.dumps(r["content"]) for r in refused)
     # An update given the project as `files` changes about.html only (every file comes
     # once more at the end: the new version holds the whole project); the code stays index.
     assert updated.close_code == 1000, updated.of("error")
@@ -262,3 +271,13 @@ async def test_an_upstream_client_gets_a_sites_entry_page(
             "pricing.html": SITE["pricing.html"],
             "about.html": SITE["about.html"].replace("About</h1>", "Team</h1>"),
         }
+
+
+def _tool_result(body: dict[str, Any], call_id: str) -> dict[str, Any] | None:
+    """The newest message's tool_result block for `call_id`, if the request carries one."""
+    content = body["messages"][-1]["content"]
+    blocks = content if isinstance(content, list) else []
+    return next(
+        (b for b in blocks if b.get("type") == "tool_result" and b["tool_use_id"] == call_id),
+        None,
+    )
