@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -16,7 +15,6 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from services.agent import runstore as rs
 from services.agent.archive import snapshot
 from services.agent.domain import (
     FileState,
@@ -169,41 +167,6 @@ async def test_usage_totals_and_the_priced_flag_round_trip(backend: Backend) -> 
     assert [(v.usage, v.cost_usd, v.priced) for v in stored.variants] == [
         (usage, 0.0091, True),
         (usage, 0.0, False),
-    ]
-
-
-def test_a_store_saved_before_the_priced_flag_migrates(tmp_path: Path) -> None:
-    # A file written by the first schema: a non-zero cost was priced, a zero one unknown.
-    path = tmp_path / "runs.sqlite3"
-    with sqlite3.connect(path) as db:
-        db.execute(rs.CREATE_MIGRATIONS)
-        for statement in rs.MIGRATIONS[0]:
-            db.execute(statement)
-        db.execute(rs.RECORD_VERSION, (1, T0))
-        db.execute(
-            "INSERT INTO runs VALUES ('old', 'completed', ?, ?, ?, '', '{}', 'gone')", (T0, T0, T0)
-        )
-        for index, cost in ((0, 0.25), (1, 0.0)):
-            db.execute(
-                "INSERT INTO variants VALUES "
-                "('old', ?, 'm', 'completed', '', '', 1, 2, 3, 4, 10, ?)",
-                (index, cost),
-            )
-    db.close()
-
-    async def reopen() -> RunRecord | None:
-        store = SqliteRunStore(path)
-        await store.open()
-        try:
-            return await store.get("old")
-        finally:
-            await store.close()
-
-    run = asyncio.run(reopen())
-    assert run is not None
-    assert [(v.usage, v.cost_usd, v.priced) for v in run.variants] == [
-        (Usage(1, 2, 3, 4, 10), 0.25, True),
-        (Usage(1, 2, 3, 4, 10), 0.0, False),
     ]
 
 
