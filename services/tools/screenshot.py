@@ -328,7 +328,9 @@ class Screenshotter:
     async def _shoot(self, browser: Browser, html: str, viewport: Viewport) -> Capture:
         settings = self.settings
         async with self._rendered(browser, html, viewport) as page:
-            clip = await page_clip(page, settings.max_width_px, settings.max_height_px)
+            # A viewport wider than the limit (a screenshot tagged 1920 px) is shown whole.
+            max_width = max(settings.max_width_px, viewport.width)
+            clip = await page_clip(page, max_width, settings.max_height_px)
             png = await page.screenshot(
                 full_page=True, type="png", clip=clip, timeout=settings.capture_timeout_s * 1000
             )
