@@ -26,6 +26,9 @@ from s2c.common.v1 import common_pb2
 
 from services.gateway.preview_policy import AppendPolicy, PreviewPolicyConfig, SetCodePolicy
 
+# A site's shared stylesheets and scripts: never its entry page, even when written first.
+_SHARED_SUFFIXES = (".css", ".js")
+
 Frame = dict[str, Any]
 
 # A change due within this is due now when a timer fires. The gateway runs on uvloop,
@@ -259,7 +262,8 @@ class FrameBuilder:
 
     def _entry_write(self, index: int, path: str, out: list[Frame]) -> bool:
         """Whether a write to `path` is to the variant's entry page (the code every client
-        shows): `index.html` (or no path), else the first file the variant writes. When
+        shows): `index.html` (or no path), else the first page the variant writes (a
+        stylesheet written first is one of the others, as the agent's record has it). When
         `index.html` comes after another file took the entry's place, that file becomes
         one of the others (a `setFile` into `out`)."""
         entry = self._entry.get(index)
@@ -270,7 +274,7 @@ class FrameBuilder:
                 out.append(self._f("setFile", index, path=entry, value=earlier))
             self._entry[index] = "index.html"
             return True
-        if entry is None:
+        if entry is None and not path.lower().endswith(_SHARED_SUFFIXES):
             self._entry[index] = path
             return True
         return path == entry

@@ -130,12 +130,13 @@ def test_a_retired_record_replays_its_end() -> None:
     assert failed[-2].payload == ev.GenerationError("boom")
 
 
-def test_a_retired_site_replays_every_file_its_entry_page_last() -> None:
-    files = (FileState("index.html", "<p>home</p>"), FileState("pricing.html", "<p>p</p>"))
-    variant = VariantRecord(0, "demo", "completed", code="<p>home</p>", files=files)
+def test_a_retired_site_replays_every_file_its_entry_page_first() -> None:
+    # A site without an index.html: its entry page is the first page it wrote.
+    files = (FileState("about.html", "<p>about</p>"), FileState("faq.html", "<p>faq</p>"))
+    variant = VariantRecord(0, "demo", "completed", code="<p>about</p>", files=files)
     events = replay(RunRecord("g1", "completed", 1.0, 2.0, variants=(variant,)), 0)
     snapshots = [e.payload for e in events if isinstance(e.payload, ev.CodeSnapshot)]
     assert snapshots == [
-        ev.CodeSnapshot("pricing.html", "<p>p</p>"),
-        ev.CodeSnapshot("index.html", "<p>home</p>"),
+        ev.CodeSnapshot("about.html", "<p>about</p>"),
+        ev.CodeSnapshot("faq.html", "<p>faq</p>"),
     ]

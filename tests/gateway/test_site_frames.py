@@ -58,6 +58,14 @@ def test_a_lone_file_not_named_index_is_the_entry_page() -> None:
     assert frames[-1]["value"] == "<p>about</p>"
 
 
+def test_a_stylesheet_written_first_is_never_the_entry_page() -> None:
+    frames = run([snapshot("site.css", "p {}"), snapshot("about.html", "<p>about</p>")])
+    assert [(f["type"], f.get("path"), f["value"]) for f in frames] == [
+        ("setFile", "site.css", "p {}"),
+        ("setCode", None, "<p>about</p>"),
+    ]
+
+
 def test_index_written_after_another_page_takes_the_entry_place() -> None:
     frames = run(
         [snapshot("pricing.html", "<p>pricing</p>"), snapshot("index.html", "<p>home</p>")]
