@@ -104,12 +104,16 @@ def file_too_large(size: int, limit: int) -> ToolOutcome:
     )
 
 
-def project_too_large(path: str, content: str, ctx: ToolContext) -> ToolOutcome | None:
+def project_too_large(
+    path: str, content: str, ctx: ToolContext, current: FileState | None
+) -> ToolOutcome | None:
     """The refusal when `path` holding `content` takes the project over its limit."""
     limit = ctx.max_project_bytes
     if limit <= 0:
         return None
-    size = utf8_size(content) + sum(utf8_size(f.content) for f in ctx.files if f.path != path)
+    # A project of one file comes as `current` alone (`ctx.files` is then empty).
+    project = ctx.files or ((current,) if current is not None else ())
+    size = utf8_size(content) + sum(utf8_size(f.content) for f in project if f.path != path)
     if size <= limit:
         return None
     return failure(
@@ -154,7 +158,7 @@ async def create_file(
     size = utf8_size(content)
     if size > max_file_bytes:
         return file_too_large(size, max_file_bytes)
-    too_large = project_too_large(path, content, ctx)
+    too_large = project_too_large(path, content, ctx, file)
     if too_large is not None:
         return too_large
     return ToolOutcome(
@@ -308,7 +312,7 @@ def _edit_file(
     if size > max_file_bytes:
         # Only reachable when the file was over the limit before this call.
         return file_too_large(size, max_file_bytes)
-    too_large = project_too_large(path, working, ctx)
+    too_large = project_too_large(path, working, ctx, file)
     if too_large is not None:
         return too_large
     diff, first_changed = unified_diff(file.content, working, path)

@@ -77,6 +77,15 @@ async def test_the_project_is_held_to_its_total_size() -> None:
     assert grown.summary == {"error": "Project too large"}
 
 
+async def test_a_second_file_counts_the_first_against_the_limit() -> None:
+    # A project of one file comes without `files`: the current file is the whole project.
+    limit = ToolContext(max_project_bytes=len(INDEX.content) + 10)
+    over = await create_file({"path": "pricing.html", "content": "x" * 11}, INDEX, limit)
+    assert over.summary == {"error": "Project too large"}
+    fits = await create_file({"path": "pricing.html", "content": "x" * 10}, INDEX, limit)
+    assert fits.ok
+
+
 def test_a_preview_renders_the_page_with_its_own_stylesheet_and_script() -> None:
     script = FileState("js/app.js", "document.title = '</script>'")
     page = FileState(
