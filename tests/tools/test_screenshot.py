@@ -120,9 +120,8 @@ async def test_tagged_widths_are_captured_whole_even_past_the_width_limit(
     # The screenshots were taken 1920 and 390 px wide: the captures are too, though
     # the page-size limit is 1280 px.
     tool = screenshot_preview_handler(shooter)
-    outcome = await tool(
-        {}, FileState("index.html", TALL_PAGE), ToolContext(viewport_widths=(1920, 390))
-    )
+    page = FileState("index.html", "<!DOCTYPE html><body><h1>Wide</h1></body>")
+    outcome = await tool({}, page, ToolContext(viewport_widths=(1920, 390)))
     assert outcome.ok
     assert shooter.settings.max_width_px == 1280
     assert [_image(part.data or b"").width for part in outcome.media] == [1920, 390]
