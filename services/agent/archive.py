@@ -147,8 +147,13 @@ def replay(record: RunRecord, after_sequence: int) -> list[Event]:
         (0, VariantCount(len(record.variants), tuple(v.model for v in record.variants)))
     ]
     for variant in record.variants:
+        # The entry page first, so a client that takes the first page written as the entry
+        # (one without an index.html) takes the right one; then the project's other files.
+        entry = variant.files[0].path if variant.files else ""
         if variant.code:
-            payloads.append((variant.index, CodeSnapshot("", variant.code)))
+            payloads.append((variant.index, CodeSnapshot(entry, variant.code)))
+        for file in variant.files[1:]:
+            payloads.append((variant.index, CodeSnapshot(file.path, file.content)))
         if variant.status == "completed":
             usage = Usage(variant.usage, variant.cost_usd, variant.priced)
             payloads.append((variant.index, VariantComplete(usage)))

@@ -18,6 +18,7 @@ from services.agent.domain import (
     GenerationRequest,
     GenerationType,
     HistoryMessage,
+    ImageMeta,
     InputMode,
     Prompt,
     Stack,
@@ -165,9 +166,14 @@ def request_from_proto(
             prompt.full_text if prompt.full_text.strip() else "",
             tuple(prompt.images),
             tuple(prompt.videos),
+            tuple(
+                ImageMeta(m.viewport_width if m.HasField("viewport_width") else None, m.page)
+                for m in prompt.image_meta
+            ),
         ),
         history=tuple(history),
         file_state=file_state,
+        files=tuple(FileState(f.path, f.content) for f in request.files),
         option_codes=tuple(request.option_codes),
         asset_extraction_enabled=(
             request.asset_extraction_enabled
@@ -221,8 +227,10 @@ def event_to_proto(event: ev.Event, out: pb.GenerationEvent | None = None) -> pb
         out.variant_index = event.variant_index
     # Most frequent first: a match tries its cases in order.
     match event.payload:
-        case ev.CodeDelta(offset, text):
+        case ev.CodeDelta(offset, text, path):
             out.code_delta.offset, out.code_delta.text = offset, text
+            if path:
+                out.code_delta.path = path
         case ev.AssistantDelta(text):
             out.assistant_delta.text = text
         case ev.ThinkingDelta(text):
@@ -263,6 +271,10 @@ def _timestamp(seconds: float | None) -> timestamp_pb2.Timestamp | None:
     return stamp
 
 
+def _files_to_proto(files: tuple[FileState, ...]) -> list[common_pb2.FileState]:
+    return [common_pb2.FileState(path=f.path, content=f.content) for f in files]
+
+
 def run_to_proto(run: RunRecord) -> pb.Generation:
     record = pb.Generation(
         generation_id=run.generation_id,
@@ -284,6 +296,7 @@ def run_to_proto(run: RunRecord) -> pb.Generation:
                     pb.ToolCallRecord(id=t.id, name=t.name, ok=t.ok, duration_ms=t.duration_ms)
                     for t in variant.tool_calls
                 ],
+                files=_files_to_proto(variant.files),
             )
         )
     return record

@@ -23,8 +23,10 @@ from services.agent.demo_pages import (
     normalize_stack,
     theme_name,
 )
+from services.agent.demo_site import demo_site_script, responsive_lines
 from services.agent.demo_update import demo_edit
 from services.agent.domain import FileState, GenerationRequest
+from services.agent.pages import page_plan
 from services.agent.prompts import current_file
 from services.agent.providers.base import ExecutedTool
 from services.agent.providers.scripted import (
@@ -54,7 +56,16 @@ def demo_turns(
     if file is not None and file.content.strip():
         instruction = request.prompt.text.strip() or _last_user_text(request)
         return demo_update_script(file, instruction, variant_index, tools_offered, chunk_size)
-    return demo_script(request.prompt.text, request.stack, variant_index, tools_offered, chunk_size)
+    prompt = request.prompt
+    plan = page_plan(len(prompt.images), prompt.image_meta)
+    if plan.multi_page:
+        turns = demo_site_script(
+            prompt.text, request.stack, variant_index, tools_offered, plan, chunk_size
+        )
+        return _stop_on_failure(turns)
+    return demo_script(
+        prompt.text, request.stack, variant_index, tools_offered, chunk_size, plan.widths
+    )
 
 
 def _last_user_text(request: GenerationRequest) -> str:
@@ -125,8 +136,10 @@ def demo_script(
     variant_index: int,
     tools_offered: Collection[str],
     chunk_size: int = 48,
+    widths: Sequence[int] = (),
 ) -> TurnSource:
-    """The demo model's turns for one variant, as a `ScriptedSession` script."""
+    """The demo model's turns for one variant, as a `ScriptedSession` script; `widths`:
+    the widths its screenshots were taken at (two or more: it says it is responsive)."""
     stack = normalize_stack(stack)
     page = demo_page(prompt_text, stack, variant_index)
     title = demo_title(prompt_text)
@@ -135,6 +148,7 @@ def demo_script(
     call_id = f"demo-{variant_index}"
     wanted = f"\u201c{title}\u201d" if prompt_text.strip() else "the screenshot recreated"
     checked = "screenshot_preview" in tools_offered
+    responsive = responsive_lines(widths) if len(widths) > 1 else None
 
     turns = [
         ScriptedTurn(
@@ -142,7 +156,7 @@ def demo_script(
                 _think(
                     f"The user wants {wanted}. I'll build it as a single index.html "
                     f"with {label}: a hero, three feature cards, a call to action and a footer, "
-                    f"in a {theme} colour theme."
+                    f"in a {theme} colour theme." + (f" {responsive[0]}" if responsive else "")
                 ),
                 _say("I'll create the page now."),
                 call_tool(
@@ -158,7 +172,11 @@ def demo_script(
         turns.append(
             ScriptedTurn(
                 (
-                    _say("Let me check how it renders on desktop and mobile."),
+                    _say(
+                        responsive[1]
+                        if responsive
+                        else "Let me check how it renders on desktop and mobile."
+                    ),
                     call_tool(f"{call_id}-screenshot", "screenshot_preview", {}, chunk_size),
                 )
             )
@@ -169,7 +187,11 @@ def demo_script(
             (
                 _think(
                     (
-                        "The desktop and mobile renders look balanced. "
+                        (
+                            "The renders look balanced at every width. "
+                            if responsive
+                            else "The desktop and mobile renders look balanced. "
+                        )
                         if checked
                         else "The structure is in place. "
                     )

@@ -18,11 +18,20 @@ Stack = Literal[
 
 
 @dataclass(frozen=True, slots=True)
+class ImageMeta:
+    """What one input image shows (proto `ImageMeta`): both parts optional."""
+
+    viewport_width: int | None = None  # CSS pixels
+    page: str = ""  # file stem; empty: the entry page
+
+
+@dataclass(frozen=True, slots=True)
 class Prompt:
     text: str = ""
     full_text: str = ""  # select-and-edit instruction; empty when not used
     images: tuple[str, ...] = ()  # data URLs
     videos: tuple[str, ...] = ()  # data URLs
+    image_meta: tuple[ImageMeta, ...] = ()  # aligned with images; may be shorter
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +51,7 @@ class GenerationRequest:
     prompt: Prompt = field(default_factory=Prompt)
     history: tuple[HistoryMessage, ...] = ()
     file_state: FileState | None = None  # only when its content is not blank
+    files: tuple[FileState, ...] = ()  # an update's whole project; empty: file_state alone
     option_codes: tuple[str, ...] = ()
     asset_extraction_enabled: bool = True
     image_generation_enabled: bool = True
@@ -76,3 +86,4 @@ class VariantRecord:
     cost_usd: float = 0.0
     priced: bool = False  # whether the price table has the model (a 0 cost is unpriced)
     tool_calls: tuple[ToolCallRecord, ...] = ()
+    files: tuple[FileState, ...] = ()  # every file written, entry page first

@@ -28,6 +28,7 @@ from services.agent.events import (
     ToolStart,
     Usage,
 )
+from services.agent.pages import entry_file
 from services.agent.providers.base import (
     WHOLE_ARGUMENTS_CHARS,
     ExecutedTool,
@@ -39,6 +40,7 @@ from services.agent.providers.base import (
 from services.agent.providers.replay import replay_arguments
 from services.agent.tooling import ToolContext, ToolExecutor
 from services.common.html import extract_html_content
+from services.common.project_paths import path_problem
 from services.common.text import clean_text
 from services.common.tool_summaries import summarize_text, summarize_tool_input
 from services.common.tracing import tracer
@@ -150,6 +152,21 @@ class VariantEngine:
     tool_records: list[ToolCallRecord] = field(default_factory=list)
     # Whether a create_file's content went back to the model only as a placeholder.
     elided: bool = False
+    # The project, by path, in the order its files were first written (an update's files
+    # come first); `file` is the one the model last wrote, which a call without a path
+    # works on.
+    files: dict[str, FileState] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.file is not None and self.file.path not in self.files:
+            self.files[self.file.path] = self.file
+
+    def project(self) -> tuple[FileState, ...]:
+        """Every file, the entry page (`index.html`, else the first page) first."""
+        entry = entry_file(list(self.files.values()))
+        if entry is None:
+            return ()
+        return (entry, *(f for f in self.files.values() if f.path != entry.path))
 
     async def run(self) -> str:
         """Runs the loop to its end and returns the variant's final code."""
@@ -183,6 +200,8 @@ class VariantEngine:
         context = self.context
         if self.deadline != float("inf"):
             context = replace(context, time_left_s=max(0.0, self.deadline - started))
+        if len(self.files) > 1 or (self.file and self.file.path not in self.files):
+            context = replace(context, files=tuple(self.files.values()))
         with tracer("s2c.agent").start_as_current_span(
             f"tool {call.name}", attributes={"s2c.tool_call_id": call.id}
         ) as span:
@@ -191,9 +210,16 @@ class VariantEngine:
         self.tool_records.append(
             ToolCallRecord(call.id, call.name, outcome.ok, int((time.monotonic() - started) * 1000))
         )
+        streamed = stream.streamed_paths.get(call.id)
         if outcome.updated_file is not None:
-            self.file = outcome.updated_file
+            self.file = self.files[outcome.updated_file.path] = outcome.updated_file
             self.emit(call.id, CodeSnapshot(self.file.path, clean_text(self.file.content)))
+        written = outcome.updated_file.path if outcome.updated_file else None
+        if streamed is not None and streamed in self.files and streamed != written:
+            # The preview streamed into a file the call did not write (it failed, or its
+            # path came after its content): that file is put back as it is.
+            kept = self.files[streamed]
+            self.emit(call.id, CodeSnapshot(kept.path, clean_text(kept.content)))
         self.emit(call.id, ToolResult(call.name, outcome.summary, outcome.ok))
         result = outcome.result
         if self.elided and call.name == "edit_file" and not outcome.ok and self.file:
@@ -212,17 +238,18 @@ class VariantEngine:
         return ExecutedTool(call, False, {"error": message})
 
     def _finalize(self, assistant_text: str) -> str:
-        if self.file is not None:
-            completion = self.file.content
-            path = self.file.path
-        else:
+        """Says every file once more (the entry page last) and returns the entry page."""
+        if self.file is None:
             completion = extract_html_content(assistant_text)
-            path = DEFAULT_PATH
             if completion.strip():
-                self.file = FileState(path, completion)
-        if completion:
-            self.emit("", CodeSnapshot(path, clean_text(completion)))
-        return completion
+                self.file = self.files[DEFAULT_PATH] = FileState(DEFAULT_PATH, completion)
+        project = self.project()
+        if not project:
+            return ""
+        for file in (*project[1:], project[0]):
+            if file.content:
+                self.emit("", CodeSnapshot(file.path, clean_text(file.content)))
+        return project[0].content
 
 
 def _event_id(kind: str, index: int) -> str:
@@ -238,6 +265,8 @@ class _TurnStream:
         self._thinking_id = _event_id("thinking", engine.index)
         self._previews: dict[str, _Preview] = {}
         self.started_calls: set[str] = set()
+        # The file each create_file's preview streamed into, by call id.
+        self.streamed_paths: dict[str, str] = {}
 
     async def on_event(self, event: StreamEvent) -> None:
         emit = self._engine.emit
@@ -253,6 +282,8 @@ class _TurnStream:
                 preview = self._previews[event.call_id] = _Preview(event.call_id, self._engine)
             if await preview.feed(event):
                 self.started_calls.add(event.call_id)
+                if preview.path is not None:
+                    self.streamed_paths[event.call_id] = preview.path
 
 
 class _Preview:
@@ -265,6 +296,8 @@ class _Preview:
         self._scanner = ArgumentScanner(("path", "content"))
         self._paused_s = 0.0  # this call's replay pauses so far, bounded by total_s
         self.started = False
+        # The file the preview streams into; None: a path the tools refuse, not streamed.
+        self.path: str | None = DEFAULT_PATH
 
     async def feed(self, event: ToolCallDelta) -> bool:
         """Returns True once the tool's start has been announced."""
@@ -276,6 +309,9 @@ class _Preview:
                 self.started = True
                 file = self._engine.file
                 path = self._scanner.value("path") or (file.path if file else DEFAULT_PATH)
+                # Only a path the tools accept: any other fails the call, and its content
+                # must not show up in a client's view of the project, not even for a moment.
+                self.path = path if path_problem(path) is None else None
                 summary = {
                     "path": path,
                     "contentLength": len(fragment.text),
@@ -285,16 +321,17 @@ class _Preview:
             # The string's opening quote yields an empty fragment; as a delta at offset 0
             # it would replace the page on show (an update's) with nothing for a frame.
             # The first text, at offset 0 too, restarts the file just the same.
-            if fragment.text:
+            if fragment.text and self.path is not None:
                 await self._forward(fragment.offset, clean_text(fragment.text))
         return self.started
 
     async def _forward(self, offset: int, text: str) -> None:
         replay = self._engine.preview_replay
         pause = replay.pause_s
+        delta_path = "" if self.path in (DEFAULT_PATH, None) else self.path
         for i, piece in enumerate(replay.steps(text)):
             if i and self._paused_s + pause <= replay.total_s:
                 self._paused_s += pause
                 await replay.sleep(pause)
-            self._engine.emit(self._call_id, CodeDelta(offset, piece))
+            self._engine.emit(self._call_id, CodeDelta(offset, piece, delta_path))
             offset += len(piece)

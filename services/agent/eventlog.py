@@ -59,14 +59,14 @@ Streamed = AssistantDelta | ThinkingDelta | CodeDelta
 # shapes are known to the four functions below and nowhere else.
 Record = tuple[Any, ...]
 _KINDS: tuple[type[Streamed], ...] = (AssistantDelta, ThinkingDelta, CodeDelta)
-_STREAMED_FIELDS = 5
+_STREAMED_FIELDS = 6
 
 
 def _streamed_record(
-    variant_index: int, event_id: str, kind: type[Streamed], offset: int, text: str
+    variant_index: int, event_id: str, kind: type[Streamed], offset: int, text: str, path: str
 ) -> Record:
-    """A streamed delta's record (`offset` only counts for code)."""
-    return (variant_index, event_id, _KINDS.index(kind), offset, text)
+    """A streamed delta's record (`offset` and `path` only count for code)."""
+    return (variant_index, event_id, _KINDS.index(kind), offset, text, path)
 
 
 def _record(variant_index: int, event_id: str, payload: Payload) -> Record:
@@ -79,12 +79,12 @@ def _decoded(record: Record) -> tuple[int, str, Payload]:
     if len(record) != _STREAMED_FIELDS:
         variant_index, event_id, payload = record
         return variant_index, event_id, payload
-    variant_index, event_id, kind, offset, text = record
+    variant_index, event_id, kind, offset, text, path = record
     cls = _KINDS[kind]
     return (
         variant_index,
         event_id,
-        CodeDelta(offset, text) if issubclass(cls, CodeDelta) else cls(text),
+        CodeDelta(offset, text, path) if issubclass(cls, CodeDelta) else cls(text),
     )
 
 
@@ -143,6 +143,7 @@ class _Stream:
     event_id: str
     end: int  # CodeDelta: where the code ends now; text: unused
     start: int = 0  # CodeDelta: offset of the pending text
+    path: str = ""  # CodeDelta: the file (one per create_file call, so per event id)
     parts: list[str] = field(default_factory=list)  # pending, not yet committed
 
 
@@ -193,7 +194,10 @@ class EventLog:
                 and stream.event_id == event_id
                 # Code merges while it grows contiguously, once some of it is out (an
                 # empty first delta must not hold back the first visible text).
-                and (not isinstance(payload, CodeDelta) or payload.offset == stream.end > 0)
+                and (
+                    not isinstance(payload, CodeDelta)
+                    or (payload.offset == stream.end > 0 and payload.path == stream.path)
+                )
             ):
                 first_part = not stream.parts
                 if first_part:
@@ -215,17 +219,22 @@ class EventLog:
             # A new stream: its first delta goes out at once.
             self._commit_variant(variant_index)
             end = payload.offset + len(payload.text) if isinstance(payload, CodeDelta) else 0
+            path = payload.path if isinstance(payload, CodeDelta) else ""
             if code:
                 self._running_loop()  # so the tick below records when code was committed
-            self._open[variant_index] = _Stream(type(payload), event_id, end)
+            self._open[variant_index] = _Stream(type(payload), event_id, end, path=path)
         else:
             self._commit_all()
             self._open.pop(variant_index, None)
-        if isinstance(payload, Streamed):
-            offset = payload.offset if isinstance(payload, CodeDelta) else 0
+        if isinstance(payload, CodeDelta):
             self._append(
-                _streamed_record(variant_index, event_id, type(payload), offset, payload.text)
+                _streamed_record(
+                    variant_index, event_id, CodeDelta, payload.offset, payload.text, payload.path
+                )
             )
+        elif isinstance(payload, Streamed):
+            record = _streamed_record(variant_index, event_id, type(payload), 0, payload.text, "")
+            self._append(record)
         else:
             self._append(_record(variant_index, event_id, payload))
         if isinstance(payload, GenerationComplete):
@@ -274,7 +283,9 @@ class EventLog:
         stream.parts = []
         self._pending -= 1
         self._append(
-            _streamed_record(variant_index, stream.event_id, stream.kind, stream.start, text)
+            _streamed_record(
+                variant_index, stream.event_id, stream.kind, stream.start, text, stream.path
+            )
         )
 
     def _append(self, record: Record) -> None:

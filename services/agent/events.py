@@ -58,10 +58,12 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True)
 class CodeDelta:
-    """The variant's code becomes `code[:offset] + text`."""
+    """The file `path` (empty: the entry page, `index.html`) becomes
+    `code[:offset] + text`."""
 
     offset: int
     text: str
+    path: str = ""
 
 
 class CodeSnapshot(FileState):

@@ -31,6 +31,7 @@ from services.agent.models import (
     takes_video,
     variant_count,
 )
+from services.agent.pages import meta_violations, page_plan, project_violations
 from services.agent.providers import registry
 from services.agent.settings import AgentSettings
 from services.agent.tooling import ToolContext
@@ -92,6 +93,10 @@ class Planner:
                 violations.append(FieldViolation(f"models[{i}]", str(exc)))
         violations += self._policy.violations(request.credentials, prefix="credentials.")
         violations += self._video_violations(request, asked)
+        violations += meta_violations(
+            len(request.prompt.images), request.prompt.image_meta, self._settings.max_pages
+        )
+        violations += project_violations(request.files, self._settings.max_project_bytes)
         if violations:
             raise InvalidRequest(violations)
 
@@ -126,7 +131,7 @@ class Planner:
             credentials=credentials,
             models=tuple(models),
             variant_count=count,
-            tools=tool_context(request),
+            tools=tool_context(request, settings.max_project_bytes),
             refusal=refusal,
         )
 
@@ -151,7 +156,7 @@ class Planner:
         ]
 
 
-def tool_context(request: GenerationRequest) -> ToolContext:
+def tool_context(request: GenerationRequest, max_project_bytes: int = 0) -> ToolContext:
     return ToolContext(
         input_images=input_images(request),
         option_codes=request.option_codes,
@@ -159,6 +164,8 @@ def tool_context(request: GenerationRequest) -> ToolContext:
         asset_extraction_enabled=request.asset_extraction_enabled,
         credentials=request.credentials,
         asset_base_url=request.asset_base_url,
+        viewport_widths=page_plan(len(request.prompt.images), request.prompt.image_meta).widths,
+        max_project_bytes=max_project_bytes,
     )
 
 

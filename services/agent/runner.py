@@ -143,6 +143,7 @@ class Runner:
                 budget=budget,
                 # Without file_state, an update's file is recovered from its history.
                 file=current_file(plan.request),
+                files={f.path: f for f in plan.request.files},
                 max_turns=settings.max_turns,
                 max_tool_calls_per_turn=settings.max_tool_calls_per_turn,
                 deadline=generation.deadline,
@@ -168,6 +169,9 @@ class Runner:
         finally:
             if engine is not None:
                 state.tool_calls = tuple(engine.tool_records)
+                # Like `code`, a project is kept only when the variant completed: the
+                # entry page of the record is its code.
+                state.files = engine.project() if state.status == "completed" else ()
                 state.usage = engine.usage
                 state.cost_usd = engine.session.total_cost_usd()
             self._observe(generation.id, spec, state)

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from services.agent.domain import GenerationRequest, ToolCallRecord, VariantRecord
+from services.agent.domain import FileState, GenerationRequest, ToolCallRecord, VariantRecord
 from services.agent.events import RunStatus
 from services.agent.pricing import Usage
 
@@ -107,7 +107,10 @@ def redacted(variant: VariantRecord, secrets: tuple[str, ...]) -> VariantRecord:
     """A copy of `variant` (the live record keeps changing while the copy is saved) with
     `secrets` out of its free text."""
     return replace(
-        variant, error=redact(variant.error, secrets), code=redact(variant.code, secrets)
+        variant,
+        error=redact(variant.error, secrets),
+        code=redact(variant.code, secrets),
+        files=tuple(FileState(f.path, redact(f.content, secrets)) for f in variant.files),
     )
 
 
@@ -188,6 +191,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE variants ADD COLUMN priced BOOLEAN NOT NULL DEFAULT FALSE",
         "UPDATE variants SET priced = (cost_usd > 0)",
     ),
+    (
+        # Every file of the variant as JSON `[[path, content], ...]`, entry page first with
+        # a null content when it is `code`; empty for runs saved before projects had files.
+        "ALTER TABLE variants ADD COLUMN files TEXT NOT NULL DEFAULT ''",
+    ),
 )
 APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
 RECORD_VERSION = "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)"
@@ -206,8 +214,8 @@ DELETE_TOOL_CALLS = "DELETE FROM tool_calls WHERE generation_id = ?"
 DELETE_VARIANTS = "DELETE FROM variants WHERE generation_id = ?"
 INSERT_VARIANT = """
 INSERT INTO variants (generation_id, variant_index, model, status, error, code, input_tokens,
-    output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 INSERT_TOOL_CALL = """
 INSERT INTO tool_calls (generation_id, variant_index, position, call_id, name, ok, duration_ms)
 VALUES (?, ?, ?, ?, ?, ?, ?)"""
@@ -225,7 +233,7 @@ WHERE status = 'running' AND owner = ?"""
 _RUN_COLUMNS = "generation_id, status, started_at, finished_at, error, request"
 _VARIANT_COLUMNS = (
     "generation_id, variant_index, model, status, error, code, input_tokens, output_tokens, "
-    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced"
+    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files"
 )
 _TOOL_COLUMNS = "generation_id, variant_index, call_id, name, ok, duration_ms"
 
@@ -268,9 +276,26 @@ def variant_params(run: RunRecord) -> list[tuple[Any, ...]]:
             v.usage.total_tokens,
             v.cost_usd,
             v.priced,
+            _files_column(v.files, v.code),
         )
         for v in run.variants
     ]
+
+
+def _files_column(files: tuple[FileState, ...], code: str) -> str:
+    if not files:
+        return ""
+    # The entry page is nearly always `code`, stored once (null here).
+    entry = None if files[0].content == code else files[0].content
+    rows = [[files[0].path, entry], *([f.path, f.content] for f in files[1:])]
+    return json.dumps(rows, ensure_ascii=False)
+
+
+def _files_from_column(column: str, code: str) -> tuple[FileState, ...]:
+    if not column:
+        return ()
+    rows = json.loads(column)
+    return tuple(FileState(path, code if content is None else content) for path, content in rows)
 
 
 def tool_call_params(run: RunRecord) -> list[tuple[Any, ...]]:
@@ -289,7 +314,7 @@ def assemble(
     for gid, index, call_id, name, ok, duration_ms in tool_calls:
         calls[(gid, index)].append(ToolCallRecord(call_id, name, bool(ok), int(duration_ms)))
     by_run: defaultdict[str, list[VariantRecord]] = defaultdict(list)
-    for gid, index, model, status, error, code, *tokens, cost, priced in variants:
+    for gid, index, model, status, error, code, *tokens, cost, priced, files in variants:
         by_run[gid].append(
             VariantRecord(
                 index=index,
@@ -301,6 +326,7 @@ def assemble(
                 cost_usd=float(cost),
                 priced=bool(priced),
                 tool_calls=tuple(calls[(gid, index)]),
+                files=_files_from_column(files, code),
             )
         )
     return [

@@ -134,6 +134,10 @@ class AgentSettings:
     # The pixels one image may decode to (S2C_IMAGE_MAX_PIXELS): requests carrying a
     # larger one are refused, tool images past it are left out (common/images.py).
     images: ImageLimits = field(default_factory=ImageLimits)
+    # The most pages a create's tagged images may name (S2C_MAX_PAGES), and the most UTF-8
+    # bytes all files of one variant may hold together (S2C_MAX_PROJECT_BYTES).
+    max_pages: int = 12
+    max_project_bytes: int = 8 << 20
 
     def endpoint(self, name: str) -> ModelEndpoint | None:
         return next((e for e in self.endpoints if e.name == name), None)
@@ -176,4 +180,6 @@ class AgentSettings:
             retained_seconds=settings_env.bound(env, "S2C_RETAIN_SECONDS", "300", float),
             max_running_variants=settings_env.bound(env, "S2C_MAX_RUNNING_VARIANTS", "120", int),
             images=ImageLimits.from_env(env),
+            max_pages=settings_env.bound(env, "S2C_MAX_PAGES", "12", int),
+            max_project_bytes=settings_env.bound(env, "S2C_MAX_PROJECT_BYTES", str(8 << 20), int),
         )

@@ -144,6 +144,14 @@ class GrpcToolExecutor:
                 flags=_flags(context),
                 credentials=_tool_credentials(context.credentials),
                 asset_base_url=context.asset_base_url,
+                viewport_widths=context.viewport_widths,
+                max_project_bytes=context.max_project_bytes,
+            ),
+            # One file is the project: `file` says it all (and old workers read only that).
+            files=(
+                [common_pb2.FileState(path=f.path, content=f.content) for f in context.files]
+                if len(context.files) > 1
+                else []
             ),
         )
         if file is not None:

@@ -25,6 +25,11 @@ class ToolContext:
     time_left_s: float | None = None
     # Ask about image tools as if the request had input images (capability queries).
     assume_input_images: bool = False
+    # Widths the input screenshots were taken at: screenshot_preview captures each.
+    viewport_widths: tuple[int, ...] = ()
+    max_project_bytes: int = 0  # all of a variant's files together; 0: the worker's limit
+    # Every file of the variant's project before the call (set by the engine per call).
+    files: tuple[FileState, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,6 @@
-"""Export: the page as a zip of `index.html` and the images it uses, `assets/image-N.ext`.
+"""Export: the page as a zip of `index.html` and the images it uses, `assets/image-N.ext`;
+a project of several files (a site of several pages) as each file under its own path at
+the zip's root, sharing one `assets/` folder.
 
 Bundled references are rewritten to their copies, so the page works offline and outlives
 short-lived URLs (Replicate outputs expire). References are found by a linear scan of the
@@ -36,7 +38,7 @@ from services.common.babel_cdn import normalize_babel_cdn
 from services.common.vendor import VendorCatalog
 from services.gateway.bodies import read_capped
 from services.gateway.export_markup import IMAGE_EXTS, CpuBudget, path_ext, rewrite_references
-from services.gateway.export_vendor import VendorBundle, bundle_runtimes
+from services.gateway.export_vendor import bundle_runtimes
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ _T = TypeVar("_T")
 HostVetter = Callable[[str, int], Awaitable[Sequence[str]]]
 
 LOCAL_ASSETS_PREFIX = "/local-assets/"
+_STYLE_OPEN, _STYLE_CLOSE = "<style>", "</style>"
 
 _CONTENT_TYPE_EXT = {
     "image/png": "png",
@@ -315,7 +318,7 @@ async def _load_all(
 
 
 async def build_export(
-    code: str,
+    code: str | Mapping[str, str],
     base_url: str | None = None,
     *,
     assets_dir: Path | None = None,
@@ -324,7 +327,9 @@ async def build_export(
     cpu_slots: asyncio.Semaphore | None = None,
     runtimes: VendorCatalog | None = None,
 ) -> bytes:
-    """The zip for `code`. References that cannot be bundled are left as they are.
+    """The zip for `code`: one page (`index.html`), or files by relative path (checked by
+    the caller). References that cannot be bundled are left as they are; a script's are
+    never looked for.
 
     With `runtimes`, the page's CDN runtimes are bundled too (`export_vendor`): the zip is
     self-contained.
@@ -350,7 +355,20 @@ async def build_export(
         elif source is not None:
             sources[reference] = None  # over the asset limit: stays as it is
 
-    await _off_loop(lambda: rewrite_references(code, collect, budget=budget), deadline, cpu_slots)
+    project = {"index.html": code} if isinstance(code, str) else dict(code)
+    # A stylesheet is read as the body of a <style> element, where the scanner finds its
+    # url()s; the wrapper comes off again after the rewrite (`_unwrapped`).
+    scanned = {
+        path: f"{_STYLE_OPEN}{text}{_STYLE_CLOSE}" if path.endswith(".css") else text
+        for path, text in project.items()
+        if not path.endswith(".js")
+    }
+
+    def scan() -> None:
+        for text in scanned.values():
+            rewrite_references(text, collect, budget=budget)
+
+    await _off_loop(scan, deadline, cpu_slots)
     loaded = await _load_all(list(unique), assets_dir, policy)
 
     names: dict[Source, str] = {}
@@ -367,16 +385,31 @@ async def build_export(
         names[source] = f"assets/image-{len(names) + 1}.{asset.ext}"
         files.append((names[source], asset))
 
-    def replace(reference: str) -> str | None:
-        source = sources.get(reference)
-        return None if source is None else names.get(source)
-
     def finish() -> bytes:
-        page = normalize_babel_cdn(rewrite_references(code, replace, budget=budget))
-        bundle = VendorBundle()
-        if runtimes is not None:
-            page, bundle = bundle_runtimes(page, runtimes)
-        return _zip(page, files, bundle.files)
+        out: dict[str, str] = {}
+        bundled: dict[str, bytes] = {}
+        for path, text in project.items():
+            if path not in scanned:
+                out[path] = text
+                continue
+            # The assets folder is at the zip's root, so a file in a folder climbs to it.
+            up = "../" * path.count("/")
+
+            def replace(reference: str, up: str = up) -> str | None:
+                source = sources.get(reference)
+                name = None if source is None else names.get(source)
+                return None if name is None else up + name
+
+            page = rewrite_references(scanned[path], replace, budget=budget)
+            if path.endswith(".css"):
+                out[path] = page[len(_STYLE_OPEN) : -len(_STYLE_CLOSE)]
+                continue
+            page = normalize_babel_cdn(page)
+            if runtimes is not None:
+                page, bundle = bundle_runtimes(page, runtimes)
+                bundled.update(bundle.files)
+            out[path] = page
+        return _zip(out, files, bundled)
 
     return await _off_loop(finish, deadline, cpu_slots)
 
@@ -403,10 +436,13 @@ def _loop_time(deadline: float) -> float:
     return loop.time() + (deadline - time.monotonic())
 
 
-def _zip(page: str, files: Sequence[tuple[str, Asset]], extra: Mapping[str, bytes]) -> bytes:
+def _zip(
+    pages: Mapping[str, str], files: Sequence[tuple[str, Asset]], extra: Mapping[str, bytes]
+) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("index.html", page)
+        for path, page in pages.items():
+            archive.writestr(path, page)
         for name, asset in files:
             archive.writestr(name, asset.data)
         for name, data in sorted(extra.items()):

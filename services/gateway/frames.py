@@ -5,9 +5,12 @@ Per variant it keeps the current code, applies `code_delta`s, and sends whole
 allows; the latest state is always flushed before tool frames, completion and
 close. A client that asked for append-only code (`codeStream: "append"`, our UI) gets
 `appendCode` frames with only the text it has not seen, and a whole `setCode` only when
-the file it holds is replaced. The thinking/assistant deltas of one message in one
-batch go out as one frame: the agent's event-log tick already paces them, so no window
-of our own is added.
+the file it holds is replaced. A project of several files (a site of several pages) is
+its entry page as that code (`index.html`, else the first file written: all the upstream
+UI knows) plus our own `setFile` frames, each the whole content of one other file by
+path, sent as that file is written (not streamed). The thinking/assistant deltas of one
+message in one batch go out as one frame: the agent's event-log tick already paces them,
+so no window of our own is added.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
 from services.gateway.preview_policy import AppendPolicy, PreviewPolicyConfig, SetCodePolicy
+
+# A site's shared stylesheets and scripts: never its entry page, even when written first.
+_SHARED_SUFFIXES = (".css", ".js")
 
 Frame = dict[str, Any]
 
@@ -144,6 +150,9 @@ class FrameBuilder:
         # flush on every switch. Resumable clients get one shared buffer, so frames leave
         # in sequence order and `seq` stays a safe resume point.
         self._pending: dict[int, _PendingDelta] = {}
+        # A project's files besides the entry page, per variant: path → content.
+        self._files: dict[int, dict[str, str]] = {}
+        self._entry: dict[int, str] = {}  # each variant's entry page, once known
         # Upstream sends variantModels after the status frames; hold it until then.
         self._models: Frame | None = None
         self.error: str | None = None
@@ -189,7 +198,15 @@ class FrameBuilder:
         if self._models is not None and kind not in ("status", "variant_count"):
             out.append(self._models)
             self._models = None
-        if kind == "code_delta" and self._append:
+        if kind == "code_delta" and not self._entry_write(v, event.code_delta.path, out):
+            files = self._files.setdefault(v, {})
+            old = files.get(event.code_delta.path, "")
+            files[event.code_delta.path] = old[: event.code_delta.offset] + event.code_delta.text
+        elif kind == "code_snapshot" and not self._entry_write(v, event.code_snapshot.path, out):
+            path, content = event.code_snapshot.path, event.code_snapshot.content
+            self._files.setdefault(v, {})[path] = content
+            out.append(self._f("setFile", v, path=path, value=content))
+        elif kind == "code_delta" and self._append:
             out.extend(self._append_delta(v, event.sequence, event.code_delta))
         elif kind == "code_snapshot" and self._append:
             out.extend(self._append_snapshot(v, event.sequence, event.code_snapshot.content))
@@ -243,6 +260,25 @@ class FrameBuilder:
             out.append(self._f("usage", v, data=_usage(event.usage)))
         return out
 
+    def _entry_write(self, index: int, path: str, out: list[Frame]) -> bool:
+        """Whether a write to `path` is to the variant's entry page (the code every client
+        shows): `index.html` (or no path), else the first page the variant writes (a
+        stylesheet written first is one of the others, as the agent's record has it). When
+        `index.html` comes after another file took the entry's place, that file becomes
+        one of the others (a `setFile` into `out`)."""
+        entry = self._entry.get(index)
+        if path in ("", "index.html"):
+            if entry not in (None, "index.html") and index in self._code:
+                earlier = self._code[index].text()
+                self._files.setdefault(index, {})[entry] = earlier
+                out.append(self._f("setFile", index, path=entry, value=earlier))
+            self._entry[index] = "index.html"
+            return True
+        if entry is None and not path.lower().endswith(_SHARED_SUFFIXES):
+            self._entry[index] = path
+            return True
+        return path == entry
+
     def _f(self, kind: str, variant_index: int | None, **fields: Any) -> Frame:
         if self._resumable:
             fields["seq"] = self._seq
@@ -255,7 +291,12 @@ class FrameBuilder:
         for code in self._code.values():
             code.dirty = code.length > 0
             code.known = False  # append mode: what the client holds is unknown
-        return self.flush_all()
+        files = [
+            self._f("setFile", index, path=path, value=content)
+            for index, project in self._files.items()
+            for path, content in project.items()
+        ]
+        return files + self.flush_all()
 
     def _delta(self, kind: str, event: pb.GenerationEvent) -> list[Frame]:
         text = event.assistant_delta.text if kind == "assistant" else event.thinking_delta.text

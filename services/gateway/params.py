@@ -8,6 +8,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
 from services.common.credentials import CREDENTIALS, key_problem
+from services.common.page_tags import page_problem, too_many_tags, width_problem
 from services.common.proto_enums import enum_values
 
 STACKS = enum_values(pb.Stack)
@@ -127,6 +128,7 @@ def _read_prompt(params: dict[str, Any], request: pb.GenerateCodeRequest) -> Non
     # Upstream drops the non-string items of these lists.
     request.prompt.images.extend(_strings(_optional(prompt, "images", list, "prompt.")))
     request.prompt.videos.extend(_strings(_optional(prompt, "videos", list, "prompt.")))
+    _read_image_meta(prompt, request)
     if request.generation_type != pb.GENERATION_TYPE_CREATE:
         return
     mode = next(m for m, v in INPUT_MODES.items() if v == request.input_mode)
@@ -134,6 +136,48 @@ def _read_prompt(params: dict[str, Any], request: pb.GenerateCodeRequest) -> Non
     given = request.prompt.text.strip() if field == "text" else getattr(request.prompt, field)
     if not given:
         raise ParamsError(f"Invalid params: prompt.{field} is empty: {why}")
+
+
+def _read_image_meta(prompt: dict[str, Any], request: pb.GenerateCodeRequest) -> None:
+    """`prompt.imageMeta`: what each image shows, aligned with `prompt.images`."""
+    metas = _optional(prompt, "imageMeta", list, "prompt.")
+    if metas is None:
+        return
+    problem = too_many_tags(len(metas), len(request.prompt.images))
+    if problem is not None:
+        raise ParamsError(f"Invalid params: prompt.imageMeta: {problem}")
+    for i, meta in enumerate(metas):
+        name = f"prompt.imageMeta[{i}]"
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise ParamsError(f"Invalid params: {name} must be an object, got {kind_of(meta)}")
+        tag = request.prompt.image_meta.add()
+        width = meta.get("viewportWidth")
+        if width is not None:
+            if isinstance(width, bool) or not isinstance(width, int):
+                raise ParamsError(
+                    f"Invalid params: {name}.viewportWidth must be an integer, got {kind_of(width)}"
+                )
+            if (problem := width_problem(width)) is not None:
+                raise ParamsError(f"Invalid params: {name}.viewportWidth {problem}")
+            tag.viewport_width = width
+        page = _optional(meta, "page", str, f"{name}.")
+        if page:
+            if (problem := page_problem(page)) is not None:
+                raise ParamsError(f"Invalid params: {name}.page {problem}")
+            tag.page = page
+
+
+def _read_files(params: dict[str, Any], request: pb.GenerateCodeRequest) -> None:
+    """`files`: an update's whole project, `{path: content}` (the agent checks paths)."""
+    files = _optional(params, "files", dict)
+    for path, content in (files or {}).items():
+        if not isinstance(content, str):
+            raise ParamsError(
+                f"Invalid params: files[{_show(path)}] must be a string, got {kind_of(content)}"
+            )
+        request.files.append(common_pb2.FileState(path=path, content=content))
 
 
 def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
@@ -179,6 +223,7 @@ def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
             request.file_state.CopyFrom(
                 common_pb2.FileState(path=path or "index.html", content=content)
             )
+    _read_files(params, request)
     codes = _optional(params, "optionCodes", list)
     # Upstream: null becomes "" and anything else goes through str().
     request.option_codes.extend("" if c is None else str(c) for c in codes or [])

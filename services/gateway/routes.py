@@ -23,6 +23,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.errors import bad_request_violations
+from services.common.project_paths import path_problem
 from services.common.storage import StorageHealth
 from services.common.tracing import outgoing_metadata
 from services.gateway.bodies import read_capped
@@ -229,11 +230,7 @@ class _Routes:
 
     async def export(self, request: web.Request) -> web.StreamResponse:
         fields = _json_object(await _json_body(request, self._policy.max_body_bytes))
-        code = fields.get("code")
-        if not isinstance(code, str):
-            raise ApiError(400, "code must be a string holding the page's HTML")
-        if not code.strip():
-            raise ApiError(400, "There is no code to export")
+        code = _export_code(fields)
         offline = fields.get("offline", False)
         if not isinstance(offline, bool):
             raise ApiError(400, "offline must be true or false")
@@ -358,3 +355,29 @@ def add_routes(
     )
     for method, path, handler in table:
         app.router.add_route(method, path, _api(handler))
+
+
+def _export_code(fields: Mapping[str, Any]) -> str | dict[str, str]:
+    """What to export: `code` (one page) or `files` (a project, by relative path)."""
+    code, files = fields.get("code"), fields.get("files")
+    if code is not None and files is not None:
+        raise ApiError(400, "Give either code (one page) or files (a project), not both")
+    if files is not None:
+        if not isinstance(files, dict) or not files:
+            raise ApiError(400, "files must be a non-empty object of path to content")
+        for path, content in files.items():
+            problem = path_problem(path)
+            if problem is not None:
+                raise ApiError(
+                    400, f"files: {json.dumps(path)[:80]} is not a project path: {problem}"
+                )
+            if not isinstance(content, str):
+                raise ApiError(400, f"files[{json.dumps(path)[:80]}] must be a string")
+        if not any(content.strip() for content in files.values()):
+            raise ApiError(400, "There is no code to export")
+        return files
+    if not isinstance(code, str):
+        raise ApiError(400, "code must be a string holding the page's HTML")
+    if not code.strip():
+        raise ApiError(400, "There is no code to export")
+    return code

@@ -68,7 +68,10 @@ _CREATE_FILE = ToolDefinition.of(
         {
             "path": {
                 "type": "string",
-                "description": "Path of the file. Use index.html if unsure.",
+                "description": (
+                    "Path of the file. Use index.html if unsure; a site of several pages "
+                    "has one .html file per page and may share .css and .js files."
+                ),
             },
             "content": {"type": "string", "description": "The full HTML document."},
         },
@@ -103,7 +106,10 @@ _EDIT_FILE = ToolDefinition.of(
     "message with a unified diff and first changed line of the edited file.",
     _object(
         {
-            "path": {"type": "string", "description": "Path of the file (the current file)."},
+            "path": {
+                "type": "string",
+                "description": "Path of the file to change; omit it for the current file.",
+            },
             "old_text": _edit_item()["properties"]["old_text"],
             "new_text": _edit_item()["properties"]["new_text"],
             "count": {
@@ -196,9 +202,10 @@ _EXTRACT_ASSETS = ToolDefinition.of(
 
 _SCREENSHOT_PREVIEW = ToolDefinition.of(
     "screenshot_preview",
-    "Render the current file and return full-page desktop and mobile screenshots as attached "
-    "images. Use it after creating the file or after substantial edits to check the layout "
-    "and visual fidelity, then fix whatever looks wrong.",
+    "Render the current page and return full-page screenshots as attached images (desktop "
+    "and mobile, or the widths the input screenshots were taken at). Use it after creating "
+    "the file or after substantial edits to check the layout and visual fidelity, then fix "
+    "whatever looks wrong.",
     _object({}),
 )
 

@@ -4,14 +4,15 @@ Arguments come from a protobuf Struct, so every number is a float (2.0) and Open
 strict schemas send null for each optional field it leaves out: null always means
 "absent" here, and numbers are coerced to ints before they reach a result.
 
-The app is one HTML document, so a `path` given to create_file must name one: a relative
-name ending in .html or .htm (`path_problem`). Upstream only ever uses index.html, but a
-model asked for "about.html" has a reason to, and any such name is harmless: `/`-separated
-segments with no `..`, `.` or empty segment, no absolute or drive form, no backslash,
-colon, Windows-reserved character or invisible character. Only the model's argument is
-judged; the current file's path is the agent's own. The file's UTF-8 size is capped
-(`max_file_bytes`) for create_file and, at every step, for edit_file: a replace-all can
-multiply a file's size, so the size is checked before the replacement is built.
+The app is a project of files, usually one HTML document: a `path` given to create_file or
+edit_file must be a relative name ending in .html, .htm, .css or .js
+(`project_paths.path_problem`); a path outside the project is a tool error for the model.
+create_file writes the file it names (the current one without a path); edit_file changes
+the file it names among the project's (`ToolContext.files`), else the current one. Only
+the model's argument is judged; the current file's path is the agent's own. A file's UTF-8
+size is capped (`max_file_bytes`) for create_file and, at every step, for edit_file: a
+replace-all can multiply a file's size, so the size is checked before the replacement is
+built. All files together are capped too (`ToolContext.max_project_bytes`), after the call.
 """
 
 from __future__ import annotations
@@ -22,21 +23,19 @@ import functools
 import json
 import math
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
 from services.common.html import extract_html_content
+from services.common.project_paths import is_html
+from services.common.project_paths import path_problem as path_problem
 from services.common.tool_summaries import summarize_text
 from services.common.tool_types import FileState
 from services.tools.settings import DEFAULT_MAX_FILE_BYTES
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
 DEFAULT_PATH = "index.html"
-MAX_PATH_CHARS = 255
 PATH_RULE = "create_file path must be a relative file name like index.html"
-_HTML_SUFFIXES = (".html", ".htm")
-_WINDOWS_RESERVED = frozenset('<>:"|?*')
 _SHOWN_PATH_CHARS = 80
 CREATE_PREVIEW_CHARS = 320
 EDIT_SUMMARY_CHARS = 140
@@ -85,41 +84,6 @@ def _nonempty_str(value: Any) -> str | None:
 # -- limits --------------------------------------------------------------------------------
 
 
-def path_problem(path: str) -> str | None:
-    """Why `path` cannot name the app's file, or None when it can."""
-    if not path:
-        return "it is empty"
-    if len(path) > MAX_PATH_CHARS:
-        return f"it is longer than {MAX_PATH_CHARS} characters"
-    if any(_invisible(char) for char in path):
-        return "it contains control or invisible characters"
-    if "\\" in path:
-        return "backslashes are not allowed; separate folders with /"
-    if path.startswith("/"):
-        return "absolute paths are not allowed"
-    if ":" in path:
-        return "drive letters, URLs and colons are not allowed"
-    if any(char in _WINDOWS_RESERVED for char in path):
-        return 'the characters < > " | ? * are not allowed'
-    segments = path.split("/")
-    if ".." in segments:
-        return ".. segments are not allowed"
-    if any(segment in ("", ".") for segment in segments):
-        return "empty or . segments are not allowed"
-    name = segments[-1]
-    if not any(name.lower().endswith(s) and len(name) > len(s) for s in _HTML_SUFFIXES):
-        return "it must end in .html or .htm"
-    return None
-
-
-def _invisible(char: str) -> bool:
-    # C* covers control, format (bidi overrides, zero-width), surrogate, private and
-    # unassigned code points; Z* other than the plain space are line breaks or blanks that
-    # look like a space but name a different file.
-    category = unicodedata.category(char)
-    return category[0] == "C" or (category[0] == "Z" and char != " ")
-
-
 def _bad_path(value: Any, problem: str) -> ToolOutcome:
     shown = json.dumps(value, ensure_ascii=True)
     if len(shown) > _SHOWN_PATH_CHARS:
@@ -135,6 +99,27 @@ def file_too_large(size: int, limit: int) -> ToolOutcome:
     return failure(
         f"File too large: {size} bytes; the limit is {_human_bytes(limit)}.",
         "File too large",
+        size_bytes=size,
+        limit_bytes=limit,
+    )
+
+
+def project_too_large(
+    path: str, content: str, ctx: ToolContext, current: FileState | None
+) -> ToolOutcome | None:
+    """The refusal when `path` holding `content` takes the project over its limit."""
+    limit = ctx.max_project_bytes
+    if limit <= 0:
+        return None
+    # A project of one file comes as `current` alone (`ctx.files` is then empty).
+    project = ctx.files or ((current,) if current is not None else ())
+    size = utf8_size(content) + sum(utf8_size(f.content) for f in project if f.path != path)
+    if size <= limit:
+        return None
+    return failure(
+        f"Project too large: its files would hold {size} bytes together; the limit is "
+        f"{_human_bytes(limit)}.",
+        "Project too large",
         size_bytes=size,
         limit_bytes=limit,
     )
@@ -168,10 +153,14 @@ async def create_file(
         if problem is not None:
             return _bad_path(asked, problem)
     path = asked or (file.path if file else "") or DEFAULT_PATH
-    content = extract_html_content(raw) or raw
+    # Only a page is unwrapped from a fenced or chatty reply: a stylesheet is taken as is.
+    content = (extract_html_content(raw) or raw) if is_html(path) else raw
     size = utf8_size(content)
     if size > max_file_bytes:
         return file_too_large(size, max_file_bytes)
+    too_large = project_too_large(path, content, ctx, file)
+    if too_large is not None:
+        return too_large
     return ToolOutcome(
         ok=True,
         result={
@@ -264,9 +253,37 @@ def unified_diff(old: str, new: str, path: str) -> tuple[str, int | None]:
     return diff, first_changed
 
 
-def _edit_file(args: dict[str, Any], file: FileState | None, max_file_bytes: int) -> ToolOutcome:
-    if file is None or not file.content:
-        return failure("No file exists yet. Call create_file first.", "No file to edit")
+def _target(
+    args: dict[str, Any], file: FileState | None, ctx: ToolContext
+) -> FileState | ToolOutcome:
+    """The file an edit_file call changes: the one its `path` names, else the current one."""
+    asked = args.get("path")
+    # A one-file project (no `files`) edits its file whatever path is named, as upstream.
+    if not ctx.files or asked is None or asked == "" or (file and asked == file.path):
+        if file is None or not file.content:
+            return failure("No file exists yet. Call create_file first.", "No file to edit")
+        return file
+    if not isinstance(asked, str):
+        return _bad_path(asked, "it must be a string")
+    problem = path_problem(asked)
+    if problem is not None:
+        return _bad_path(asked, problem)
+    for candidate in ctx.files:
+        if candidate.path == asked:
+            return candidate
+    known = ", ".join(f.path for f in ctx.files) or (file.path if file else "none")
+    return failure(
+        f"No file at {asked}; the project's files: {known}. Call create_file to add it.",
+        "No such file",
+    )
+
+
+def _edit_file(
+    args: dict[str, Any], current: FileState | None, ctx: ToolContext, max_file_bytes: int
+) -> ToolOutcome:
+    file = _target(args, current, ctx)
+    if isinstance(file, ToolOutcome):
+        return file
     edits_arg = args.get("edits")
     if not edits_arg:
         items: list[Any] = [args]
@@ -295,6 +312,9 @@ def _edit_file(args: dict[str, Any], file: FileState | None, max_file_bytes: int
     if size > max_file_bytes:
         # Only reachable when the file was over the limit before this call.
         return file_too_large(size, max_file_bytes)
+    too_large = project_too_large(path, working, ctx, file)
+    if too_large is not None:
+        return too_large
     diff, first_changed = unified_diff(file.content, working, path)
     return ToolOutcome(
         ok=True,
@@ -320,9 +340,10 @@ async def edit_file(
     *,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> ToolOutcome:
-    if file is not None and len(file.content) > _THREAD_THRESHOLD:
-        return await asyncio.to_thread(_edit_file, args, file, max_file_bytes)
-    return _edit_file(args, file, max_file_bytes)
+    largest = max([len(f.content) for f in (*ctx.files, *([file] if file else []))], default=0)
+    if largest > _THREAD_THRESHOLD:
+        return await asyncio.to_thread(_edit_file, args, file, ctx, max_file_bytes)
+    return _edit_file(args, file, ctx, max_file_bytes)
 
 
 # -- retrieve_option -----------------------------------------------------------------------

@@ -5,15 +5,55 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 from typing import Any
 
+from services.common.project_paths import is_html
 from services.common.tool_types import FileState, MediaPart
-from services.tools.screenshot import Capture, Screenshotter
+from services.tools.screenshot import VIEWPORTS, Capture, Screenshotter, width_viewport
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
 log = logging.getLogger(__name__)
 
 RESULT_CONTENT = "Full-page desktop and mobile screenshots of the current preview are attached."
+# A page's own stylesheet and script links, by relative path (a project's shared files).
+_STYLESHEET = re.compile(
+    r"<link\b[^>]*\brel=[\"']?stylesheet[\"']?[^>]*\bhref=[\"']([^\"'>]+)[\"'][^>]*>", re.I
+)
+_SCRIPT = re.compile(r"<script\b([^>]*)\bsrc=[\"']([^\"'>]+)[\"']([^>]*)>\s*</script>", re.I)
+
+
+def page_to_render(file: FileState, files: tuple[FileState, ...]) -> tuple[FileState, str]:
+    """The page a capture shows (the current file, or the entry page when the current file
+    is a stylesheet or script) and its HTML with the project's own .css/.js inlined: the
+    page is rendered from a string, where a relative link would load nothing."""
+    project = {f.path: f.content for f in files}
+    page = file
+    if not is_html(file.path):
+        html_files = [f for f in files if is_html(f.path)]
+        entry = [f for f in html_files if f.path == "index.html"] or html_files
+        if entry:
+            page = entry[0]
+    base = page.path.rpartition("/")[0]
+
+    def local(href: str) -> str | None:
+        path = f"{base}/{href}" if base else href
+        return project.get(path.removeprefix("./"))
+
+    def style(match: re.Match[str]) -> str:
+        css = local(match.group(1))
+        return match.group(0) if css is None else f"<style>{css}</style>"
+
+    def script(match: re.Match[str]) -> str:
+        js = local(match.group(2))
+        if js is None:
+            return match.group(0)
+        # A closing tag inside the script would end the inlined element early.
+        body = js.replace("</script", "<\\/script")
+        attributes = " ".join(f"{match.group(1)} {match.group(3)}".split())
+        return f"<script{' ' if attributes else ''}{attributes}>{body}</script>"
+
+    return page, _SCRIPT.sub(script, _STYLESHEET.sub(style, page.content))
 
 
 def screenshot_preview_handler(shooter: Screenshotter) -> ToolHandler:
@@ -24,12 +64,21 @@ def screenshot_preview_handler(shooter: Screenshotter) -> ToolHandler:
     ) -> ToolOutcome:
         if file is None:
             return failure("No file exists yet. Call create_file first.", "No file to screenshot")
+        page, html = page_to_render(file, context.files)
+        widths = context.viewport_widths
+        viewports = tuple(width_viewport(w) for w in widths) if widths else VIEWPORTS
         try:
-            captures = await shooter.capture(file.content)
+            captures = await shooter.capture(html, viewports=viewports)
         except Exception as exc:
             log.warning("screenshot_preview failed", exc_info=True)
             return failure(f"Screenshot failed: {exc}", "Screenshot failed")
-        return preview_outcome(captures)
+        outcome = preview_outcome(captures)
+        if widths or page.path != "index.html":
+            shown = ", ".join(f"{w} px" for w in widths) if widths else "desktop and mobile"
+            outcome.result["content"] = (
+                f"Full-page screenshots of {page.path} at {shown} wide are attached, in that order."
+            )
+        return outcome
 
     return screenshot_preview
 

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +104,13 @@ MOBILE = Viewport("mobile", 342, 684)
 VIEWPORTS = (DESKTOP, MOBILE)
 
 
+def width_viewport(width: int) -> Viewport:
+    """The viewport a screenshot taken at `width` CSS pixels is compared with: that width,
+    at a height typical of such a screen (only the first screen; captures are full-page)."""
+    height = 832 if width >= 1024 else 1024 if width >= 600 else 844
+    return Viewport(f"{width}px", width, height)
+
+
 @dataclass(frozen=True, slots=True)
 class Capture:
     viewport: Viewport
@@ -178,8 +185,15 @@ class Screenshotter:
         pending = [task for _, task in self._spares.values()] + list(self._background)
         await asyncio.gather(*pending, return_exceptions=True)
 
-    async def capture(self, html: str, *, timeout_s: float | None = None) -> list[Capture]:
-        """Desktop then mobile captures of `html`, rendered concurrently.
+    async def capture(
+        self,
+        html: str,
+        *,
+        timeout_s: float | None = None,
+        viewports: Sequence[Viewport] = VIEWPORTS,
+    ) -> list[Capture]:
+        """Captures of `html` at each viewport (desktop then mobile by default), rendered
+        concurrently.
 
         `timeout_s` can only shorten the configured capture limit, e.g. to honour the
         caller's remaining gRPC deadline.
@@ -192,7 +206,7 @@ class Screenshotter:
             async with asyncio.timeout(limit_s), self._slots:
                 browser = await self._ready_browser()
                 async with asyncio.TaskGroup() as group:
-                    shots = [group.create_task(self._shoot(browser, html, vp)) for vp in VIEWPORTS]
+                    shots = [group.create_task(self._shoot(browser, html, vp)) for vp in viewports]
         except TimeoutError as exc:
             raise ScreenshotError(f"capture timed out after {limit_s:g}s") from exc
         except ExceptionGroup as group_error:
@@ -314,7 +328,9 @@ class Screenshotter:
     async def _shoot(self, browser: Browser, html: str, viewport: Viewport) -> Capture:
         settings = self.settings
         async with self._rendered(browser, html, viewport) as page:
-            clip = await page_clip(page, settings.max_width_px, settings.max_height_px)
+            # A viewport wider than the limit (a screenshot tagged 1920 px) is shown whole.
+            max_width = max(settings.max_width_px, viewport.width)
+            clip = await page_clip(page, max_width, settings.max_height_px)
             png = await page.screenshot(
                 full_page=True, type="png", clip=clip, timeout=settings.capture_timeout_s * 1000
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import get_args
 
 import grpc
@@ -87,7 +88,7 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             context=incoming_context(context.invocation_metadata()),
             attributes={"s2c.tool_call_id": call.id},
         ) as span:
-            outcome = await self._execute(call, file, ctx)
+            outcome = await self._execute(call, file, ctx, request.files)
             span.set_attribute("s2c.ok", outcome.ok)
         response = pb.ExecuteToolResponse(
             ok=outcome.ok,
@@ -131,7 +132,11 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
         return pb.CaptureUrlResponse(**result.fields())
 
     async def _execute(
-        self, call: ToolCall, file: FileState | None, ctx: pb.ToolContext
+        self,
+        call: ToolCall,
+        file: FileState | None,
+        ctx: pb.ToolContext,
+        files: Iterable[common_pb2.FileState],
     ) -> ToolOutcome:
         return await self._worker.execute(
             call,
@@ -142,6 +147,9 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                 flags=_flags(ctx.flags),
                 credentials=credentials_from_proto(ctx.credentials),
                 asset_base_url=ctx.asset_base_url,
+                files=tuple(FileState(f.path, f.content) for f in files),
+                viewport_widths=tuple(ctx.viewport_widths),
+                max_project_bytes=ctx.max_project_bytes,
             ),
         )
 

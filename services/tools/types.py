@@ -29,6 +29,11 @@ class ToolContext:
     flags: ToolFlags = field(default_factory=ToolFlags)
     credentials: Credentials = field(default_factory=Credentials)
     asset_base_url: str = ""
+    # Every file of the project (the call's `file` included); empty: `file` alone.
+    files: tuple[FileState, ...] = ()
+    # Widths the input screenshots were taken at (screenshot_preview captures each).
+    viewport_widths: tuple[int, ...] = ()
+    max_project_bytes: int = 0  # all files together; 0: the worker's own limit
 
 
 @dataclass(frozen=True, slots=True)

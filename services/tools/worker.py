@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -106,12 +107,8 @@ class ToolWorker:
     async def execute(
         self, call: ToolCall, file: FileState | None, ctx: ToolContext
     ) -> ToolOutcome:
-        merged = ToolContext(
-            input_images=ctx.input_images,
-            option_codes=ctx.option_codes,
-            flags=ctx.flags,
-            credentials=self.settings.credential_policy.resolve(ctx.credentials),
-            asset_base_url=ctx.asset_base_url,
+        merged = dataclasses.replace(
+            ctx, credentials=self.settings.credential_policy.resolve(ctx.credentials)
         )
         started = time.monotonic()
         if call.name == "save_assets":

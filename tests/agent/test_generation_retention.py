@@ -9,7 +9,7 @@ from typing import Any
 
 from services.agent import events as ev
 from services.agent.archive import replay
-from services.agent.domain import VariantRecord
+from services.agent.domain import FileState, VariantRecord
 from services.agent.providers.base import ProviderSession
 from services.agent.providers.factory import SessionRequest
 from services.agent.providers.scripted import ScriptedSession
@@ -128,3 +128,15 @@ def test_a_retired_record_replays_its_end() -> None:
 
     failed = replay(replace(record, status="failed", error="boom"), 0)
     assert failed[-2].payload == ev.GenerationError("boom")
+
+
+def test_a_retired_site_replays_every_file_its_entry_page_first() -> None:
+    # A site without an index.html: its entry page is the first page it wrote.
+    files = (FileState("about.html", "<p>about</p>"), FileState("faq.html", "<p>faq</p>"))
+    variant = VariantRecord(0, "demo", "completed", code="<p>about</p>", files=files)
+    events = replay(RunRecord("g1", "completed", 1.0, 2.0, variants=(variant,)), 0)
+    snapshots = [e.payload for e in events if isinstance(e.payload, ev.CodeSnapshot)]
+    assert snapshots == [
+        ev.CodeSnapshot("about.html", "<p>about</p>"),
+        ev.CodeSnapshot("faq.html", "<p>faq</p>"),
+    ]

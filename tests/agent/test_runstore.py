@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -16,9 +15,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from services.agent import runstore as rs
 from services.agent.archive import snapshot
 from services.agent.domain import (
+    FileState,
     GenerationRequest,
     Prompt,
     ToolCallRecord,
@@ -127,6 +126,12 @@ def a_run(generation_id: str = "gen-1", started_at: float = T0) -> RunRecord:
                     ToolCallRecord("call_2", "screenshot_preview", False, 3400),
                     ToolCallRecord("call_3", "edit_file", True, 7),
                 ),
+                # A site: the entry page (stored once, as `code`) and its other files.
+                files=(
+                    FileState("index.html", "<html><body>bakery</body></html>"),
+                    FileState("pricing.html", "<p>Prix ✓</p>"),
+                    FileState("css/site.css", "p { color: red }"),
+                ),
             ),
             VariantRecord(index=1, model="gpt-5.5", status="failed", error="rate limited"),
         ),
@@ -165,41 +170,6 @@ async def test_usage_totals_and_the_priced_flag_round_trip(backend: Backend) -> 
     ]
 
 
-def test_a_store_saved_before_the_priced_flag_migrates(tmp_path: Path) -> None:
-    # A file written by the first schema: a non-zero cost was priced, a zero one unknown.
-    path = tmp_path / "runs.sqlite3"
-    with sqlite3.connect(path) as db:
-        db.execute(rs.CREATE_MIGRATIONS)
-        for statement in rs.MIGRATIONS[0]:
-            db.execute(statement)
-        db.execute(rs.RECORD_VERSION, (1, T0))
-        db.execute(
-            "INSERT INTO runs VALUES ('old', 'completed', ?, ?, ?, '', '{}', 'gone')", (T0, T0, T0)
-        )
-        for index, cost in ((0, 0.25), (1, 0.0)):
-            db.execute(
-                "INSERT INTO variants VALUES "
-                "('old', ?, 'm', 'completed', '', '', 1, 2, 3, 4, 10, ?)",
-                (index, cost),
-            )
-    db.close()
-
-    async def reopen() -> RunRecord | None:
-        store = SqliteRunStore(path)
-        await store.open()
-        try:
-            return await store.get("old")
-        finally:
-            await store.close()
-
-    run = asyncio.run(reopen())
-    assert run is not None
-    assert [(v.usage, v.cost_usd, v.priced) for v in run.variants] == [
-        (Usage(1, 2, 3, 4, 10), 0.25, True),
-        (Usage(1, 2, 3, 4, 10), 0.0, False),
-    ]
-
-
 async def test_upsert_from_start_to_finish(backend: Backend) -> None:
     final = a_run()
     start = replace(
@@ -207,7 +177,8 @@ async def test_upsert_from_start_to_finish(backend: Backend) -> None:
         status="running",
         finished_at=None,
         variants=tuple(
-            replace(v, status="running", error="", code="", tool_calls=()) for v in final.variants
+            replace(v, status="running", error="", code="", tool_calls=(), files=())
+            for v in final.variants
         ),
     )
     midway = replace(
@@ -331,7 +302,17 @@ async def test_keys_are_never_stored(backend: Backend) -> None:
             error=f"401 Incorrect API key provided: {credentials.key('openai')}",
             tool_calls=(ToolCallRecord("call_1", "create_file", True, 12),),
         ),
-        VariantRecord(1, "claude-opus-4-8", status="completed", code="<h1>bakery</h1>"),
+        VariantRecord(
+            1,
+            "claude-opus-4-8",
+            status="completed",
+            code="<h1>bakery</h1>",
+            # A site's other page, where a model echoed a key: redacted like `code`.
+            files=(
+                FileState("index.html", "<h1>bakery</h1>"),
+                FileState("about.html", f"<p>key {credentials.key('anthropic')}</p>"),
+            ),
+        ),
     ]
     generation.status, generation.error = "failed", f"upstream rejected {service_key}"
     generation.finished_at = time.time()

@@ -17,6 +17,8 @@ records arrive split across reads).
     fake.add_http_error(429)               # the next request gets a 429
     ...                                    # run the client
     fake.requests[0].body                  # the JSON body of the first request
+    fake.every_variant(turn_1, turn_2)     # instead: each conversation's n-th request
+                                           # gets turn n, however variants interleave
     await fake.wait_disconnect()           # after cancelling a client mid-stream
     await fake.stop()
 
@@ -148,6 +150,7 @@ class FakeAnthropic:
     def __init__(self, *, emulate_cache: bool = False) -> None:
         self.requests: list[RecordedRequest] = []
         self._replies: list[Reply] = []
+        self._script: tuple[Turn, ...] = ()  # see every_variant
         self._cache = BreakpointCache(minimum=1024) if emulate_cache else None
         self.base_url = ""  # set by start()
         self._runner: web.AppRunner | None = None
@@ -183,6 +186,11 @@ class FakeAnthropic:
             Turn(blocks, usage or TurnUsage(), stop_reason, error, hang, drop, delivery, cut)
         )
 
+    def every_variant(self, *turns: Turn) -> None:
+        """Replies by the conversation's length: its n-th request (n - 1 assistant messages
+        so far) gets `turns[n - 1]`, so concurrent variants each follow the same script."""
+        self._script = turns
+
     def add_http_error(self, status: int, message: str | None = None) -> None:
         error_type = ERROR_TYPES.get(status, "api_error")
         self._replies.append(HttpError(status, message or f"fake {error_type}", error_type))
@@ -195,9 +203,13 @@ class FakeAnthropic:
         body = await request.json()
         peer = str(request.transport.get_extra_info("peername")) if request.transport else ""
         self.requests.append(RecordedRequest(request.path, dict(request.headers), body, peer))
-        if not self._replies:
+        turn = sum(1 for m in body.get("messages", ()) if m.get("role") == "assistant")
+        if self._script and turn < len(self._script):
+            reply: Reply = self._script[turn]
+        elif not self._replies:
             return _error_response(HttpError(500, "fake: no scripted reply left", "api_error"))
-        reply = self._replies.pop(0)
+        else:
+            reply = self._replies.pop(0)
         if isinstance(reply, HttpError):
             return _error_response(reply)
         if self._cache is not None:

@@ -119,6 +119,8 @@ IMAGE = create_params()["prompt"]["images"][0]
             {"inputMode": "video", "prompt": {"text": "x", "images": [IMAGE]}},
             "prompt.videos is empty",
         ),
+        ({"files": ["index.html"]}, "files must be an object, got a list"),
+        ({"files": {"index.html": None}}, "files[index.html] must be a string, got null"),
     ],
 )
 def test_wrong_types_and_no_usable_input_name_the_field(
@@ -171,3 +173,10 @@ def test_a_base_url_without_its_key_is_refused_with_upstream_names() -> None:
         ParamsError, match=r"^openAiBaseURL needs openAiApiKey in the same request$"
     ):
         parse(openAiBaseURL="http://127.0.0.1:9/v1", anthropicApiKey="a")
+
+
+def test_an_updates_project_keeps_its_files_in_order() -> None:
+    files = {"index.html": "<p>home</p>", "css/site.css": "p {}"}
+    request = parse(generationType="update", files=files)
+    assert [(f.path, f.content) for f in request.files] == list(files.items())
+    assert not parse().files

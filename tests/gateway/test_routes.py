@@ -188,6 +188,13 @@ async def test_export_treats_the_forwarded_host_as_itself(client: Client, tmp_pa
         ({"code": "<p>x</p>", "baseUrl": "http://[::1/"}, "baseUrl must be an absolute"),
         ({"code": "<p>x</p>", "baseUrl": 7}, "baseUrl must be an absolute"),
         ("<p>x</p>", "Request body must be a JSON object"),
+        ({"code": "<p>x</p>", "files": {"a.html": "<p>a</p>"}}, "Give either code"),
+        ({"files": {}}, "files must be a non-empty object"),
+        ({"files": ["index.html"]}, "files must be a non-empty object"),
+        ({"files": {"../up.html": "<p>x</p>"}}, 'files: "../up.html" is not a project path'),
+        ({"files": {"run.php": "<p>x</p>"}}, 'files: "run.php" is not a project path'),
+        ({"files": {"index.html": 3}}, 'files["index.html"] must be a string'),
+        ({"files": {"index.html": " "}}, "There is no code to export"),
     ],
 )
 async def test_invalid_export_bodies_are_400(client: Client, body: Any, detail: str) -> None:

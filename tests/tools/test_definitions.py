@@ -154,7 +154,7 @@ def test_screenshot_preview_takes_no_arguments() -> None:
     assert body["properties"] == {}
     assert "required" not in body
     description = BY_NAME["screenshot_preview"].description
-    for phrase in ("full-page desktop and mobile screenshots", "attached images"):
+    for phrase in ("full-page screenshots", "desktop and mobile", "widths the input", "attached"):
         assert phrase in description
 
 

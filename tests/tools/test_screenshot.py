@@ -114,6 +114,20 @@ async def test_captures_full_page_desktop_and_mobile(shooter: Screenshotter) -> 
     _assert_tall_page(await shooter.capture(TALL_PAGE))
 
 
+async def test_tagged_widths_are_captured_whole_even_past_the_width_limit(
+    shooter: Screenshotter,
+) -> None:
+    # The screenshots were taken 1920 and 390 px wide: the captures are too, though
+    # the page-size limit is 1280 px.
+    tool = screenshot_preview_handler(shooter)
+    page = FileState("index.html", "<!DOCTYPE html><body><h1>Wide</h1></body>")
+    outcome = await tool({}, page, ToolContext(viewport_widths=(1920, 390)))
+    assert outcome.ok
+    assert shooter.settings.max_width_px == 1280
+    assert [_image(part.data or b"").width for part in outcome.media] == [1920, 390]
+    assert "index.html at 1920 px, 390 px wide" in outcome.result["content"]
+
+
 async def test_tool_outcome_shapes(shooter: Screenshotter) -> None:
     tool = screenshot_preview_handler(shooter)
     outcome = await tool({"ignored": True}, FileState("index.html", TALL_PAGE), ToolContext())

@@ -394,7 +394,7 @@ async def test_the_worker_passes_its_settings_on(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "path",
     ["index.html", "about.htm", "INDEX.HTML", "pages/about.html", "café.html", "~/x.html",
-     "a..b.html", "my page.html", "a" * 250 + ".html"],
+     "a..b.html", "my page.html", "a" * 250 + ".html", "site.css", "js/app.js"],
 )  # fmt: skip
 async def test_accepted_paths(path: str) -> None:
     outcome = await create_file({"path": path, "content": "<p>x</p>"}, None, CTX)
@@ -406,7 +406,7 @@ _DOTDOT = ".. segments are not allowed"
 _COLON = "drive letters, URLs and colons are not allowed"
 _BACKSLASH = "backslashes are not allowed; separate folders with /"
 _INVISIBLE = "it contains control or invisible characters"
-_SUFFIX = "it must end in .html or .htm"
+_SUFFIX = "it must end in .html, .htm, .css or .js"
 _SEGMENT = "empty or . segments are not allowed"
 
 
@@ -452,7 +452,7 @@ def test_no_accepted_path_escapes_or_is_absolute(path: str) -> None:
     assert not (len(path) >= 2 and path[1] == ":")
     assert ":" not in path
     assert len(path) <= 255
-    assert path.lower().endswith((".html", ".htm"))
+    assert path.lower().endswith((".html", ".htm", ".css", ".js"))
     assert all(ch.isprintable() or ch == " " for ch in path)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from services.agent.domain import FileState, GenerationRequest, HistoryMessage
+from services.agent.pages import entry_file
 from services.agent.prompts.templates import DEFAULT_FILE_PATH
 from services.common.html import extract_html_content
 
@@ -36,7 +37,10 @@ def seed_file_state(history: Sequence[HistoryMessage]) -> FileState | None:
 
 
 def current_file(request: GenerationRequest) -> FileState | None:
-    """The file an update's variants start from: `file_state` wins over history."""
+    """The file an update's variants start from: the project's entry page, else
+    `file_state`, else the last version in the history."""
+    if request.files:
+        return entry_file(request.files)
     if request.file_state is not None:
         return request.file_state
     if request.generation_type != "update":

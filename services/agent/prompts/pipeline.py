@@ -20,8 +20,10 @@ from dataclasses import replace
 from typing import Literal
 
 from services.agent.domain import FileState, GenerationRequest, HistoryMessage, Prompt
+from services.agent.pages import page_plan
 from services.agent.prompts import templates, versions
 from services.agent.prompts.file_seed import current_file
+from services.agent.prompts.pages_text import other_files_block, page_plan_block
 from services.agent.prompts.system import ALL_TOOLS, build_system_prompt
 from services.agent.providers.base import PromptMessage
 from services.common.html import extract_html_content
@@ -38,7 +40,7 @@ def select_strategy(request: GenerationRequest) -> Strategy:
         return "create_from_input"
     if request.history:
         return "update_from_history"
-    if request.file_state is not None and request.file_state.content.strip():
+    if request.files or (request.file_state is not None and request.file_state.content.strip()):
         return "update_from_file_snapshot"
     raise PromptError("Update requests require history or fileState.content")
 
@@ -98,6 +100,12 @@ def _create_from_input(
             tools=offered,
             extra=text,
         )
+        metas = prompt.image_meta
+        plan = page_plan(len(prompt.images), metas)
+        widths = [
+            metas[i].viewport_width if i < len(metas) else None for i in range(len(prompt.images))
+        ]
+        body = templates.join_sections(body, page_plan_block(plan, widths))
         return PromptMessage("user", body, images=prompt.images)
     if mode == "text":
         body = templates.text_create_text(
@@ -182,7 +190,8 @@ def _update_from_history(
         messages.append(_user_message(message, text))
     if current is not None:
         same = bool(codes) and codes[-1].strip() == current.content.strip()
-        _append_current_file(messages, current, offered, len(codes) if same else 0)
+        version = len(codes) if same else 0
+        _append_current_file(messages, current, offered, version, request.files)
     return messages
 
 
@@ -217,7 +226,11 @@ def _is_version(text: str, current: FileState) -> bool:
 
 
 def _append_current_file(
-    messages: list[PromptMessage], current: FileState, offered: frozenset[str], version: int
+    messages: list[PromptMessage],
+    current: FileState,
+    offered: frozenset[str],
+    version: int,
+    files: Sequence[FileState] = (),
 ) -> None:
     """Says which file the change applies to after the last instruction: version
     `version` of the history, or (0) the current file itself, in full. The new part
@@ -227,6 +240,7 @@ def _append_current_file(
         block = templates.current_version_note(version, current.path, offered)
     else:
         block = templates.current_file_block(current.path, current.content, offered)
+    block = templates.join_sections(block, other_files_block(files, current.path, offered))
     last = messages[-1] if messages else None
     if last is not None and last.role == "user":
         messages[-1] = replace(last, text=templates.join_sections(last.text, block))
@@ -241,7 +255,7 @@ def _user_message(message: HistoryMessage, text: str) -> PromptMessage:
 def _update_from_file_snapshot(
     request: GenerationRequest, offered: frozenset[str], asset_ids: Mapping[str, str]
 ) -> PromptMessage:
-    file_state = request.file_state
+    file_state = current_file(request)
     if file_state is None:  # select_strategy rules this out; the check narrows the type
         raise PromptError("Update requests require history or fileState.content")
     prompt = request.prompt
@@ -255,5 +269,6 @@ def _update_from_file_snapshot(
         content=file_state.content,
         change_request=change_request,
         tools=offered,
+        others=other_files_block(request.files, file_state.path, offered),
     )
     return PromptMessage("user", body, images=prompt.images, videos=prompt.videos)

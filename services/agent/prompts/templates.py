@@ -251,13 +251,22 @@ def update_prefix(*, stack: str, design_system: str, policy: str) -> str:
 
 
 def snapshot_update_text(
-    *, prefix: str, path: str, content: str, change_request: str, tools: Collection[str]
+    *,
+    prefix: str,
+    path: str,
+    content: str,
+    change_request: str,
+    tools: Collection[str],
+    others: str = "",
 ) -> str:
+    """`others`: the project's other files (pages_text.other_files_block), if any."""
     with_tool = " with `edit_file`" if "edit_file" in tools else ""
+    others = f"{others}\n\n" if others else ""
     return (
         f"{prefix}\n\n"
         "The page already exists; its current source is below. Apply the change request "
         f"to it{with_tool}.\n\n"
         f'<current_file path="{path}">\n{content}\n</current_file>\n\n'
+        f"{others}"
         f"<change_request>\n{change_request}\n</change_request>"
     )

@@ -28,6 +28,7 @@ import {
   loadSettings,
   saveSettings,
 } from "./js/settings.js";
+import { downloadable } from "./js/site.js";
 import { GENERIC_ERROR, applyFrame, endCommit, failureText, newCommit, runSummary } from "./js/state.js";
 import { formatTotal } from "./js/usage.js";
 
@@ -198,7 +199,8 @@ function generate() {
   const videos = mode === "video" ? [inputs.video.dataUrl] : [];
   const stack = els.stack.value;
   const designSystem = inputs.designSystem();
-  const chosen = { inputMode: mode, text, images, videos, stack, settings, sources, designSystem };
+  const imageMeta = mode === "image" ? inputs.imageMeta() : null;
+  const chosen = { inputMode: mode, text, images, videos, stack, settings, sources, designSystem, imageMeta };
   const params = { ...createParams(chosen), ...picker.param() };
   const label = {
     image: text ? `Screenshot · ${truncate(text, 40)}` : `From ${plural(images.length, "screenshot")}`,
@@ -453,13 +455,14 @@ async function copyCode(variant) {
   toast(`Copied the code of option ${variant.index + 1}`, "success");
 }
 
-function downloadCode(variant) {
-  if (!variant.code) {
-    toast("No code to download yet.", "error");
+async function downloadCode(variant) {
+  const { blob, name, error } = await downloadable(variant, { token });
+  if (error) {
+    toast(error, "error");
     return;
   }
-  const url = URL.createObjectURL(new Blob([variant.code], { type: "text/html" }));
-  const link = h("a", { href: url, download: "index.html", class: "visually-hidden" });
+  const url = URL.createObjectURL(blob);
+  const link = h("a", { href: url, download: name, class: "visually-hidden" });
   document.body.append(link);
   link.click();
   link.remove();

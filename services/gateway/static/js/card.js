@@ -6,7 +6,9 @@
 
 import { ActivityView } from "./activity.js";
 import { formatDuration, h, icon } from "./dom.js";
+import { relayedPage } from "./framekeys.js";
 import { PreviewFrame } from "./preview.js";
+import { inlineProject, siteFiles } from "./site.js";
 import { formatUsage } from "./usage.js";
 
 const STATUS_TEXT = { generating: "Generating", complete: "Complete", error: "Error", cancelled: "Cancelled" };
@@ -68,7 +70,17 @@ export class VariantCard {
     this.message = h("p", { class: "variant-message", testid: `variant-${i}-message` });
 
     this.preview = new PreviewFrame({ testId: `variant-${i}-preview`, title: `Preview of option ${i + 1}` });
+    // A site of several pages: one tab per page, and its links open the page they name.
+    this.page = "index.html";
+    this.pageList = "";
+    this.tabs = h("div", { class: "page-tabs", role: "tablist", "aria-label": `Pages of option ${i + 1}`, testid: `variant-${i}-pages`, hidden: true });
+    this.onPageMessage = (event) => {
+      const path = relayedPage(event, this.preview.frame);
+      if (path !== null) this.openPage(path);
+    };
+    window.addEventListener("message", this.onPageMessage);
     this.codeView = h("pre", { class: "code-view", testid: `variant-${i}-code`, tabindex: "0", "aria-label": `Code of option ${i + 1}`, hidden: true }, h("code"));
+    this.downloadButton = iconButton("download", "Download index.html", () => onDownload(this.variant), `variant-${i}-download`);
     this.expandButton = iconButton("expand", "Full screen", () => onExpand(this), `variant-${i}-expand`);
     this.expandButton.classList.add("expand-button");
     this.activityButton = h(
@@ -86,7 +98,7 @@ export class VariantCard {
       h("span", { class: "spacer" }),
       this.activityButton,
       iconButton("copy", "Copy code", () => onCopy(this.variant), `variant-${i}-copy`),
-      iconButton("download", "Download index.html", () => onDownload(this.variant), `variant-${i}-download`),
+      this.downloadButton,
       this.expandButton,
     );
     this.activity = new ActivityView(i, { onImage });
@@ -106,6 +118,7 @@ export class VariantCard {
       ),
       this.message,
       toolbar,
+      this.tabs,
       h("div", { class: "variant-stage" }, this.preview.el, this.codeView),
       this.activity.el,
     );
@@ -179,7 +192,8 @@ export class VariantCard {
     this.dirtyEvents.clear();
     if (this.dirty.code) {
       this.dirty.code = false;
-      this.preview.show(variant.code, { final: variant.status !== "generating" });
+      this._renderTabs();
+      this.preview.show(this.previewCode(), { final: variant.status !== "generating" });
       this.activity.refreshCode(variant);
       if (this.view === "code") this._renderCode();
     }
@@ -189,11 +203,53 @@ export class VariantCard {
     }
   }
 
+  /** The pages of the option: index.html, then the other HTML files in the order they came. */
+  pages() {
+    return ["index.html", ...Object.keys(this.variant.files).filter((p) => /\.html?$/i.test(p) && p !== "index.html")];
+  }
+
+  /** The code of the page on show. */
+  pageCode() {
+    return this.page === "index.html" ? this.variant.code : (this.variant.files[this.page] ?? "");
+  }
+
+  /** The page on show as the preview renders it: with the site's own .css/.js inline. */
+  previewCode() {
+    const code = this.pageCode();
+    return Object.keys(this.variant.files).length ? inlineProject(code, this.page, siteFiles(this.variant)) : code;
+  }
+
+  /** Shows `path` when it is one of the option's pages (a tab, or a link in the preview). */
+  openPage(path) {
+    if (!this.pages().includes(path) || path === this.page) return;
+    this.page = path;
+    this.invalidate({ code: true });
+  }
+
+  _renderTabs() {
+    const pages = this.pages();
+    const list = pages.join("\n");
+    if (list !== this.pageList) {
+      this.pageList = list;
+      this.tabs.replaceChildren(
+        ...pages.map((path) =>
+          h("button", { type: "button", role: "tab", class: "page-tab", text: path, dataset: { path }, onclick: () => this.openPage(path) }),
+        ),
+      );
+    }
+    this.tabs.hidden = pages.length < 2;
+    const download = Object.keys(this.variant.files).length ? "Download the site (zip)" : "Download index.html";
+    this.downloadButton.title = download;
+    this.downloadButton.setAttribute("aria-label", download);
+    for (const tab of this.tabs.children) tab.setAttribute("aria-selected", String(tab.dataset.path === this.page));
+  }
+
   _renderCode() {
     const code = this.codeView.firstChild;
-    if (code.textContent !== this.variant.code) {
+    const text = this.pageCode();
+    if (code.textContent !== text) {
       const follow = this.codeView.scrollHeight - this.codeView.scrollTop - this.codeView.clientHeight < 40;
-      code.textContent = this.variant.code || "No code yet.";
+      code.textContent = text || "No code yet.";
       if (follow && this.variant.status === "generating") this.codeView.scrollTop = this.codeView.scrollHeight;
     }
   }
@@ -239,6 +295,7 @@ export class VariantCard {
 
   destroy() {
     cancelAnimationFrame(this.frame);
+    window.removeEventListener("message", this.onPageMessage);
     this.preview.destroy();
   }
 }

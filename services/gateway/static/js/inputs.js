@@ -125,12 +125,39 @@ export class InputPanel {
     this.els.capture.setAttribute("aria-busy", String(this.capturing));
   }
 
+  /** The screenshots' tags, aligned with them; null when none is tagged. */
+  imageMeta() {
+    const tags = this.screenshots.map((s) => ({ viewportWidth: s.width || undefined, page: s.page || undefined }));
+    return tags.some((t) => t.viewportWidth || t.page) ? tags : null;
+  }
+
   render() {
     const shots = this.screenshots.map((shot, i) =>
       h(
         "li",
         { class: "shot" },
         h("img", { src: shot.dataUrl, alt: `Screenshot ${i + 1}: ${shot.name}` }),
+        // Optional tags (prompt.imageMeta): the page it shows and the width it was taken at.
+        h("input", {
+          class: "shot-page",
+          placeholder: "page",
+          "aria-label": `Page of screenshot ${i + 1} (e.g. pricing)`,
+          pattern: "[A-Za-z0-9_-]{1,64}",
+          testid: `shot-${i}-page`,
+          value: shot.page ?? "",
+          oninput: (e) => (shot.page = e.target.value.trim()),
+        }),
+        h("input", {
+          class: "shot-width",
+          type: "number",
+          min: "240",
+          max: "3840",
+          placeholder: "width",
+          "aria-label": `Viewport width of screenshot ${i + 1} in pixels`,
+          testid: `shot-${i}-width`,
+          value: shot.width ?? "",
+          oninput: (e) => (shot.width = e.target.value ? Number(e.target.value) : undefined),
+        }),
         removeButton(`Remove screenshot ${i + 1}`, () => {
           this.screenshots.splice(i, 1);
           this.render();

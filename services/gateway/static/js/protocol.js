@@ -75,7 +75,7 @@ export function gatewayToken() {
  * one video in `prompt.videos` and never asks for asset extraction; `designSystem` is
  * the chosen system's content, or null.
  */
-export function createParams({ inputMode, text, images, videos = [], stack, settings, sources = [], designSystem = null }) {
+export function createParams({ inputMode, text, images, videos = [], stack, settings, sources = [], designSystem = null, imageMeta = null }) {
   return {
     generationType: "create",
     inputMode,
@@ -83,6 +83,7 @@ export function createParams({ inputMode, text, images, videos = [], stack, sett
       text,
       images: inputMode === "image" ? [...images] : [],
       videos: inputMode === "video" ? videos.slice(0, 1) : [],
+      ...(inputMode === "image" && imageMeta ? { imageMeta } : {}),
     },
     generatedCodeConfig: stack,
     isImageGenerationEnabled: Boolean(settings.imageGeneration),
@@ -132,6 +133,9 @@ export function updateParams({ project, commit, parent, text, images = [], setti
     ...credentialParams(settings, sources),
   };
   if (parent.code.trim()) params.fileState = { path: "index.html", content: parent.code };
+  // A site of several files: the update gets the whole project, so it can change any page.
+  const others = Object.entries(parent.files ?? {});
+  if (others.length) params.files = Object.fromEntries([["index.html", parent.code], ...others]);
   return { params, variantHistory };
 }
 

@@ -16,7 +16,8 @@ export function newVariant(index, history = []) {
     status: "generating", // generating | complete | error | cancelled
     message: "",
     error: "",
-    code: "",
+    code: "", // the entry page (index.html)
+    files: {}, // a site's other files, by path (our `setFile` frames)
     history: history.map((m) => ({ ...m, images: [...m.images], videos: [...(m.videos ?? [])] })),
     events: [],
     byId: new Map(),
@@ -196,6 +197,10 @@ export function applyFrame(commit, frame, now = performance.now()) {
     }
     case "setCode":
       variant.code = String(frame.value ?? "");
+      change.code = true;
+      break;
+    case "setFile": // ours: the whole of one of a site's other files, by path
+      variant.files[String(frame.path ?? "")] = String(frame.value ?? "");
       change.code = true;
       break;
     case "appendCode": // ours (codeStream "append"): only the text not yet sent

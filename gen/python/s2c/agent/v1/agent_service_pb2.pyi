@@ -92,16 +92,26 @@ CAPTURE_FORMAT_PNG: CaptureFormat
 CAPTURE_FORMAT_JPEG: CaptureFormat
 
 class Prompt(_message.Message):
-    __slots__ = ("text", "full_text", "images", "videos")
+    __slots__ = ("text", "full_text", "images", "videos", "image_meta")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     FULL_TEXT_FIELD_NUMBER: _ClassVar[int]
     IMAGES_FIELD_NUMBER: _ClassVar[int]
     VIDEOS_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_META_FIELD_NUMBER: _ClassVar[int]
     text: str
     full_text: str
     images: _containers.RepeatedScalarFieldContainer[str]
     videos: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, text: _Optional[str] = ..., full_text: _Optional[str] = ..., images: _Optional[_Iterable[str]] = ..., videos: _Optional[_Iterable[str]] = ...) -> None: ...
+    image_meta: _containers.RepeatedCompositeFieldContainer[ImageMeta]
+    def __init__(self, text: _Optional[str] = ..., full_text: _Optional[str] = ..., images: _Optional[_Iterable[str]] = ..., videos: _Optional[_Iterable[str]] = ..., image_meta: _Optional[_Iterable[_Union[ImageMeta, _Mapping]]] = ...) -> None: ...
+
+class ImageMeta(_message.Message):
+    __slots__ = ("viewport_width", "page")
+    VIEWPORT_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    viewport_width: int
+    page: str
+    def __init__(self, viewport_width: _Optional[int] = ..., page: _Optional[str] = ...) -> None: ...
 
 class HistoryMessage(_message.Message):
     __slots__ = ("role", "text", "images", "videos")
@@ -116,7 +126,7 @@ class HistoryMessage(_message.Message):
     def __init__(self, role: _Optional[_Union[Role, str]] = ..., text: _Optional[str] = ..., images: _Optional[_Iterable[str]] = ..., videos: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GenerateCodeRequest(_message.Message):
-    __slots__ = ("generation_id", "generation_type", "input_mode", "stack", "prompt", "history", "file_state", "option_codes", "asset_extraction_enabled", "image_generation_enabled", "design_system", "credentials", "models", "variant_count", "asset_base_url")
+    __slots__ = ("generation_id", "generation_type", "input_mode", "stack", "prompt", "history", "file_state", "option_codes", "asset_extraction_enabled", "image_generation_enabled", "design_system", "credentials", "models", "variant_count", "asset_base_url", "files")
     GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
     GENERATION_TYPE_FIELD_NUMBER: _ClassVar[int]
     INPUT_MODE_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +142,7 @@ class GenerateCodeRequest(_message.Message):
     MODELS_FIELD_NUMBER: _ClassVar[int]
     VARIANT_COUNT_FIELD_NUMBER: _ClassVar[int]
     ASSET_BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
     generation_id: str
     generation_type: GenerationType
     input_mode: InputMode
@@ -147,7 +158,8 @@ class GenerateCodeRequest(_message.Message):
     models: _containers.RepeatedScalarFieldContainer[str]
     variant_count: int
     asset_base_url: str
-    def __init__(self, generation_id: _Optional[str] = ..., generation_type: _Optional[_Union[GenerationType, str]] = ..., input_mode: _Optional[_Union[InputMode, str]] = ..., stack: _Optional[_Union[Stack, str]] = ..., prompt: _Optional[_Union[Prompt, _Mapping]] = ..., history: _Optional[_Iterable[_Union[HistoryMessage, _Mapping]]] = ..., file_state: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., option_codes: _Optional[_Iterable[str]] = ..., asset_extraction_enabled: _Optional[bool] = ..., image_generation_enabled: _Optional[bool] = ..., design_system: _Optional[str] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., models: _Optional[_Iterable[str]] = ..., variant_count: _Optional[int] = ..., asset_base_url: _Optional[str] = ...) -> None: ...
+    files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
+    def __init__(self, generation_id: _Optional[str] = ..., generation_type: _Optional[_Union[GenerationType, str]] = ..., input_mode: _Optional[_Union[InputMode, str]] = ..., stack: _Optional[_Union[Stack, str]] = ..., prompt: _Optional[_Union[Prompt, _Mapping]] = ..., history: _Optional[_Iterable[_Union[HistoryMessage, _Mapping]]] = ..., file_state: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., option_codes: _Optional[_Iterable[str]] = ..., asset_extraction_enabled: _Optional[bool] = ..., image_generation_enabled: _Optional[bool] = ..., design_system: _Optional[str] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., models: _Optional[_Iterable[str]] = ..., variant_count: _Optional[int] = ..., asset_base_url: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ...) -> None: ...
 
 class GenerationEvent(_message.Message):
     __slots__ = ("generation_id", "sequence", "variant_index", "event_id", "variant_count", "status", "assistant_delta", "thinking_delta", "tool_start", "tool_result", "code_delta", "code_snapshot", "usage", "variant_complete", "variant_error", "generation_error", "generation_complete")
@@ -238,12 +250,14 @@ class ToolResult(_message.Message):
     def __init__(self, name: _Optional[str] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., ok: _Optional[bool] = ...) -> None: ...
 
 class CodeDelta(_message.Message):
-    __slots__ = ("offset", "text")
+    __slots__ = ("offset", "text", "path")
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
     offset: int
     text: str
-    def __init__(self, offset: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
+    path: str
+    def __init__(self, offset: _Optional[int] = ..., text: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
 
 class CodeSnapshot(_message.Message):
     __slots__ = ("path", "content")
@@ -326,7 +340,7 @@ class Generation(_message.Message):
     def __init__(self, generation_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., variants: _Optional[_Iterable[_Union[VariantRecord, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class VariantRecord(_message.Message):
-    __slots__ = ("variant_index", "model", "status", "error", "code", "usage", "tool_calls")
+    __slots__ = ("variant_index", "model", "status", "error", "code", "usage", "tool_calls", "files")
     VARIANT_INDEX_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -334,6 +348,7 @@ class VariantRecord(_message.Message):
     CODE_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
     variant_index: int
     model: str
     status: RunStatus
@@ -341,7 +356,8 @@ class VariantRecord(_message.Message):
     code: str
     usage: _common_pb2.Usage
     tool_calls: _containers.RepeatedCompositeFieldContainer[ToolCallRecord]
-    def __init__(self, variant_index: _Optional[int] = ..., model: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., error: _Optional[str] = ..., code: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallRecord, _Mapping]]] = ...) -> None: ...
+    files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
+    def __init__(self, variant_index: _Optional[int] = ..., model: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., error: _Optional[str] = ..., code: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallRecord, _Mapping]]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ...) -> None: ...
 
 class ToolCallRecord(_message.Message):
     __slots__ = ("id", "name", "ok", "duration_ms")

@@ -83,28 +83,34 @@ class ToolCall(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., invalid_json: _Optional[str] = ...) -> None: ...
 
 class ToolContext(_message.Message):
-    __slots__ = ("input_images", "option_codes", "flags", "credentials", "asset_base_url")
+    __slots__ = ("input_images", "option_codes", "flags", "credentials", "asset_base_url", "viewport_widths", "max_project_bytes")
     INPUT_IMAGES_FIELD_NUMBER: _ClassVar[int]
     OPTION_CODES_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
     CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
     ASSET_BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    VIEWPORT_WIDTHS_FIELD_NUMBER: _ClassVar[int]
+    MAX_PROJECT_BYTES_FIELD_NUMBER: _ClassVar[int]
     input_images: _containers.RepeatedScalarFieldContainer[str]
     option_codes: _containers.RepeatedScalarFieldContainer[str]
     flags: ToolFlags
     credentials: _common_pb2.Credentials
     asset_base_url: str
-    def __init__(self, input_images: _Optional[_Iterable[str]] = ..., option_codes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., asset_base_url: _Optional[str] = ...) -> None: ...
+    viewport_widths: _containers.RepeatedScalarFieldContainer[int]
+    max_project_bytes: int
+    def __init__(self, input_images: _Optional[_Iterable[str]] = ..., option_codes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., asset_base_url: _Optional[str] = ..., viewport_widths: _Optional[_Iterable[int]] = ..., max_project_bytes: _Optional[int] = ...) -> None: ...
 
 class ExecuteToolRequest(_message.Message):
-    __slots__ = ("call", "file", "context")
+    __slots__ = ("call", "file", "context", "files")
     CALL_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
     call: ToolCall
     file: _common_pb2.FileState
     context: ToolContext
-    def __init__(self, call: _Optional[_Union[ToolCall, _Mapping]] = ..., file: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., context: _Optional[_Union[ToolContext, _Mapping]] = ...) -> None: ...
+    files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
+    def __init__(self, call: _Optional[_Union[ToolCall, _Mapping]] = ..., file: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., context: _Optional[_Union[ToolContext, _Mapping]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ...) -> None: ...
 
 class ExecuteToolResponse(_message.Message):
     __slots__ = ("ok", "result", "summary", "updated_file", "media")

@@ -1,0 +1,112 @@
+"""What a create's tagged images ask for: one page at several widths, or several pages.
+
+A tag (`ImageMeta`) says at which viewport width an image was taken and which page it
+shows. Images of one page (or of no page) at several widths ask for one responsive page;
+images of several pages ask for one linked HTML file per page. The entry page is
+`index.html`: the page named `index`, else the first page named; every other page is
+`<page>.html`. Untagged images keep their old meaning: screenshots of the entry page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.agent.domain import FileState, ImageMeta
+from services.common.errors import FieldViolation
+from services.common.page_tags import page_problem, too_many_tags, width_problem
+from services.common.project_paths import path_problem
+
+ENTRY_PATH = "index.html"
+ENTRY_PAGE = "index"
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page to build: its file and the images (0-based indexes) that show it."""
+
+    name: str
+    path: str
+    images: tuple[int, ...]
+    widths: tuple[int, ...]  # the widths its images were taken at, in image order
+
+
+@dataclass(frozen=True, slots=True)
+class PagePlan:
+    pages: tuple[Page, ...]
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """Every width any image was taken at, first seen first, without repeats."""
+        return tuple(dict.fromkeys(w for page in self.pages for w in page.widths))
+
+    @property
+    def multi_page(self) -> bool:
+        return len(self.pages) > 1
+
+
+def page_plan(image_count: int, metas: Sequence[ImageMeta]) -> PagePlan:
+    """The pages `image_count` images tagged by `metas` (aligned, maybe shorter) ask for."""
+    tags = [*metas[:image_count], *[ImageMeta()] * max(0, image_count - len(metas))]
+    named = list(dict.fromkeys(tag.page for tag in tags if tag.page))
+    entry = ENTRY_PAGE if ENTRY_PAGE in named else (named[0] if named else ENTRY_PAGE)
+    order = [entry, *(name for name in named if name != entry)]
+    pages = []
+    for name in order:
+        indexes = tuple(i for i, tag in enumerate(tags) if (tag.page or entry) == name)
+        widths = tuple(
+            dict.fromkeys(w for i in indexes if (w := tags[i].viewport_width) is not None)
+        )
+        path = ENTRY_PATH if name == entry else f"{name}.html"
+        pages.append(Page(name, path, indexes, widths))
+    return PagePlan(tuple(pages))
+
+
+def meta_violations(
+    image_count: int, metas: Sequence[ImageMeta], max_pages: int, field: str = "prompt.image_meta"
+) -> list[FieldViolation]:
+    """What is wrong with a create's tags, each naming its field."""
+    out: list[FieldViolation] = []
+    problem = too_many_tags(len(metas), image_count)
+    if problem is not None:
+        out.append(FieldViolation(field, problem))
+    for i, meta in enumerate(metas):
+        width = meta.viewport_width
+        if width is not None and (problem := width_problem(width)) is not None:
+            out.append(FieldViolation(f"{field}[{i}].viewport_width", problem))
+        if meta.page and (problem := page_problem(meta.page)) is not None:
+            out.append(FieldViolation(f"{field}[{i}].page", problem))
+    pages = {meta.page for meta in metas if meta.page}
+    if max_pages and len(pages) > max_pages:
+        out.append(FieldViolation(field, f"at most {max_pages} pages, got {len(pages)}"))
+    return out
+
+
+def entry_file(files: Sequence[FileState]) -> FileState | None:
+    """The project's entry page: `index.html`, else its first HTML file, else its first."""
+    for file in files:
+        if file.path == ENTRY_PATH:
+            return file
+    for file in files:
+        if file.path.lower().endswith((".html", ".htm")):
+            return file
+    return files[0] if files else None
+
+
+def project_violations(
+    files: Sequence[FileState], max_project_bytes: int, field: str = "files"
+) -> list[FieldViolation]:
+    """What is wrong with an update's project: bad or repeated paths, or too many bytes."""
+    out: list[FieldViolation] = []
+    seen: set[str] = set()
+    for i, file in enumerate(files):
+        problem = path_problem(file.path)
+        if problem is not None:
+            out.append(FieldViolation(f"{field}[{i}].path", f"not a project path: {problem}"))
+        elif file.path in seen:
+            out.append(FieldViolation(f"{field}[{i}].path", f"{file.path} is given twice"))
+        seen.add(file.path)
+    size = sum(len(file.content.encode("utf-8", "surrogatepass")) for file in files)
+    if max_project_bytes > 0 and size > max_project_bytes:
+        out.append(FieldViolation(field, f"{size} bytes together; at most {max_project_bytes}"))
+    return out

@@ -1,0 +1,61 @@
+"""What a create's tagged images ask for (pages.py): pages, their files and widths."""
+
+from __future__ import annotations
+
+from services.agent.domain import FileState, ImageMeta
+from services.agent.pages import entry_file, page_plan, project_violations
+
+
+def test_untagged_images_are_the_entry_page() -> None:
+    plan = page_plan(2, ())
+    assert [(p.path, p.images, p.widths) for p in plan.pages] == [("index.html", (0, 1), ())]
+    assert not plan.multi_page
+    assert plan.widths == ()
+
+
+def test_widths_of_one_page_in_image_order_without_repeats() -> None:
+    metas = [ImageMeta(1280), ImageMeta(390), ImageMeta(1280, "index")]
+    plan = page_plan(4, metas)
+    assert [(p.path, p.images) for p in plan.pages] == [("index.html", (0, 1, 2, 3))]
+    assert plan.widths == (1280, 390)
+
+
+def test_pages_entry_is_index_else_the_first_named() -> None:
+    site = page_plan(3, [ImageMeta(page="about"), ImageMeta(page="index"), ImageMeta(page="faq")])
+    assert [(p.name, p.path, p.images) for p in site.pages] == [
+        ("index", "index.html", (1,)),
+        ("about", "about.html", (0,)),
+        ("faq", "faq.html", (2,)),
+    ]
+    # No `index`: the first page named is index.html; an untagged image belongs to it.
+    other = page_plan(3, [ImageMeta(), ImageMeta(page="home"), ImageMeta(page="pricing")])
+    assert [(p.name, p.path, p.images) for p in other.pages] == [
+        ("home", "index.html", (0, 1)),
+        ("pricing", "pricing.html", (2,)),
+    ]
+
+
+def test_entry_file_is_index_else_the_first_page() -> None:
+    css, about, index = (
+        FileState("s.css", ""),
+        FileState("about.html", ""),
+        FileState("index.html", ""),
+    )
+    assert entry_file([css, about, index]) == index
+    assert entry_file([css, about]) == about
+    assert entry_file([css]) == css
+    assert entry_file([]) is None
+
+
+def test_an_updates_project_is_held_to_its_paths_and_total_size() -> None:
+    files = [
+        FileState("index.html", "ab"),
+        FileState("index.html", "cd"),
+        FileState("../x.html", "é"),
+    ]
+    assert [(v.field, v.description) for v in project_violations(files, 5)] == [
+        ("files[1].path", "index.html is given twice"),
+        ("files[2].path", "not a project path: .. segments are not allowed"),
+        ("files", "6 bytes together; at most 5"),
+    ]
+    assert project_violations(files[:1], 0) == []
