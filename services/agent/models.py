@@ -241,8 +241,10 @@ def has_video(request: GenerationRequest) -> bool:
 
 def has_images(request: GenerationRequest) -> bool:
     """Whether the request carries pictures for the model: images, or video (frames)."""
-    messages = (request.prompt, *request.history)
-    return any(m.images or m.videos for m in messages)
+    prompt = request.prompt
+    return bool(prompt.images or prompt.videos) or any(
+        m.images or m.videos for m in request.history
+    )
 
 
 def no_images(model_id: str, readers: Sequence[str]) -> str:

@@ -185,9 +185,7 @@ class Planner:
         ids = [s.id for s in specs if s.vision]
         ids += [f"{LOCAL_PREFIX}{name}" for name in settings.local_models]
         ids += [
-            p.alone[0]
-            for p in registry.KEYED
-            if p.alone and settings.credentials.key(p.credential)
+            p.alone[0] for p in registry.KEYED if p.alone and settings.credentials.key(p.credential)
         ]
         return list(dict.fromkeys(ids))
 

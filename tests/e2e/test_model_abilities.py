@@ -7,6 +7,7 @@ server.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from services.common.errors import bad_request_violations
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, Text, chat_turn, http_error, split
 from tests.suite import png_data_url, running_suite
 
 
@@ -64,3 +65,95 @@ async def test_an_image_for_a_model_that_reads_none_is_refused_before_any_reques
         )
     ]
     assert fake_openai.requests == []
+
+
+TEXT_ONLY = '[[endpoint.model]]\nid = "old-coder"\ntools = false\n'
+# A page long enough to stream in several previews (more than three replay steps).
+PAGE = (
+    "<!DOCTYPE html>\n<html><head><title>Shop</title></head><body>\n"
+    + "".join(
+        f'<section id="s{i}"><h2>Part {i}</h2><p>Text of part {i}.</p></section>\n'
+        for i in range(40)
+    )
+    + "</body></html>"
+)
+ANSWER = f"Here is your page.\n\n```html\n{PAGE}\n```\n\nIt lists forty parts."
+
+
+def text_request(model: str) -> pb.GenerateCodeRequest:
+    return pb.GenerateCodeRequest(
+        input_mode=pb.INPUT_MODE_TEXT,
+        prompt=pb.Prompt(text="A shop page"),
+        models=[model],
+        variant_count=1,
+    )
+
+
+async def generate(port: int, request: pb.GenerateCodeRequest) -> list[pb.GenerationEvent]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = pb_grpc.AgentServiceStub(channel)
+        return [e async for message in stub.GenerateCode(request) for e in message.events]
+
+
+def assert_page_streamed_from_text(events: list[pb.GenerationEvent]) -> None:
+    """The page previewed as create_file content is (at least three code deltas, then
+    the snapshot), the prose around it as chat text, and the run completed with it."""
+    kinds = [e.WhichOneof("payload") for e in events]
+    snapshot = kinds.index("code_snapshot")
+    deltas = [e.code_delta for e in events[:snapshot] if e.HasField("code_delta")]
+    assert len(deltas) >= 3
+    code = ""
+    for delta in deltas:
+        assert delta.offset == len(code)  # append-only
+        code += delta.text
+    assert code == PAGE
+    assert events[snapshot].code_snapshot.content == PAGE
+    prose = "".join(e.assistant_delta.text for e in events if e.HasField("assistant_delta"))
+    assert prose == "Here is your page.\n\n\n\nIt lists forty parts."
+    starts = [e.tool_start for e in events if e.HasField("tool_start")]
+    assert [s.name for s in starts] == ["create_file"]
+    assert "variant_complete" in kinds
+    assert events[-1].generation_complete.status == pb.RUN_STATUS_COMPLETED
+
+
+async def test_a_model_without_tools_streams_the_page_from_its_fenced_answer(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.add_chat(chat_turn([Text(split(ANSWER, 40))]))
+    settings = endpoint_settings(tmp_path, fake_openai.base_url, TEXT_ONLY)
+    async with running_suite(tmp_path, agent=settings) as suite:
+        events = await generate(suite.agent.port, text_request("ollama:old-coder"))
+        record = suite.agent.manager.get(events[0].generation_id)
+    assert_page_streamed_from_text(events)
+    [sent] = fake_openai.requests
+    assert "tools" not in sent.json
+    assert "```html" in sent.json["messages"][0]["content"]
+    assert record is not None
+    assert record.variants[0].code == PAGE
+
+
+OLLAMA_REFUSAL = http_error(
+    400, "registry.ollama.ai/library/old-coder:latest does not support tools", type="api_error"
+)
+
+
+async def test_a_server_refusing_tools_is_asked_again_without_and_remembered(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.add_chat(OLLAMA_REFUSAL, chat_turn([Text(split(ANSWER, 40))]))
+    fake_openai.add_chat(chat_turn([Text(split(ANSWER, 40))]))
+    settings = AgentSettings(provider_max_retries=0, local_base_url=fake_openai.base_url)
+    async with running_suite(tmp_path, agent=settings) as suite:
+        first = await generate(suite.agent.port, text_request("local:old-coder"))
+        second = await generate(suite.agent.port, text_request("local:old-coder"))
+    for events in (first, second):
+        assert_page_streamed_from_text(events)
+    statuses = [e.status.text for e in first if e.HasField("status")]
+    assert statuses[-1] == "local:old-coder takes no tools here: the page comes as text."
+    refused, retried, remembered = (r.json for r in fake_openai.requests)
+    assert "tools" in refused
+    assert "create_file" in json.dumps(refused["tools"])
+    assert "tools" not in retried
+    assert "tools" not in remembered
+    assert "```html" in retried["messages"][0]["content"]
+    assert remembered["messages"] == retried["messages"]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import openai
 from openai import Omit, omit
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
@@ -38,11 +39,13 @@ from services.agent.providers.base import (
     SessionConfig,
     StreamEvent,
     ToolSpec,
+    ToolsRefused,
 )
 from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.providers.openai_common import media_url, read_stream, result_json
 from services.agent.providers.sse import SseEvent, loads
 from services.agent.providers.streaming import DeltaMerger, parse_tool_call
+from services.agent.providers.tool_support import refuses_tools
 
 # Non-standard delta fields carrying the model's reasoning: `reasoning_content`
 # (vLLM, LM Studio, llama.cpp, DeepSeek) and `reasoning` (Ollama, newer vLLM).
@@ -197,7 +200,12 @@ class OpenAIChatSession(openai_common.OpenAISession):
             # cache by prefix on their own.
             prompt_cache_key=self._cache_key,
         )
-        await read_stream(request, reader, on_event, config)
+        try:
+            await read_stream(request, reader, on_event, config)
+        except ProviderError as exc:
+            if self._tools and (refused := _tools_refused(exc, config)) is not None:
+                raise refused from exc
+            raise
         if not reader.finished:
             raise errors.stream_failed(
                 config.provider, "the stream ended before the answer was complete"
@@ -233,6 +241,20 @@ class OpenAIChatSession(openai_common.OpenAISession):
         media = tool_media_message(executed)
         if media is not None:
             self._messages.append(media)
+
+
+def _tools_refused(exc: ProviderError, config: SessionConfig) -> ToolsRefused | None:
+    """A ToolsRefused for an error status saying the request's tools cannot be taken."""
+    cause = exc.__cause__
+    if not isinstance(cause, openai.APIStatusError):
+        return None
+    detail = openai_common.error_detail(cause)
+    if not refuses_tools(cause.status_code, detail):
+        return None
+    return ToolsRefused(
+        f"{config.provider.display} takes no tools for {config.api_name}: "
+        f"{errors.redact(detail, config.api_key)} ({cause.status_code})"
+    )
 
 
 def _call_param(pending: _PendingCall) -> ChatCompletionMessageFunctionToolCallParam:
