@@ -151,7 +151,7 @@ class VariantEngine:
     tool_records: list[ToolCallRecord] = field(default_factory=list)
     # Whether a create_file's content went back to the model only as a placeholder.
     elided: bool = False
-    # Text mode (docs/text-mode.md): no tools; the page comes in the answer's fenced
+    # Text mode (docs/models.md): no tools; the page comes in the answer's fenced
     # block and previews as a create_file's content does.
     text_mode: bool = False
 

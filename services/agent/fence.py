@@ -1,6 +1,6 @@
 """The page in a text-mode answer: the first ```html fenced block, found while it streams.
 
-A model that calls no tools (text mode, docs/text-mode.md) is asked for the whole page
+A model that calls no tools (text mode, docs/models.md) is asked for the whole page
 in one fenced block. `FenceScanner` splits its streamed text, delta by delta, into prose
 and page pieces, so the page can stream into the live preview as a `create_file`'s
 content does while the sentences around it stay chat text. Each delta is scanned once;

@@ -1,5 +1,5 @@
 """Text mode's run-time parts: a generation's two prompts, and the agent's memory of the
-models whose servers refused tools (docs/text-mode.md).
+models whose servers refused tools (docs/models.md).
 
 A model with `tools = false` runs in text mode from the start. A model whose server
 answers a request with tools by saying it cannot take them (providers/tool_support.py)

@@ -157,3 +157,37 @@ async def test_a_server_refusing_tools_is_asked_again_without_and_remembered(
     assert "tools" not in remembered
     assert "```html" in retried["messages"][0]["content"]
     assert remembered["messages"] == retried["messages"]
+
+
+async def test_tool_calls_written_as_text_run_as_tool_calls(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    call = {"name": "create_file", "arguments": {"path": "index.html", "content": PAGE}}
+    written = f"I will write the page.\n<tool_call>\n{json.dumps(call)}\n</tool_call>"
+    fake_openai.add_chat(
+        chat_turn([Text(split(written, 30))]), chat_turn([Text(["The page is ready."])])
+    )
+    settings = AgentSettings(provider_max_retries=0, local_base_url=fake_openai.base_url)
+    async with running_suite(tmp_path, agent=settings) as suite:
+        events = await generate(suite.agent.port, text_request("local:hermes-style"))
+        record = suite.agent.manager.get(events[0].generation_id)
+    assert events[-1].generation_complete.status == pb.RUN_STATUS_COMPLETED
+    prose = "".join(e.assistant_delta.text for e in events if e.HasField("assistant_delta"))
+    assert prose == "I will write the page.\nThe page is ready."
+    results = [e.tool_result for e in events if e.HasField("tool_result")]
+    assert [(r.name, r.ok) for r in results] == [("create_file", True)]
+    snapshots = [e.code_snapshot.content for e in events if e.HasField("code_snapshot")]
+    assert snapshots[-1] == PAGE
+    assert record is not None
+    assert record.variants[0].code == PAGE
+    assert [t.name for t in record.variants[0].tool_calls] == ["create_file"]
+    # The next request carries the call as the API's own, and its result.
+    messages = fake_openai.requests[1].json["messages"]
+    assistant, result = messages[-2], messages[-1]
+    assert assistant["content"] == "I will write the page.\n"
+    [sent] = assistant["tool_calls"]
+    assert sent["function"]["name"] == "create_file"
+    # The history elides a written file's content, as it does for the API's own calls.
+    assert json.loads(sent["function"]["arguments"])["path"] == "index.html"
+    assert result["role"] == "tool"
+    assert result["tool_call_id"] == sent["id"]

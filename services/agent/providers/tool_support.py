@@ -1,7 +1,7 @@
 """How OpenAI-compatible servers say that a request's tools cannot be taken.
 
 A request with `tools` to a model or server without tool calling is refused with an
-error status whose message says so; each server has its own wording (docs/text-mode.md
+error status whose message says so; each server has its own wording (docs/models.md
 lists them, with where each comes from). Only these refusals lead to a retry without
 tools: any other 400 is a real error of the request and is reported as such.
 """
