@@ -319,7 +319,7 @@ ERROR_CASES = [
 
 
 # The servers' own refusals of a request with tools, in their own body shapes
-# (docs/text-mode.md): Ollama, vLLM (both of its error shapes), llama.cpp (a 500).
+# (docs/models.md): Ollama, vLLM (both of its error shapes), llama.cpp (a 500).
 TOOL_REFUSALS = [
     http_error(
         400, "registry.ollama.ai/library/gemma3:4b does not support tools", type="api_error"

@@ -134,7 +134,7 @@ HTML as a pointer, find the code that produces the element, and change only that
 element."""
 
 
-# Text mode (docs/text-mode.md): a model that calls no tools writes the page in its answer.
+# Text mode (docs/models.md): a model that calls no tools writes the page in its answer.
 _TEXT_TONE = """\
 # How you talk
 - Keep every message as short as it can be while still being useful.

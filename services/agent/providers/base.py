@@ -98,7 +98,7 @@ class ProviderError(Exception):
 class ToolsRefused(ProviderError):
     """The server answered a request with tools by saying it cannot take tools (the model
     or the server's setup has no tool calling): the request may be made again without
-    them, in text mode (docs/text-mode.md). Raised before any output streamed."""
+    them, in text mode (docs/models.md). Raised before any output streamed."""
 
 
 @dataclass(frozen=True, slots=True)
