@@ -37,13 +37,15 @@ class Piece:
 class FenceScanner:
     """Feeds on an answer's text deltas; yields its prose and page pieces in order."""
 
-    __slots__ = ("_held", "_info", "_page_length", "_state")
+    __slots__ = ("_block_start", "_held", "_info", "_page_length", "_state")
 
     def __init__(self) -> None:
         self._state = _State.PROSE
         self._held = ""  # text that may still be (part of) a fence
         self._info = ""
         self._page_length = 0
+        # At a block's first line, where a closing fence needs no newline before it.
+        self._block_start = False
 
     @property
     def found(self) -> bool:
@@ -90,12 +92,23 @@ class FenceScanner:
             else:
                 self._state = _State.OTHER
                 out.append(Piece(False, FENCE + self._info + "\n"))
+            self._block_start = True
             return text[newline + 1 :]
-        at = text.find(FENCE)
+        if state is _State.PROSE:
+            at = text.find(FENCE)
+        else:
+            # A closing fence starts a line: backticks inside a line of the page (a
+            # script's string, say) are the page's.
+            if self._block_start and text.startswith(FENCE):
+                at = 0
+            else:
+                found = text.find("\n" + FENCE)
+                at = found + 1 if found >= 0 else -1
         if at < 0:
             keep = _partial_fence(text, state is not _State.PROSE)
             body, self._held = text[: len(text) - keep], text[len(text) - keep :]
             if body:
+                self._block_start = False
                 self._emit(body, out)
             return ""
         if state is _State.PROSE:

@@ -48,3 +48,14 @@ def test_a_block_in_another_language_stays_prose_and_the_html_one_is_the_page() 
 
 def test_an_answer_without_a_fence_is_all_prose() -> None:
     assert scan(cuts("No page, only ``words`` here`", 2)) == ("", "No page, only ``words`` here`")
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 1000])
+def test_backticks_inside_a_line_of_the_page_are_the_pages(size: int) -> None:
+    page = "<script>\nconst md = '```js\\nx\\n```';\n</script>\n<p>``` not a fence</p>"
+    assert scan(cuts(f"Page:\n```html\n{page}\n```\nDone.", size)) == (page, "Page:\n\nDone.")
+
+
+@pytest.mark.parametrize("size", [1, 2, 1000])
+def test_an_empty_block_closes_at_once(size: int) -> None:
+    assert scan(cuts("A:\n```html\n```\nB", size)) == ("", "A:\n\nB")
