@@ -18,7 +18,15 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from services.common.errors import bad_request_violations
-from tests.fakes.openai_server import FakeOpenAI, Text, chat_turn, http_error, split
+from tests.fakes.openai_server import (
+    ErrorReply,
+    FakeOpenAI,
+    Text,
+    chat_turn,
+    http_error,
+    split,
+)
+from tests.providers.test_openai_chat import TOOL_REFUSALS
 from tests.suite import png_data_url, running_suite
 
 
@@ -135,12 +143,19 @@ async def test_a_model_without_tools_streams_the_page_from_its_fenced_answer(
 OLLAMA_REFUSAL = http_error(
     400, "registry.ollama.ai/library/old-coder:latest does not support tools", type="api_error"
 )
+# vLLM without tool parsing (400), llama.cpp without --jinja (500): their own bodies.
+VLLM_REFUSAL, LLAMA_CPP_REFUSAL = TOOL_REFUSALS[1], TOOL_REFUSALS[3]
 
 
+@pytest.mark.parametrize(
+    "refusal",
+    [OLLAMA_REFUSAL, VLLM_REFUSAL, LLAMA_CPP_REFUSAL],
+    ids=["ollama", "vllm", "llama.cpp"],
+)
 async def test_a_server_refusing_tools_is_asked_again_without_and_remembered(
-    tmp_path: Path, fake_openai: FakeOpenAI
+    tmp_path: Path, fake_openai: FakeOpenAI, refusal: ErrorReply
 ) -> None:
-    fake_openai.add_chat(OLLAMA_REFUSAL, chat_turn([Text(split(ANSWER, 40))]))
+    fake_openai.add_chat(refusal, chat_turn([Text(split(ANSWER, 40))]))
     fake_openai.add_chat(chat_turn([Text(split(ANSWER, 40))]))
     settings = AgentSettings(provider_max_retries=0, local_base_url=fake_openai.base_url)
     async with running_suite(tmp_path, agent=settings) as suite:
