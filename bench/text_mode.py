@@ -26,14 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: find bench/
 
-from bench.preview import DELTA, arguments, make_page, ratio, table
+from bench.preview import DELTA, arguments, cpu, make_page, ratio, table
 from services.agent.argscan import ArgumentScanner
 from services.agent.fence import FenceScanner
 from services.agent.providers.tool_tags import TextCall, ToolTagScanner
@@ -106,15 +105,9 @@ def run_tag_scan(pieces: Sequence[str]) -> tuple[int, int]:
     return size, count
 
 
-def cpu(
-    fn: Callable[[Sequence[str]], tuple[int, int]], pieces: Sequence[str], repeat: int
-) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        fn(pieces)
-        best = min(best, time.process_time() - start)
-    return best
+def cpu_of(fn: Callable[[Sequence[str]], tuple[int, int]], pieces: Sequence[str], n: int) -> float:
+    """Best CPU seconds of `n` runs (bench/preview.py's timer, on the characters found)."""
+    return cpu(lambda p: fn(p)[0], pieces, n)
 
 
 def streams(page: str) -> dict[str, list[str]]:
@@ -152,11 +145,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         for size, _count in found.values():
             # Every path hands on the whole page, or the comparison means nothing.
             assert size == len(page), (size, len(page))
-        base_s = cpu(run_create_file, streams(page)["create_file"], repeat)
+        base_s = cpu_of(run_create_file, streams(page)["create_file"], repeat)
         for (name, pieces), fn in zip(
             streams(page).items(), (run_create_file, run_text_mode, run_tool_tags), strict=True
         ):
-            seconds = base_s if name == "create_file" else cpu(fn, pieces, repeat)
+            seconds = base_s if name == "create_file" else cpu_of(fn, pieces, repeat)
             count = found[name][1]
             rows.append(
                 [
@@ -184,8 +177,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for kb in (10, 100) if opts.quick else (10, 100, 400):
         pieces = split(prose(kb * KB))
         assert run_tag_scan(pieces)[0] == run_passthrough(pieces)[0] == kb * KB
-        none_s = cpu(run_passthrough, pieces, repeat)
-        tag_s = cpu(run_tag_scan, pieces, repeat)
+        none_s = cpu_of(run_passthrough, pieces, repeat)
+        tag_s = cpu_of(run_tag_scan, pieces, repeat)
         tag_rows.append(
             [
                 f"{kb} KB",
