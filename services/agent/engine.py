@@ -28,6 +28,7 @@ from services.agent.events import (
     ToolStart,
     Usage,
 )
+from services.agent.fence import FenceScanner, Piece
 from services.agent.pages import entry_file
 from services.agent.providers.base import (
     WHOLE_ARGUMENTS_CHARS,
@@ -152,6 +153,9 @@ class VariantEngine:
     tool_records: list[ToolCallRecord] = field(default_factory=list)
     # Whether a create_file's content went back to the model only as a placeholder.
     elided: bool = False
+    # Text mode (docs/models.md): no tools; the page comes in the answer's fenced
+    # block and previews as a create_file's content does.
+    text_mode: bool = False
     # The project, by path, in the order its files were first written (an update's files
     # come first); `file` is the one the model last wrote, which a call without a path
     # works on.
@@ -175,12 +179,13 @@ class VariantEngine:
                 stream = _TurnStream(self)
                 cost_before = self.session.total_cost_usd()
                 turn = await self.session.stream_turn(stream.on_event)
+                await stream.end()
                 self.usage = self.usage + turn.usage
                 # This turn's cost, like its tokens: a client sums turns to the variant's.
                 turn_cost = self.session.total_cost_usd() - cost_before
                 self.emit("", Usage(turn.usage, turn_cost, self.priced))
                 if not turn.tool_calls:
-                    return self._finalize(turn.assistant_text)
+                    return self._finalize(turn.assistant_text, stream.page)
                 limit = self.max_tool_calls_per_turn
                 executed = [await self._run_tool(call, stream) for call in turn.tool_calls[:limit]]
                 # Extra calls are answered, not run, so the model can go on with fewer.
@@ -237,8 +242,15 @@ class VariantEngine:
         self.emit(call.id, ToolResult(call.name, {"error": message}, False))
         return ExecutedTool(call, False, {"error": message})
 
-    def _finalize(self, assistant_text: str) -> str:
+    def _finalize(self, assistant_text: str, page: _PagePreview | None) -> str:
         """Says every file once more (the entry page last) and returns the entry page."""
+        if page is not None and page.scanner.found:
+            # The fenced block is the page, as a create_file's content would be.
+            self.file = self.files[page.path] = FileState(page.path, page.text)
+            self.emit(page.call_id, CodeSnapshot(page.path, clean_text(page.text)))
+            result = {"path": page.path, "contentLength": len(page.text), "from": "text"}
+            self.emit(page.call_id, ToolResult("create_file", result, True))
+            return page.text
         if self.file is None:
             completion = extract_html_content(assistant_text)
             if completion.strip():
@@ -267,11 +279,14 @@ class _TurnStream:
         self.started_calls: set[str] = set()
         # The file each create_file's preview streamed into, by call id.
         self.streamed_paths: dict[str, str] = {}
+        self.page = _PagePreview(engine) if engine.text_mode else None
 
     async def on_event(self, event: StreamEvent) -> None:
         emit = self._engine.emit
         if isinstance(event, AssistantDelta):
-            if event.text:
+            if self.page is not None:
+                await self._pieces(self.page.scanner.feed(event.text))
+            elif event.text:
                 emit(self._assistant_id, AssistantDelta(clean_text(event.text)))
         elif isinstance(event, ThinkingDelta):
             if event.text:
@@ -285,16 +300,78 @@ class _TurnStream:
                 if preview.path is not None:
                     self.streamed_paths[event.call_id] = preview.path
 
+    async def end(self) -> None:
+        """The turn's stream ended: what a text-mode scanner still held goes out."""
+        if self.page is not None:
+            await self._pieces(self.page.scanner.end())
 
-class _Preview:
-    """Decodes one streamed create_file's content once and emits it as CodeDeltas (the
-    event log merges consecutive ones); content that arrives in one piece is replayed."""
+    async def _pieces(self, pieces: list[Piece]) -> None:
+        assert self.page is not None
+        for piece in pieces:
+            if piece.page:
+                await self.page.feed(piece.text)
+            elif piece.text:
+                self._engine.emit(self._assistant_id, AssistantDelta(clean_text(piece.text)))
+
+
+class _CodeStream:
+    """One file's streamed content, sent as CodeDeltas (the event log merges consecutive
+    ones); content that arrives in one piece is replayed in steps (PreviewReplay)."""
 
     def __init__(self, call_id: str, engine: VariantEngine) -> None:
-        self._call_id = call_id
+        self.call_id = call_id
         self._engine = engine
-        self._scanner = ArgumentScanner(("path", "content"))
         self._paused_s = 0.0  # this call's replay pauses so far, bounded by total_s
+
+    async def _forward(self, offset: int, text: str, path: str) -> None:
+        replay = self._engine.preview_replay
+        pause = replay.pause_s
+        # The entry page's deltas carry no path, as before projects; another file's do.
+        delta_path = "" if path == DEFAULT_PATH else path
+        for i, piece in enumerate(replay.steps(text)):
+            if i and self._paused_s + pause <= replay.total_s:
+                self._paused_s += pause
+                await replay.sleep(pause)
+            self._engine.emit(self.call_id, CodeDelta(offset, piece, delta_path))
+            offset += len(piece)
+
+
+class _PagePreview(_CodeStream):
+    """A text-mode answer's page: the fenced block's text, previewed as a create_file's
+    content is (a ToolStart at its first text, then CodeDeltas at the same pace)."""
+
+    def __init__(self, engine: VariantEngine) -> None:
+        super().__init__(_event_id("page", engine.index), engine)
+        self.scanner = FenceScanner()
+        file = engine.file
+        self.path = file.path if file else DEFAULT_PATH
+        self._parts: list[str] = []
+        self._length = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    async def feed(self, text: str) -> None:
+        offset = self._length
+        if not offset:
+            summary = {
+                "path": self.path,
+                "contentLength": len(text),
+                "preview": summarize_text(text, 200),
+            }
+            self._engine.emit(self.call_id, ToolStart("create_file", summary))
+        self._parts.append(text)
+        self._length += len(text)
+        await self._forward(offset, clean_text(text), self.path)
+
+
+class _Preview(_CodeStream):
+    """Decodes one streamed create_file's content once and emits it as CodeDeltas."""
+
+    def __init__(self, call_id: str, engine: VariantEngine) -> None:
+        super().__init__(call_id, engine)
+        self._scanner = ArgumentScanner(("path", "content"))
         self.started = False
         # The file the preview streams into; None: a path the tools refuse, not streamed.
         self.path: str | None = DEFAULT_PATH
@@ -317,21 +394,10 @@ class _Preview:
                     "contentLength": len(fragment.text),
                     "preview": summarize_text(fragment.text, 200),
                 }
-                emit(self._call_id, ToolStart("create_file", summary))
+                emit(self.call_id, ToolStart("create_file", summary))
             # The string's opening quote yields an empty fragment; as a delta at offset 0
             # it would replace the page on show (an update's) with nothing for a frame.
             # The first text, at offset 0 too, restarts the file just the same.
             if fragment.text and self.path is not None:
-                await self._forward(fragment.offset, clean_text(fragment.text))
+                await self._forward(fragment.offset, clean_text(fragment.text), self.path)
         return self.started
-
-    async def _forward(self, offset: int, text: str) -> None:
-        replay = self._engine.preview_replay
-        pause = replay.pause_s
-        delta_path = "" if self.path in (DEFAULT_PATH, None) else self.path
-        for i, piece in enumerate(replay.steps(text)):
-            if i and self._paused_s + pause <= replay.total_s:
-                self._paused_s += pause
-                await replay.sleep(pause)
-            self._engine.emit(self._call_id, CodeDelta(offset, piece, delta_path))
-            offset += len(piece)

@@ -191,6 +191,7 @@ def select_models(
     local_models: Sequence[str] = (),
     endpoint_models: Sequence[ModelSpec] = (),
     has_video: bool = False,
+    has_images: bool = False,
 ) -> list[ModelSpec]:
     """Models for `count` variants: pinned ones if any, else by the keys present
     (upstream's lists, cycled), else local models and the models file's, else the demo
@@ -201,10 +202,11 @@ def select_models(
     drop it is refused rather than told to "analyze this video" it never gets."""
     video = input_mode == "video" or has_video
     if pinned:
-        if has_video:
-            for spec in pinned:
-                if not takes_video(spec):
-                    raise ModelSelectionError(no_video(spec.id))
+        for spec in pinned:
+            if has_video and not takes_video(spec):
+                raise ModelSelectionError(no_video(spec.id))
+            if has_images and not spec.vision:
+                raise ModelSelectionError(no_images(spec.id, ()))
         return [pinned[i % len(pinned)] for i in range(count)]
     specs: list[ModelSpec]
     if video and (providers_with_keys or local_models or endpoint_models):
@@ -216,6 +218,12 @@ def select_models(
         specs += endpoint_models
     else:
         specs = [resolve(DEMO_MODEL_ID)]
+    if has_images:
+        # Unpinned, pictures go only to the models that read them.
+        readers = [s for s in specs if s.vision]
+        if not readers:
+            raise ModelSelectionError(no_images(specs[0].id, ()))
+        specs = readers
     return [specs[i % len(specs)] for i in range(count)]
 
 
@@ -229,6 +237,25 @@ def takes_video(spec: ModelSpec) -> bool:
 
 def has_video(request: GenerationRequest) -> bool:
     return bool(request.prompt.videos) or any(m.videos for m in request.history)
+
+
+def has_images(request: GenerationRequest) -> bool:
+    """Whether the request carries pictures for the model: images, or video (frames)."""
+    prompt = request.prompt
+    return bool(prompt.images or prompt.videos) or any(
+        m.images or m.videos for m in request.history
+    )
+
+
+def no_images(model_id: str, readers: Sequence[str]) -> str:
+    """The refusal of image input to a model that reads none, naming the models that
+    would read it (`readers`, the agent's configured ones; empty: none is)."""
+    if readers:
+        shown = ", ".join(readers[:6]) + (", …" if len(readers) > 6 else "")
+        where = f"models configured here that read images: {shown}"
+    else:
+        where = "no model configured here reads images; use a catalogue model (ListModels)"
+    return f"Model {model_id} reads no images (vision = false); {where}"
 
 
 def no_video(model_id: str) -> str:

@@ -21,10 +21,13 @@ from dataclasses import dataclass, replace
 
 from services.agent.domain import GenerationRequest
 from services.agent.models import (
+    LOCAL_PREFIX,
     ModelSelectionError,
     ModelSpec,
     endpoint_specs,
+    has_images,
     has_video,
+    no_images,
     no_video,
     resolve,
     select_models,
@@ -70,9 +73,12 @@ class Planner:
         self._configured_error = ""
         for model_id in settings.pinned_models:
             try:
-                self._configured[model_id] = resolve(model_id, settings.endpoints)
+                self._configured[model_id] = self._resolve(model_id)
             except ModelSelectionError as exc:
                 self._configured_error = self._configured_error or str(exc)
+
+    def _resolve(self, model_id: str) -> ModelSpec:
+        return resolve(model_id, self._settings.endpoints)
 
     @property
     def name(self) -> str:
@@ -88,7 +94,7 @@ class Planner:
         asked: dict[str, ModelSpec] = {}  # the request's pinned models, by the ids it gave
         for i, model_id in enumerate(request.models):
             try:
-                asked[model_id] = resolve(model_id, self._settings.endpoints)
+                asked[model_id] = self._resolve(model_id)
             except ModelSelectionError as exc:
                 violations.append(FieldViolation(f"models[{i}]", str(exc)))
         violations += self._policy.violations(request.credentials, prefix="credentials.")
@@ -97,6 +103,7 @@ class Planner:
             len(request.prompt.images), request.prompt.image_meta, self._settings.max_pages
         )
         violations += project_violations(request.files, self._settings.max_project_bytes)
+        violations += self._image_violations(request, asked)
         if violations:
             raise InvalidRequest(violations)
 
@@ -122,6 +129,7 @@ class Planner:
                     local_models=settings.local_models,
                     endpoint_models=endpoint_specs(settings.endpoints),
                     has_video=has_video(request),
+                    has_images=has_images(request),
                 )
             except ModelSelectionError as exc:
                 refusal = str(exc)
@@ -154,6 +162,37 @@ class Planner:
             for model_id, spec in self._configured.items()
             if not takes_video(spec)
         ]
+
+    def _image_violations(
+        self, request: GenerationRequest, asked: dict[str, ModelSpec]
+    ) -> list[FieldViolation]:
+        """A pinned model that reads no images is refused pictures before any request is
+        made of it: one violation per such model, as for video."""
+        if not has_images(request):
+            return []
+        if request.models:
+            blind = [(f"models[{i}]", m, asked.get(m)) for i, m in enumerate(request.models)]
+            suffix = ""
+        else:
+            blind = [("prompt.images", m, s) for m, s in self._configured.items()]
+            suffix = " (pinned by S2C_MODELS)"
+        found = [(field, m) for field, m, spec in blind if spec is not None and not spec.vision]
+        if not found:
+            return []
+        readers = self._image_readers()
+        return [FieldViolation(field, no_images(m, readers) + suffix) for field, m in found]
+
+    def _image_readers(self) -> list[str]:
+        """The models this agent is configured with that read images: pinned, endpoint
+        and local ones, and the first model of each provider it holds a key for."""
+        settings = self._settings
+        specs = [*self._configured.values(), *endpoint_specs(settings.endpoints)]
+        ids = [s.id for s in specs if s.vision]
+        ids += [f"{LOCAL_PREFIX}{name}" for name in settings.local_models]
+        ids += [
+            p.alone[0] for p in registry.KEYED if p.alone and settings.credentials.key(p.credential)
+        ]
+        return list(dict.fromkeys(ids))
 
 
 def tool_context(request: GenerationRequest, max_project_bytes: int = 0) -> ToolContext:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -31,11 +31,12 @@ from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
 from services.agent.models import ModelSpec
 from services.agent.planning import GenerationPlan, input_images
-from services.agent.prompts import PromptError, build_prompt_messages, current_file
-from services.agent.providers.base import PromptMessage, ProviderError, ToolSpec
+from services.agent.prompts import PromptError, current_file
+from services.agent.providers.base import ProviderError, ToolsRefused
 from services.agent.providers.factory import SessionFactory, SessionRequest
 from services.agent.settings import AgentSettings
 from services.agent.status_line import status_line
+from services.agent.textmode import GenerationPrompts, ToollessModels
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import ToolExecutor
 from services.common.tracing import tracer
@@ -63,6 +64,8 @@ class Runner:
         self._sessions = sessions
         self._metrics = metrics
         self._save = save
+        # Models whose servers refused tools: their variants start in text mode.
+        self.toolless = ToollessModels()
 
     async def run(self, generation: Generation, plan: GenerationPlan) -> RunStatus:
         """Runs every variant to its end; the generation's status: "completed" when any
@@ -83,23 +86,21 @@ class Runner:
             return generation.fail(str(exc))
         for i, spec in enumerate(specs):
             generation.publish(i, "", Status(status_line(spec, saved, offer.unavailable)))
-        tools, names = offer.tools, set(offer.names)
+        names = set(offer.names)
         request = plan.request
         try:
-            messages = build_prompt_messages(
+            prompts = GenerationPrompts.build(
                 request,
-                tools=names,
-                uploaded_asset_ids=upload_ids(request) if "save_assets" in names else None,
+                offer.tools,
+                names,
+                upload_ids(request) if "save_assets" in names else None,
             )
         except PromptError as exc:
             return generation.fail(f"Error assembling prompt: {exc}")
 
         budget = CostBudget(self._settings.max_cost_usd, self._settings.max_total_cost_usd)
         await asyncio.gather(
-            *(
-                self._run_variant(generation, plan, i, messages, tools, budget)
-                for i in range(len(specs))
-            )
+            *(self._run_variant(generation, plan, i, prompts, budget) for i in range(len(specs)))
         )
         if all(v.status == "failed" for v in generation.variants):
             return generation.fail(ALL_FAILED)
@@ -110,8 +111,7 @@ class Runner:
         generation: Generation,
         plan: GenerationPlan,
         index: int,
-        messages: Sequence[PromptMessage],
-        tools: Sequence[ToolSpec],
+        prompts: GenerationPrompts,
         budget: CostBudget,
     ) -> None:
         state = generation.variants[index]
@@ -127,14 +127,18 @@ class Runner:
             f"variant {index}", attributes={"s2c.model": spec.id, "s2c.variant_index": index}
         )
         token = otel_context.attach(trace.set_span_in_context(span))
-        try:
-            session = self._sessions(
-                SessionRequest(
-                    spec, index, tuple(messages), tuple(tools), plan.request, plan.credentials
-                )
-            )
+        text_mode = not spec.tools or spec.id in self.toolless
+
+        def engine_for(text_mode: bool) -> VariantEngine:
+            try:
+                messages = prompts.text() if text_mode else prompts.messages
+            except PromptError as exc:
+                raise EngineError(f"Error assembling prompt: {exc}") from None
+            tools = () if text_mode else prompts.tools
+            wanted = SessionRequest(spec, index, messages, tools, plan.request, plan.credentials)
+            session = self._sessions(wanted)
             budget.track(session)
-            engine = VariantEngine(
+            return VariantEngine(
                 index=index,
                 session=session,
                 tools=self._tools,
@@ -149,11 +153,26 @@ class Runner:
                 deadline=generation.deadline,
                 preview_replay=PreviewReplay(settings.preview_replay_s),
                 priced=state.priced,
+                text_mode=text_mode,
             )
-            state.code = await engine.run()
+
+        try:
+            engine = engine_for(text_mode)
+            try:
+                state.code = await engine.run()
+            except ToolsRefused as exc:
+                if text_mode:
+                    raise
+                # Refused before any output: asked once more, in text mode, and
+                # remembered, so this model's next variants start there.
+                self.toolless.add(spec.id)
+                log.info("model refused tools", extra={"model": spec.id, "error": str(exc)})
+                emit("", Status(f"{spec.id} takes no tools here: the page comes as text."))
+                engine = engine_for(True)
+                state.code = await engine.run()
             state.status = "completed"
             state.usage = engine.usage
-            state.cost_usd = session.total_cost_usd()
+            state.cost_usd = engine.session.total_cost_usd()
             emit("", VariantComplete(Usage(engine.usage, state.cost_usd, state.priced)))
         except (EngineError, ProviderError) as exc:
             state.status, state.error = "failed", str(exc)

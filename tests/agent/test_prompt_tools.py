@@ -142,3 +142,20 @@ def test_no_image_tool_means_no_images_section() -> None:
         "- Match the screenshot exactly, and use exactly the text it shows.\n"
         f"- {IMAGE_GENERATION_UNAVAILABLE}"
     )
+
+
+@pytest.mark.parametrize("kind", sorted(REQUESTS))
+def test_text_mode_names_no_tool_and_asks_for_one_fenced_page(kind: str) -> None:
+    request, _ = REQUESTS[kind]
+    messages = build_prompt_messages(
+        request, tools=ALL_TOOLS, uploaded_asset_ids=UPLOADS, text_mode=True
+    )
+    assert mentioned(messages) == set()
+    system = messages[0].text
+    assert "one fenced code block that starts with ```html" in system
+    assert "# Checking your work" not in system
+    # What the model works from is all there: an update's current page, the inputs.
+    if kind in ("history", "snapshot"):
+        assert any(CODE in m.text for m in messages[1:])
+    with_tools = build_prompt_messages(request, tools=ALL_TOOLS, uploaded_asset_ids=UPLOADS)
+    assert [m.images for m in messages] == [m.images for m in with_tools]

@@ -31,6 +31,7 @@ from services.agent.providers.base import (
     ToolCall,
     ToolCallDelta,
     ToolSpec,
+    ToolsRefused,
 )
 from services.agent.providers.clients import PooledSession
 from services.agent.providers.factory import ProviderSessions, SessionRequest
@@ -38,6 +39,7 @@ from services.agent.providers.openai_chat import OpenAIChatSession
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials, Endpoint
 from tests.fakes.openai_server import (
+    ErrorReply,
     FakeOpenAI,
     FunctionCall,
     Pause,
@@ -310,10 +312,77 @@ ERROR_CASES = [
     (http_error(429), errors.rate_limited(NAME)),
     (http_error(500), errors.upstream_failed(NAME, 500)),
     (
-        http_error(400, f"model does not support tools (key {KEY})"),
-        errors.bad_request(NAME, "model does not support tools (key ***) (400)"),
+        http_error(400, f"prompt is longer than the context (key {KEY})"),
+        errors.bad_request(NAME, "prompt is longer than the context (key ***) (400)"),
     ),
 ]
+
+
+# The servers' own refusals of a request with tools, in their own body shapes
+# (docs/models.md): Ollama, vLLM (both of its error shapes), llama.cpp (a 500).
+TOOL_REFUSALS = [
+    http_error(
+        400, "registry.ollama.ai/library/gemma3:4b does not support tools", type="api_error"
+    ),
+    ErrorReply(
+        400,
+        {
+            "object": "error",
+            "message": '"auto" tool choice requires --enable-auto-tool-choice and '
+            "--tool-call-parser to be set",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ),
+    ErrorReply(
+        400,
+        {
+            "error": {
+                "message": '"auto" tool choice requires --enable-auto-tool-choice and '
+                "--tool-call-parser to be set",
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            }
+        },
+    ),
+    ErrorReply(
+        500,
+        {
+            "error": {
+                "code": 500,
+                "message": "tools param requires --jinja flag",
+                "type": "server_error",
+            }
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize("reply", TOOL_REFUSALS)
+async def test_a_server_refusing_tools_says_so_as_tools_refused(
+    fake: FakeOpenAI, client: AsyncOpenAI, reply: Any
+) -> None:
+    fake.add_chat(reply)
+    session = OpenAIChatSession(config(fake.base_url), client=client)
+    seen = Recorder()
+    with pytest.raises(ToolsRefused) as caught:
+        await session.stream_turn(seen)
+    assert caught.value.message.startswith(
+        "OpenAI-compatible server takes no tools for qwen3-coder:"
+    )
+    assert seen.events == []
+
+
+async def test_the_same_words_without_tools_sent_are_an_ordinary_error(
+    fake: FakeOpenAI, client: AsyncOpenAI
+) -> None:
+    fake.add_chat(TOOL_REFUSALS[0])
+    session = OpenAIChatSession(config(fake.base_url, tools=()), client=client)
+    with pytest.raises(ProviderError) as caught:
+        await session.stream_turn(Recorder())
+    assert not isinstance(caught.value, ToolsRefused)
 
 
 @pytest.mark.parametrize(("reply", "expected"), ERROR_CASES)

@@ -51,6 +51,7 @@ def build_prompt_messages(
     tools: Collection[str] = ALL_TOOLS,
     uploaded_asset_ids: Mapping[str, str] | None = None,
     collapse_versions: bool = True,
+    text_mode: bool = False,
 ) -> list[PromptMessage]:
     """The system message followed by the user (and replayed assistant) messages.
 
@@ -60,13 +61,14 @@ def build_prompt_messages(
     appended to its text so the model can promote them with `save_assets` (ignored
     when `save_assets` is not offered). `collapse_versions=False` replays every
     earlier version of the file in full, as upstream does (the cost bench's baseline).
+    `text_mode` is for a model offered no tools: it writes the page in a fenced block.
     """
-    offered = frozenset(tools)
+    offered = frozenset() if text_mode else frozenset(tools)
     if not request.image_generation_enabled:
         # The worker refuses it when generation is off, whatever the caller offered.
         offered -= {"generate_images"}
     asset_ids: Mapping[str, str] = (uploaded_asset_ids or {}) if "save_assets" in offered else {}
-    system = PromptMessage("system", build_system_prompt(offered))
+    system = PromptMessage("system", build_system_prompt(offered, text_mode=text_mode))
     strategy = select_strategy(request)
     if strategy == "create_from_input":
         return [system, _create_from_input(request, offered, asset_ids)]

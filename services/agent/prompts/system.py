@@ -134,8 +134,26 @@ HTML as a pointer, find the code that produces the element, and change only that
 element."""
 
 
-def build_system_prompt(tools: Collection[str] = ALL_TOOLS) -> str:
-    """The system prompt for a model offered `tools`: it names no other tool."""
+# Text mode (docs/models.md): a model that calls no tools writes the page in its answer.
+_TEXT_TONE = """\
+# How you talk
+- Keep every message as short as it can be while still being useful.
+- Finish with a summary of what you built or changed, one or two sentences long.
+- Write in the language the user writes in; if that is unclear, use English."""
+_TEXT_FILE = """\
+# Writing the page
+- The app is a single HTML document holding all of its HTML, CSS and JavaScript.
+- Answer with the complete document in one fenced code block that starts with ```html \
+on a line of its own and ends with ``` on a line of its own. Put nothing else in that \
+block and write no other code block.
+- To change an existing app, answer with the whole updated document the same way."""
+
+
+def build_system_prompt(tools: Collection[str] = ALL_TOOLS, *, text_mode: bool = False) -> str:
+    """The system prompt for a model offered `tools`: it names no other tool. In text
+    mode (no tools) the model is asked for the page in one fenced block instead."""
+    if text_mode:
+        return "\n\n".join([PERSONA, _TEXT_TONE, _TEXT_FILE, _STACKS, _TARGETED_EDITS])
     offered = frozenset(tools)
     sections = [PERSONA, _TONE, _file_section(offered)]
     if "screenshot_preview" in offered:

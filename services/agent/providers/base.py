@@ -95,6 +95,12 @@ class ProviderError(Exception):
         self.message = message
 
 
+class ToolsRefused(ProviderError):
+    """The server answered a request with tools by saying it cannot take tools (the model
+    or the server's setup has no tool calling): the request may be made again without
+    them, in text mode (docs/models.md). Raised before any output streamed."""
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderName:
     """How texts the user reads name a provider, and where its key comes from."""

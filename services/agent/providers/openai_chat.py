@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import openai
 from openai import Omit, omit
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
@@ -38,12 +39,17 @@ from services.agent.providers.base import (
     SessionConfig,
     StreamEvent,
     ToolSpec,
+    ToolsRefused,
 )
 from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.providers.openai_common import media_url, read_stream, result_json
 from services.agent.providers.sse import SseEvent, loads
 from services.agent.providers.streaming import DeltaMerger, parse_tool_call
+from services.agent.providers.tool_support import refuses_tools
+from services.agent.providers.tool_tags import TextCall, ToolTagScanner
 
+# Stream indices of the calls found as text (tool_tags.py): past any the server numbers.
+_TEXT_CALLS = 1 << 20
 # Non-standard delta fields carrying the model's reasoning: `reasoning_content`
 # (vLLM, LM Studio, llama.cpp, DeepSeek) and `reasoning` (Ollama, newer vLLM).
 # Servers that send both send the same text, so the first one present wins.
@@ -113,10 +119,12 @@ class _TurnReader:
     """One streamed completion: its chunks become StreamEvents (a batch's consecutive
     deltas merged); tool-call fragments are joined by their stream index."""
 
-    def __init__(self, name: ProviderName, api_key: str) -> None:
+    def __init__(self, name: ProviderName, api_key: str, *, tool_tags: bool = False) -> None:
         self._name = name
         self._api_key = api_key
         self._out = DeltaMerger()
+        # With tools offered, calls the server left in the text as tags are calls too.
+        self._tags = ToolTagScanner() if tool_tags else None
         self.text: list[str] = []
         self.calls: dict[int, _PendingCall] = {}  # by stream index
         self.usage: dict[str, Any] | None = None
@@ -145,8 +153,11 @@ class _TurnReader:
                         out.thinking(thought)
                         break
                 if content := delta.get("content"):
-                    self.text.append(content)
-                    out.text(content)
+                    if self._tags is None:
+                        self.text.append(content)
+                        out.text(content)
+                    else:
+                        self._take(self._tags.feed(content))
                 for fragment in delta.get("tool_calls") or ():
                     pending = self._pending(fragment)
                     piece = (fragment.get("function") or {}).get("arguments")
@@ -154,6 +165,25 @@ class _TurnReader:
                         pending.arguments.append(piece)
                         out.arguments(pending.call_id, pending.name, piece)
         return out.take()
+
+    def end(self) -> list[StreamEvent]:
+        """The stream ended: what the tag scanner still held, as events."""
+        if self._tags is not None:
+            self._take(self._tags.end())
+        return self._out.take()
+
+    def _take(self, items: list[str | TextCall]) -> None:
+        for item in items:
+            if isinstance(item, str):
+                if item:
+                    self.text.append(item)
+                    self._out.text(item)
+                continue
+            # After the server's own calls, in the order written.
+            index = _TEXT_CALLS + len(self.calls)
+            call_id = f"call_text_{len(self.calls)}_{secrets.token_hex(4)}"
+            self.calls[index] = _PendingCall(call_id, item.name, [item.arguments])
+            self._out.arguments(call_id, item.name, item.arguments)
 
     def _pending(self, fragment: dict[str, Any]) -> _PendingCall:
         index = fragment["index"]
@@ -182,7 +212,7 @@ class OpenAIChatSession(openai_common.OpenAISession):
 
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
         config = self._config
-        reader = _TurnReader(config.provider, config.api_key)
+        reader = _TurnReader(config.provider, config.api_key, tool_tags=bool(self._tools))
         # The SDK builds and sends the request and checks the status; the body is read
         # raw (openai_common.read_stream), as the SDK's typed chunks cost ~50x more.
         request = self._client.chat.completions.with_streaming_response.create(
@@ -197,7 +227,14 @@ class OpenAIChatSession(openai_common.OpenAISession):
             # cache by prefix on their own.
             prompt_cache_key=self._cache_key,
         )
-        await read_stream(request, reader, on_event, config)
+        try:
+            await read_stream(request, reader, on_event, config)
+        except ProviderError as exc:
+            if self._tools and (refused := _tools_refused(exc, config)) is not None:
+                raise refused from exc
+            raise
+        for event in reader.end():
+            await on_event(event)
         if not reader.finished:
             raise errors.stream_failed(
                 config.provider, "the stream ended before the answer was complete"
@@ -233,6 +270,20 @@ class OpenAIChatSession(openai_common.OpenAISession):
         media = tool_media_message(executed)
         if media is not None:
             self._messages.append(media)
+
+
+def _tools_refused(exc: ProviderError, config: SessionConfig) -> ToolsRefused | None:
+    """A ToolsRefused for an error status saying the request's tools cannot be taken."""
+    cause = exc.__cause__
+    if not isinstance(cause, openai.APIStatusError):
+        return None
+    detail = openai_common.error_detail(cause)
+    if not refuses_tools(cause.status_code, detail):
+        return None
+    return ToolsRefused(
+        f"{config.provider.display} takes no tools for {config.api_name}: "
+        f"{errors.redact(detail, config.api_key)} ({cause.status_code})"
+    )
 
 
 def _call_param(pending: _PendingCall) -> ChatCompletionMessageFunctionToolCallParam:

@@ -49,7 +49,7 @@ def _timed_out(exc: BaseException) -> bool:
     return True
 
 
-def _detail(err: openai.APIError) -> str:
+def error_detail(err: openai.APIError) -> str:
     body = err.body
     if isinstance(body, dict):
         message = body.get("message")
@@ -74,11 +74,11 @@ def provider_error(
     if isinstance(exc, (openai.APIConnectionError, *_TRANSPORT_ERRORS)):
         return errors.connection_lost(config, progress.streamed)
     if isinstance(exc, openai.APIStatusError):
-        return errors.status_error(config, exc.status_code, _detail(exc))
+        return errors.status_error(config, exc.status_code, error_detail(exc))
     if isinstance(exc, (openai.APIResponseValidationError, *_SHAPE_ERRORS)):
         return errors.stream_failed(name, "the server sent data in an unexpected shape")
     if isinstance(exc, openai.APIError):
-        return errors.stream_failed(name, errors.redact(_detail(exc), key))
+        return errors.stream_failed(name, errors.redact(error_detail(exc), key))
     if isinstance(exc, openai.OpenAIError):
         return ProviderError(f"{name.display} client error: {errors.redact(str(exc), key)}")
     return None
