@@ -6,12 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from services.eval.stack import DEFAULT_STACK
+
 # What the eval extra brings (pyproject.toml); the services never import them.
 EVAL_EXTRA_MODULES = frozenset({"numpy", "scipy", "skimage"})
-
-# Upstream's default and the stack most generations use; its Tailwind renders offline from
-# the vendored copy, so eval scores what users get (docs/eval.md).
-DEFAULT_STACK = "html_tailwind"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], agent: str) -> None:

@@ -27,12 +27,12 @@ from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.proto_enums import enum_values
 from services.common.security import GrpcSecurity, create_channel
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog, VendorError
-from services.eval.command import DEFAULT_STACK
 from services.eval.metrics import score
 from services.eval.render import Renderer, RenderError, Rendering, renderer
 from services.eval.report import write_report
 from services.eval.results import ItemResult, Results, slug, write_atomic
 from services.eval.sets import Reference, ReferenceSet
+from services.eval.stack import DEFAULT_STACK
 
 
 class EvalAborted(Exception):
