@@ -41,7 +41,7 @@ class OcrError(Exception):
     """Tesseract is missing, failed, or ran out of time; says which."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: a tool worker shares one per image by weak reference
 class OcrPage:
     """The blocks of a screenshot and its words (for a report's overlay)."""
 
