@@ -22,6 +22,7 @@ from services.agent.domain import (
     Prompt,
     Stack,
 )
+from services.agent.fidelity_proto import fidelity_to_proto
 from services.agent.models import MAX_VARIANTS
 from services.agent.runstore import RunRecord
 from services.common.credentials import credentials_from_proto
@@ -244,6 +245,8 @@ def event_to_proto(event: ev.Event, out: pb.GenerationEvent | None = None) -> pb
             out.variant_count.models.extend(models)
         case ev.VariantComplete(usage):
             out.variant_complete.usage.CopyFrom(usage_to_proto(usage))
+        case ev.Fidelity() as fidelity:
+            out.fidelity.CopyFrom(fidelity_to_proto(fidelity))
         case ev.VariantError(message):
             out.variant_error.message = message
         case ev.GenerationError(message):
@@ -284,6 +287,7 @@ def run_to_proto(run: RunRecord) -> pb.Generation:
                     pb.ToolCallRecord(id=t.id, name=t.name, ok=t.ok, duration_ms=t.duration_ms)
                     for t in variant.tool_calls
                 ],
+                fidelity=[fidelity_to_proto(f) for f in variant.fidelity],
             )
         )
     return record

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from services.agent import pricing
-from services.agent.events import RunStatus
+from services.agent.events import Fidelity, RunStatus
 from services.common.credentials import Credentials
 from services.common.tool_types import FileState as FileState
 
@@ -76,3 +76,5 @@ class VariantRecord:
     cost_usd: float = 0.0
     priced: bool = False  # whether the price table has the model (a 0 cost is unpriced)
     tool_calls: tuple[ToolCallRecord, ...] = ()
+    # The latest score per input image scored (the `fidelity` events).
+    fidelity: tuple[Fidelity, ...] = ()

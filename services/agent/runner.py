@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from opentelemetry import context as otel_context
@@ -20,6 +21,8 @@ from opentelemetry import trace
 from services.agent.domain import GenerationRequest, VariantRecord
 from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
 from services.agent.events import (
+    Fidelity,
+    Payload,
     RunStatus,
     Status,
     Usage,
@@ -37,13 +40,15 @@ from services.agent.providers.factory import SessionFactory, SessionRequest
 from services.agent.settings import AgentSettings
 from services.agent.status_line import status_line
 from services.agent.tool_client import ToolServiceError
-from services.agent.tooling import ToolExecutor
+from services.agent.tooling import FidelityClient, ToolExecutor
 from services.common.tracing import tracer
 from services.common.uploads import decode_image_data_url, upload_id
 
 log = logging.getLogger(__name__)
 
 ALL_FAILED = "Error generating code. Please contact support."
+# A request's first images are scored; more would multiply renders for little news.
+MAX_SCORED_IMAGES = 4
 
 # Saves a generation's record as it stands; whether it was saved (archive.py).
 Save = Callable[[Generation], Awaitable[bool]]
@@ -57,7 +62,9 @@ class Runner:
         sessions: SessionFactory,
         metrics: AgentMetrics,
         save: Save,
+        fidelity: FidelityClient | None = None,
     ) -> None:
+        self._fidelity = fidelity
         self._settings = settings
         self._tools = tools
         self._sessions = sessions
@@ -174,6 +181,46 @@ class Runner:
             span.set_attribute("s2c.status", state.status)
             span.end()
             otel_context.detach(token)
+        if state.status == "completed":
+            # After variant_complete went out, so scoring never delays it; before the
+            # generation's end, which waits for every variant (at most the timeout).
+            await self._score(generation, plan, state, emit)
+
+    async def _score(
+        self,
+        generation: Generation,
+        plan: GenerationPlan,
+        state: VariantRecord,
+        emit: Callable[[str, Payload], None],
+    ) -> None:
+        """Scores the variant's page against each input image (docs/eval.md), publishing
+        one `fidelity` event per image: the scores, or why there are none."""
+        client, limit_s = self._fidelity, self._settings.fidelity_timeout_s
+        images = input_images(plan.request)[:MAX_SCORED_IMAGES]
+        if client is None or limit_s <= 0 or not images or not state.code.strip():
+            return
+        limit_s = max(0.1, min(limit_s, generation.deadline - time.monotonic()))
+
+        async def one(index: int, image: str) -> Fidelity:
+            try:
+                async with asyncio.timeout(limit_s):
+                    answer = await client.score_fidelity(
+                        state.code,
+                        image,
+                        image_index=index,
+                        timeout_s=limit_s,
+                        with_regions=False,
+                    )
+                return answer.fidelity
+            except TimeoutError:
+                return Fidelity(index, 0, unavailable_reason=f"not scored within {limit_s:g} s")
+            except ToolServiceError as exc:
+                return Fidelity(index, 0, unavailable_reason=str(exc))
+
+        scores = await asyncio.gather(*(one(i, image) for i, image in enumerate(images)))
+        state.fidelity = tuple(scores)
+        for score in scores:
+            emit("", score)
 
     def _observe(self, generation_id: str, spec: ModelSpec, state: VariantRecord) -> None:
         log.info(

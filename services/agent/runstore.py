@@ -18,11 +18,11 @@ import json
 import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from services.agent.domain import GenerationRequest, ToolCallRecord, VariantRecord
-from services.agent.events import RunStatus
+from services.agent.events import Fidelity, RunStatus
 from services.agent.pricing import Usage
 
 REDACTED = "[redacted]"
@@ -188,6 +188,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE variants ADD COLUMN priced BOOLEAN NOT NULL DEFAULT FALSE",
         "UPDATE variants SET priced = (cost_usd > 0)",
     ),
+    (
+        # The variant's fidelity scores (proto VariantRecord.fidelity) as a JSON list:
+        # read and written whole, never queried by their parts.
+        "ALTER TABLE variants ADD COLUMN fidelity TEXT NOT NULL DEFAULT '[]'",
+    ),
 )
 APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
 RECORD_VERSION = "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)"
@@ -206,8 +211,9 @@ DELETE_TOOL_CALLS = "DELETE FROM tool_calls WHERE generation_id = ?"
 DELETE_VARIANTS = "DELETE FROM variants WHERE generation_id = ?"
 INSERT_VARIANT = """
 INSERT INTO variants (generation_id, variant_index, model, status, error, code, input_tokens,
-    output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced,
+    fidelity)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 INSERT_TOOL_CALL = """
 INSERT INTO tool_calls (generation_id, variant_index, position, call_id, name, ok, duration_ms)
 VALUES (?, ?, ?, ?, ?, ?, ?)"""
@@ -225,7 +231,7 @@ WHERE status = 'running' AND owner = ?"""
 _RUN_COLUMNS = "generation_id, status, started_at, finished_at, error, request"
 _VARIANT_COLUMNS = (
     "generation_id, variant_index, model, status, error, code, input_tokens, output_tokens, "
-    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced"
+    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, fidelity"
 )
 _TOOL_COLUMNS = "generation_id, variant_index, call_id, name, ok, duration_ms"
 
@@ -268,6 +274,7 @@ def variant_params(run: RunRecord) -> list[tuple[Any, ...]]:
             v.usage.total_tokens,
             v.cost_usd,
             v.priced,
+            json.dumps([asdict(f) for f in v.fidelity]),
         )
         for v in run.variants
     ]
@@ -289,7 +296,7 @@ def assemble(
     for gid, index, call_id, name, ok, duration_ms in tool_calls:
         calls[(gid, index)].append(ToolCallRecord(call_id, name, bool(ok), int(duration_ms)))
     by_run: defaultdict[str, list[VariantRecord]] = defaultdict(list)
-    for gid, index, model, status, error, code, *tokens, cost, priced in variants:
+    for gid, index, model, status, error, code, *tokens, cost, priced, fidelity in variants:
         by_run[gid].append(
             VariantRecord(
                 index=index,
@@ -301,6 +308,7 @@ def assemble(
                 cost_usd=float(cost),
                 priced=bool(priced),
                 tool_calls=tuple(calls[(gid, index)]),
+                fidelity=tuple(Fidelity(**f) for f in json.loads(fidelity or "[]")),
             )
         )
     return [

@@ -15,6 +15,7 @@ from services.tools.capture import CaptureRequest, UrlCapturer
 from services.tools.definitions import ToolDefinition
 from services.tools.egress_routes import ENV_NAME, EgressTestRoutes
 from services.tools.extract_assets import extract_assets_handler
+from services.tools.fidelity import FidelityScorer
 from services.tools.file_tools import file_tool_handlers
 from services.tools.image_tools import image_tool_handlers
 from services.tools.metrics import ToolsMetrics
@@ -67,6 +68,7 @@ class ToolWorker:
             )
             handlers["screenshot_preview"] = screenshot_preview_handler(self.screenshotter)
         self.capturer = UrlCapturer(self.screenshotter, settings.capture)
+        self.fidelity = FidelityScorer(self.screenshotter, self.images)
         self.runtime = ToolRuntime(
             handlers,
             timeouts_s=settings.tool_timeouts_s,
