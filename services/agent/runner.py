@@ -104,7 +104,7 @@ class Runner:
         budget = CostBudget(self._settings.max_cost_usd, self._settings.max_total_cost_usd)
         await asyncio.gather(
             *(
-                self._run_variant(generation, plan, i, messages, tools, budget)
+                self._run_variant(generation, plan, i, messages, tools, budget, names)
                 for i in range(len(specs))
             )
         )
@@ -120,6 +120,7 @@ class Runner:
         messages: Sequence[PromptMessage],
         tools: Sequence[ToolSpec],
         budget: CostBudget,
+        offer_names: set[str],
     ) -> None:
         state = generation.variants[index]
         spec = plan.models[index]
@@ -152,6 +153,7 @@ class Runner:
                 file=current_file(plan.request),
                 max_turns=settings.max_turns,
                 max_tool_calls_per_turn=settings.max_tool_calls_per_turn,
+                max_compares=settings.max_compares_per_variant,
                 deadline=generation.deadline,
                 preview_replay=PreviewReplay(settings.preview_replay_s),
                 priced=state.priced,
@@ -181,9 +183,10 @@ class Runner:
             span.set_attribute("s2c.status", state.status)
             span.end()
             otel_context.detach(token)
-        if state.status == "completed":
+        if state.status == "completed" and "screenshot_preview" in offer_names:
             # After variant_complete went out, so scoring never delays it; before the
-            # generation's end, which waits for every variant (at most the timeout).
+            # generation's end, which waits for every variant (at most the timeout). Only
+            # where the workers have a browser (they offer screenshot_preview then).
             await self._score(generation, plan, state, emit)
 
     async def _score(
