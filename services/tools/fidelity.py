@@ -29,8 +29,11 @@ log = logging.getLogger(__name__)
 
 MIN_WIDTH = 200
 MAX_WIDTH = 4096
-# The viewport's height: a full-page render does not depend on it but for `vh` units.
-VIEWPORT_HEIGHT = 800
+# The viewport's height is the screenshot's (a window capture is then reproduced exactly:
+# `vh` units, a page shorter than the window), up to this: a taller screenshot is a
+# full-page capture, whose window was likely no taller than this.
+MIN_HEIGHT = 200
+MAX_VIEWPORT_HEIGHT = 1200
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +97,17 @@ class FidelityScorer:
             raise ScoringError(f"image: {exc}") from None
         except OcrError as exc:
             return FidelityOutcome(image_index, width, unavailable_reason=str(exc))
-        ref_width = reference.ocr.page.width
+        ref_width, ref_height = reference.ocr.page.width, reference.ocr.page.height
         width = width or min(max(int(ref_width), MIN_WIDTH), MAX_WIDTH)
+        # At another width than the screenshot's, its height scales with it.
+        height = round(ref_height * width / max(ref_width, 1.0))
+        height = min(max(height, MIN_HEIGHT), MAX_VIEWPORT_HEIGHT)
         unavailable = self.available()
         if unavailable or self._screenshotter is None:
             return FidelityOutcome(image_index, width, unavailable_reason=unavailable)
         try:
             png, data = await self._screenshotter.render_for_score(
-                code, width, VIEWPORT_HEIGHT, EXTRACT_JS, timeout_s=timeout_s
+                code, width, height, EXTRACT_JS, timeout_s=timeout_s
             )
         except Exception as exc:  # any failed render is "unavailable", never a zero
             log.info("fidelity render failed", extra={"reason": str(exc)[:200]})
