@@ -111,7 +111,12 @@ def _block(lines: list[_Line]) -> Block:
 
 
 def group_words(words: list[Word], width: float, height: float) -> PageBlocks:
-    """The blocks of a page of `width` × `height` whose words are `words`."""
+    """The blocks of a page of `width` × `height` whose words are `words`.
+
+    Words without a letter or digit (a dash, a check mark, a bullet) are left out on both
+    sides: OCR drops them as noise, so a DOM line joined only by an em dash would
+    otherwise be one block there and two in the screenshot."""
+    words = [w for w in words if any(ch.isalnum() for ch in w.text)]
     if not MERGE_LINES:
         lines = sorted(_lines(words), key=lambda ln: (ln.y0, ln.x0))
         return PageBlocks(tuple(_block([ln]) for ln in lines), width, height)

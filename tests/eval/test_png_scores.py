@@ -49,22 +49,27 @@ async def test_ocr_reads_the_blocks_of_the_page(reference: tuple[Rendering, OcrP
 
 
 async def test_shipped_pages_score_high_against_their_own_png(chromium: Renderer) -> None:
-    low: dict[str, dict[str, float]] = {}
     items = [ref for ref in load_set("basic").items if ref.is_html]
-    for ref in items:
-        rendering = await chromium.render(ref.path.read_text(encoding="utf-8"), ref.viewport)
-        ocr = await asyncio.to_thread(ocr_page, rendering.png)
+    renders = [await chromium.render(r.path.read_text(encoding="utf-8"), r.viewport) for r in items]
+    # Two OCRs at a time: one core each (ocr_page limits Tesseract to one thread).
+    slots = asyncio.Semaphore(2)
+
+    async def read(png: bytes) -> OcrPage:
+        async with slots:
+            return await asyncio.to_thread(ocr_page, png)
+
+    ocrs = await asyncio.gather(*(read(r.png) for r in renders))
+    low: dict[str, dict[str, float]] = {}
+    for ref, rendering, ocr in zip(items, renders, ocrs, strict=True):
         scores = values(score_png(ocr, rendering.png, rendering.words, rendering.png).scores)
         assert len(scores) == 5
-        # Layout, colour and image agree on every page: OCR finds the text where it is.
-        for name in ("position", "color", "visual"):
-            assert scores[name] >= 0.9, f"{ref.id}: {scores}"
-        assert min(scores.values()) >= 0.7, f"{ref.id}: {scores}"
+        assert min(scores.values()) >= 0.8, f"{ref.id}: {scores}"
         if min(scores.values()) < 0.9:
             low[ref.id] = scores
-    # OCR misses some text (light on saturated buttons, tiny grey labels): at most three
-    # pages of the set fall under 0.9 on block-match or text (docs/eval.md lists them).
-    assert len(low) <= 3, low
+    # OCR misses a little text (small grey labels on a phone-width page): one page of the
+    # set falls under 0.9, on block-match alone (docs/fidelity.md names it).
+    assert set(low) <= {"mobile-checkout"}, low
+    assert all(v >= 0.9 for s in low.values() for k, v in s.items() if k != "block_match"), low
 
 
 async def test_a_changed_text_colour_lowers_color(
