@@ -116,6 +116,7 @@ container-check:
 bench: $(STAMP)
 	$(PY) bench/preview.py
 	$(PY) bench/screenshot.py
+	$(PY) bench/fidelity.py
 
 clean:
 	rm -rf $(VENV) node_modules vendor/node_modules .mypy_cache .ruff_cache .pytest_cache
