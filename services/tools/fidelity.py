@@ -62,6 +62,10 @@ class FidelityScorer:
     def __init__(self, screenshotter: Screenshotter | None, images: ImageDecoder) -> None:
         self._screenshotter = screenshotter
         self._images = images
+        # OCR and the metrics take a core each while they run: as many at once as the
+        # browser renders at once, so scores cannot crowd out the previews' CPU.
+        captures = screenshotter.settings.max_concurrent_captures if screenshotter else 1
+        self._cpu_slots = asyncio.Semaphore(max(1, captures))
 
     def available(self) -> str:
         """Why this worker cannot score (empty when it can)."""
@@ -90,9 +94,10 @@ class FidelityScorer:
             raise ScoringError(f"viewport_width: must be 0 or {MIN_WIDTH}-{MAX_WIDTH}")
         key = ("fidelity-reference", hashlib.sha256(image.data).hexdigest())
         try:
-            reference = await asyncio.to_thread(
-                self._images.shared, key, lambda: self._read(image.data)
-            )
+            async with self._cpu_slots:
+                reference = await asyncio.to_thread(
+                    self._images.shared, key, lambda: self._read(image.data)
+                )
         except ImageRefused as exc:
             raise ScoringError(f"image: {exc}") from None
         except OcrError as exc:
@@ -113,10 +118,11 @@ class FidelityScorer:
             log.info("fidelity render failed", extra={"reason": str(exc)[:200]})
             reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
             return FidelityOutcome(image_index, width, unavailable_reason=f"no render: {reason}")
-        result = await asyncio.to_thread(_score, reference, data, png)
-        if not with_regions:
-            return FidelityOutcome(image_index, width, result.scores)
-        comparison = await asyncio.to_thread(side_by_side, reference.png, png)
+        async with self._cpu_slots:
+            result = await asyncio.to_thread(_score, reference, data, png)
+            if not with_regions:
+                return FidelityOutcome(image_index, width, result.scores)
+            comparison = await asyncio.to_thread(side_by_side, reference.png, png)
         return FidelityOutcome(
             image_index,
             width,
