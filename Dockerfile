@@ -25,8 +25,7 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 # Dependencies first, from pyproject.toml alone, so a source change reuses this layer. Only
-# [project.dependencies]: the extras (dev tools, `s2c eval`'s numpy/SciPy/scikit-image)
-# are not for the services.
+# [project.dependencies]: the extras (dev tools) are not for the services.
 COPY pyproject.toml README.md ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
         > /tmp/requirements.txt \
@@ -114,6 +113,7 @@ FROM runtime
 # libatomic1: Playwright's Node driver links it; the slim base lacks it and chromium does not
 # pull it in, so without it no browser ever launches. Fonts so rendered pages are not all tofu.
 # More scripts: --build-arg EXTRA_APT_PACKAGES="fonts-noto-core fonts-noto-cjk".
+# tesseract-ocr (with its English data): the OCR of the fidelity score (docs/eval.md).
 # Before the venv: a source change rebuilds neither this layer nor the ones above.
 ARG EXTRA_APT_PACKAGES=""
 RUN apt-get update \
@@ -123,6 +123,7 @@ RUN apt-get update \
         fonts-liberation \
         fonts-noto-color-emoji \
         libatomic1 \
+        tesseract-ocr \
         ${EXTRA_APT_PACKAGES} \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
 COPY --from=build /opt/venv /opt/venv

@@ -7,7 +7,7 @@ BUF := node_modules/.bin/buf
 CHROMIUM ?= /usr/bin/chromium
 VENDOR := vendor/node_modules/.s2c-vendor-index.json
 
-.PHONY: run test test-fast test-ui install chromium postgres proto proto-check lint pytest bench clean \
+.PHONY: run test test-fast test-ui install chromium tesseract postgres proto proto-check lint pytest bench clean \
 	container-check
 
 $(STAMP): pyproject.toml
@@ -27,7 +27,7 @@ $(VENDOR): vendor/package.json vendor/package-lock.json vendor/manifest.json $(S
 	npm ci --prefix vendor --ignore-scripts --no-audit --no-fund --loglevel=error
 	$(PY) -m services.common.vendor
 
-install: $(STAMP) $(BUF) $(VENDOR)
+install: $(STAMP) $(BUF) $(VENDOR) tesseract
 
 # Debian's Chromium drives screenshot_preview and the browser tests; Playwright
 # cannot download its own browser here.
@@ -37,6 +37,17 @@ chromium:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else \
 	    echo "chromium is missing: install Debian's chromium (apt-get install chromium)"; exit 1; \
+	  fi; \
+	fi
+
+# Debian's Tesseract reads a screenshot's text for the fidelity score (docs/eval.md):
+# the tool workers' live score and `s2c eval` with a PNG reference.
+tesseract:
+	@if ! command -v tesseract >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null; \
+	  else \
+	    echo "tesseract is missing: install Debian's tesseract-ocr"; exit 1; \
 	  fi; \
 	fi
 
@@ -83,7 +94,7 @@ FAST := not e2e and not browser and not fuzz and not scale
 # slower than one process.
 PYTEST_ARGS ?=
 
-pytest: $(STAMP) $(VENDOR) chromium postgres
+pytest: $(STAMP) $(VENDOR) chromium tesseract postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Unit tests of the UI's pure modules (static/js/state.js, protocol.js), no browser.
@@ -93,7 +104,7 @@ test-ui:
 test: install chromium postgres lint proto-check test-ui pytest
 
 # The inner loop: no lint, no processes, browsers, fuzzing or scale runs.
-test-fast: $(STAMP) $(VENDOR) postgres test-ui
+test-fast: $(STAMP) $(VENDOR) tesseract postgres test-ui
 	$(PY) -m pytest -m "$(FAST)" $(PYTEST_ARGS)
 
 # Not part of `make test`: builds both images with the container engine on this machine,
@@ -105,6 +116,7 @@ container-check:
 bench: $(STAMP)
 	$(PY) bench/preview.py
 	$(PY) bench/screenshot.py
+	$(PY) bench/fidelity.py
 
 clean:
 	rm -rf $(VENV) node_modules vendor/node_modules .mypy_cache .ruff_cache .pytest_cache

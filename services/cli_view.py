@@ -47,6 +47,8 @@ class VariantView:
     code: str = ""
     usage: common_pb2.Usage = field(default_factory=common_pb2.Usage)
     reported: bool = False  # whether any usage came: before that, zeros mean nothing
+    # The latest score per input image (`fidelity` events), by image index.
+    fidelity: dict[int, common_pb2.Fidelity] = field(default_factory=dict)
 
     @property
     def number(self) -> int:
@@ -127,6 +129,8 @@ class GenerationView:
         elif kind == "variant_error":
             variant.state, variant.tool = "failed", ""
             variant.note = event.variant_error.message
+        elif kind == "fidelity":
+            variant.fidelity[event.fidelity.image_index] = event.fidelity
 
     def stop_running(self, state: str) -> None:
         """The stream is over early: whatever still ran ends as `state`."""
@@ -157,11 +161,38 @@ def summary_json(view: GenerationView) -> dict[str, Any]:
                     "state": v.state,
                     "code_bytes": v.code_bytes,
                     "usage": usage_json(v.spent),
+                    "fidelity": [fidelity_json(f) for _, f in sorted(v.fidelity.items())],
                 }
                 for v in view.variants
             ],
         }
     }
+
+
+FIDELITY_METRICS = ("block_match", "text", "position", "color", "visual")
+
+
+def fidelity_json(fidelity: common_pb2.Fidelity) -> dict[str, Any]:
+    """A score in `--json`'s summary: null for a metric not computed."""
+    data: dict[str, Any] = {
+        "image_index": fidelity.image_index,
+        "viewport_width": fidelity.viewport_width,
+    }
+    for name in FIDELITY_METRICS:
+        data[name] = getattr(fidelity, name) if fidelity.HasField(name) else None
+    data["unavailable_reason"] = fidelity.unavailable_reason
+    return data
+
+
+def fidelity_text(fidelity: common_pb2.Fidelity) -> str:
+    """`image 1: 0.91/0.95/0.98/0.93/0.71`, or why it was not scored."""
+    head = f"image {fidelity.image_index + 1}"
+    if fidelity.unavailable_reason:
+        return f"{head}: not scored ({fidelity.unavailable_reason})"
+    values = (
+        f"{getattr(fidelity, n):.2f}" if fidelity.HasField(n) else "–" for n in FIDELITY_METRICS
+    )
+    return f"{head}: " + "/".join(values)
 
 
 # --------------------------------------------------------------------------- output
@@ -229,11 +260,14 @@ def summary_table(view: GenerationView) -> RenderableType:
     table.add_column("code", justify="right")
     table.add_column("tokens", justify="right")
     table.add_column("cost", justify="right")
+    scored = any(v.fidelity for v in view.variants)
+    if scored:
+        table.add_column("fidelity (block/text/pos/color/visual)", justify="right")
     for v in view.variants:
         result = Text(v.state, style=STATE_STYLES[v.state])
         if v.state == "failed" and v.note:
             result.append(f": {v.note}")
-        table.add_row(
+        cells: list[RenderableType] = [
             str(v.number),
             escape(v.model),
             result,
@@ -241,7 +275,10 @@ def summary_table(view: GenerationView) -> RenderableType:
             _size(v.code_bytes),
             tokens_text(v.spent),
             cost_text(v.spent),
-        )
+        ]
+        if scored:
+            cells.append("\n".join(fidelity_text(f) for _, f in sorted(v.fidelity.items())))
+        table.add_row(*cells)
     return Group(header, table)
 
 
@@ -348,6 +385,8 @@ class StepLog:
             self._say(f"{prefix} completed ({_size(v.code_bytes)}){_spent(v)}", "green")
         elif kind == "variant_error":
             self._say(f"{prefix} failed: {event.variant_error.message}{_spent(v)}", "red")
+        elif kind == "fidelity":
+            self._say(f"{prefix} fidelity {fidelity_text(event.fidelity)}")
         elif kind == "generation_error":
             self._say(f"generation failed: {event.generation_error.message}", "red")
 

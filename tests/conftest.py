@@ -42,6 +42,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "tools/test_screenshot.py": ("browser",),
     "tools/test_capture.py": ("browser",),
     "eval/test_scores.py": ("browser",),
+    "eval/test_png_scores.py": ("browser",),
     "eval/test_demo_run.py": ("e2e", "browser"),
     "tools/test_validation.py::test_verdicts_match_a_reference_validator": ("fuzz",),
 }

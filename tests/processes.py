@@ -74,6 +74,9 @@ def base_env(data_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str
             "S2C_MAX_WAITING_PER_CLIENT": "0",
             # The helpers read the services' JSON log lines (a developer may export text).
             "S2C_LOG_FORMAT": "json",
+            # No live fidelity score (a render and an OCR per option of every image
+            # create): tests/e2e/test_fidelity.py covers it; a module may turn it on.
+            "S2C_FIDELITY_TIMEOUT_S": "0",
         }
     )
     env.update(extra or {})

@@ -157,6 +157,7 @@ def replay(record: RunRecord, after_sequence: int) -> list[Event]:
         if variant.status == "completed":
             usage = Usage(variant.usage, variant.cost_usd, variant.priced)
             payloads.append((variant.index, VariantComplete(usage)))
+            payloads.extend((variant.index, f) for f in variant.fidelity)
         elif variant.status == "failed":
             payloads.append((variant.index, VariantError(variant.error)))
     if record.status == "failed":

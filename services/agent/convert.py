@@ -23,6 +23,7 @@ from services.agent.domain import (
     Prompt,
     Stack,
 )
+from services.agent.fidelity_proto import fidelity_to_proto
 from services.agent.models import MAX_VARIANTS
 from services.agent.runstore import RunRecord
 from services.common.credentials import credentials_from_proto
@@ -252,6 +253,8 @@ def event_to_proto(event: ev.Event, out: pb.GenerationEvent | None = None) -> pb
             out.variant_count.models.extend(models)
         case ev.VariantComplete(usage):
             out.variant_complete.usage.CopyFrom(usage_to_proto(usage))
+        case ev.Fidelity() as fidelity:
+            out.fidelity.CopyFrom(fidelity_to_proto(fidelity))
         case ev.VariantError(message):
             out.variant_error.message = message
         case ev.GenerationError(message):
@@ -297,6 +300,7 @@ def run_to_proto(run: RunRecord) -> pb.Generation:
                     for t in variant.tool_calls
                 ],
                 files=_files_to_proto(variant.files),
+                fidelity=[fidelity_to_proto(f) for f in variant.fidelity],
             )
         )
     return record

@@ -18,7 +18,7 @@ from services.agent.providers.factory import SessionFactory
 from services.agent.runner import Runner
 from services.agent.runstore import RunStore
 from services.agent.settings import AgentSettings
-from services.agent.tooling import ToolExecutor
+from services.agent.tooling import FidelityClient, ToolExecutor
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,9 @@ class AgentCore:
         store: RunStore | None = None,
     ) -> AgentCore:
         archive = Archive(settings, metrics, store)
-        runner = Runner(settings, tools, sessions, metrics, archive.save)
+        # The gRPC tool client also scores fidelity; an in-process executor may not.
+        fidelity = tools if isinstance(tools, FidelityClient) else None
+        runner = Runner(settings, tools, sessions, metrics, archive.save, fidelity)
         return cls(
             Planner(settings), GenerationManager(settings, runner, archive, metrics), archive
         )

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from services.agent import pricing
-from services.agent.events import RunStatus
+from services.agent.events import Fidelity, RunStatus
 from services.common.credentials import Credentials
 from services.common.tool_types import FileState as FileState
 
@@ -87,3 +87,5 @@ class VariantRecord:
     priced: bool = False  # whether the price table has the model (a 0 cost is unpriced)
     tool_calls: tuple[ToolCallRecord, ...] = ()
     files: tuple[FileState, ...] = ()  # every file written, entry page first
+    # The latest score per input image scored (the `fidelity` events).
+    fidelity: tuple[Fidelity, ...] = ()

@@ -47,6 +47,7 @@ from services.common.tool_summaries import summarize_text, summarize_tool_input
 from services.common.tracing import tracer
 
 DEFAULT_PATH = "index.html"
+COMPARE_TOOL = "compare_with_reference"
 
 # (event_id, payload); the variant index is bound by whoever owns the callback.
 Emit = Callable[[str, Payload], None]
@@ -146,6 +147,9 @@ class VariantEngine:
     file: FileState | None = None
     max_turns: int = 30
     max_tool_calls_per_turn: int = 16
+    # compare_with_reference renders and reads a screenshot: capped per variant.
+    max_compares: int = 3
+    compares: int = 0
     deadline: float = float("inf")  # time.monotonic(); tool calls get what is left
     preview_replay: PreviewReplay = field(default_factory=PreviewReplay)
     priced: bool = False  # said on every `usage` event, so a client can tell unpriced from $0
@@ -189,7 +193,10 @@ class VariantEngine:
                 limit = self.max_tool_calls_per_turn
                 executed = [await self._run_tool(call, stream) for call in turn.tool_calls[:limit]]
                 # Extra calls are answered, not run, so the model can go on with fewer.
-                executed += [self._refuse(call, limit, stream) for call in turn.tool_calls[limit:]]
+                message = f"Too many tool calls in one turn (limit {limit}); this call was not run."
+                executed += [
+                    self._refuse(call, message, stream) for call in turn.tool_calls[limit:]
+                ]
                 self.session.append_tool_results(turn, executed)
             raise EngineError(f"Agent exceeded max tool turns ({self.max_turns}).")
         finally:
@@ -197,6 +204,14 @@ class VariantEngine:
 
     async def _run_tool(self, call: ToolCall, stream: _TurnStream) -> ExecutedTool:
         self.budget.check(self.session)
+        if call.name == COMPARE_TOOL:
+            self.compares += 1
+            if self.compares > self.max_compares:
+                message = (
+                    f"{COMPARE_TOOL} may run at most {self.max_compares} times per option; "
+                    "this call was not run. Fix what the last comparison listed."
+                )
+                return self._refuse(call, message, stream)
         if call.id not in stream.started_calls:
             path = self.file.path if self.file else None
             summary = summarize_tool_input(call.name, call.arguments, path)
@@ -235,8 +250,7 @@ class VariantEngine:
         self.elided = self.elided or replay is not None
         return ExecutedTool(call, outcome.ok, result, outcome.media, replay)
 
-    def _refuse(self, call: ToolCall, limit: int, stream: _TurnStream) -> ExecutedTool:
-        message = f"Too many tool calls in one turn (limit {limit}); this call was not run."
+    def _refuse(self, call: ToolCall, message: str, stream: _TurnStream) -> ExecutedTool:
         if call.id not in stream.started_calls:
             self.emit(call.id, ToolStart(call.name, {}))
         self.emit(call.id, ToolResult(call.name, {"error": message}, False))

@@ -88,6 +88,22 @@ class VariantComplete:
 
 
 @dataclass(frozen=True, slots=True)
+class Fidelity:
+    """How close a variant's page is to input image `image_index` (docs/eval.md); the
+    metrics are None when not computed, and all of them when `unavailable_reason` says
+    why not."""
+
+    image_index: int
+    viewport_width: int
+    block_match: float | None = None
+    text: float | None = None
+    position: float | None = None
+    color: float | None = None
+    visual: float | None = None
+    unavailable_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     """What went wrong, in words the user can act on; never holds a key. The proto's
     `VariantError` (the others go on) and `GenerationError` (all failed) are its
@@ -120,6 +136,7 @@ Payload = (
     | CodeSnapshot
     | Usage
     | VariantComplete
+    | Fidelity
     | VariantError
     | GenerationError
     | GenerationComplete

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from opentelemetry import context as otel_context
@@ -20,6 +21,8 @@ from opentelemetry import trace
 from services.agent.domain import GenerationRequest, VariantRecord
 from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
 from services.agent.events import (
+    Fidelity,
+    Payload,
     RunStatus,
     Status,
     Usage,
@@ -38,13 +41,15 @@ from services.agent.settings import AgentSettings
 from services.agent.status_line import status_line
 from services.agent.textmode import GenerationPrompts, ToollessModels
 from services.agent.tool_client import ToolServiceError
-from services.agent.tooling import ToolExecutor
+from services.agent.tooling import FidelityClient, ToolExecutor
 from services.common.tracing import tracer
 from services.common.uploads import decode_image_data_url, upload_id
 
 log = logging.getLogger(__name__)
 
 ALL_FAILED = "Error generating code. Please contact support."
+# A request's first images are scored; more would multiply renders for little news.
+MAX_SCORED_IMAGES = 4
 
 # Saves a generation's record as it stands; whether it was saved (archive.py).
 Save = Callable[[Generation], Awaitable[bool]]
@@ -58,7 +63,9 @@ class Runner:
         sessions: SessionFactory,
         metrics: AgentMetrics,
         save: Save,
+        fidelity: FidelityClient | None = None,
     ) -> None:
+        self._fidelity = fidelity
         self._settings = settings
         self._tools = tools
         self._sessions = sessions
@@ -100,7 +107,10 @@ class Runner:
 
         budget = CostBudget(self._settings.max_cost_usd, self._settings.max_total_cost_usd)
         await asyncio.gather(
-            *(self._run_variant(generation, plan, i, prompts, budget) for i in range(len(specs)))
+            *(
+                self._run_variant(generation, plan, i, prompts, budget, names)
+                for i in range(len(specs))
+            )
         )
         if all(v.status == "failed" for v in generation.variants):
             return generation.fail(ALL_FAILED)
@@ -113,6 +123,7 @@ class Runner:
         index: int,
         prompts: GenerationPrompts,
         budget: CostBudget,
+        offer_names: set[str],
     ) -> None:
         state = generation.variants[index]
         spec = plan.models[index]
@@ -150,6 +161,7 @@ class Runner:
                 files={f.path: f for f in plan.request.files},
                 max_turns=settings.max_turns,
                 max_tool_calls_per_turn=settings.max_tool_calls_per_turn,
+                max_compares=settings.max_compares_per_variant,
                 deadline=generation.deadline,
                 preview_replay=PreviewReplay(settings.preview_replay_s),
                 priced=state.priced,
@@ -197,6 +209,47 @@ class Runner:
             span.set_attribute("s2c.status", state.status)
             span.end()
             otel_context.detach(token)
+        if state.status == "completed" and "screenshot_preview" in offer_names:
+            # After variant_complete went out, so scoring never delays it; before the
+            # generation's end, which waits for every variant (at most the timeout). Only
+            # where the workers have a browser (they offer screenshot_preview then).
+            await self._score(generation, plan, state, emit)
+
+    async def _score(
+        self,
+        generation: Generation,
+        plan: GenerationPlan,
+        state: VariantRecord,
+        emit: Callable[[str, Payload], None],
+    ) -> None:
+        """Scores the variant's page against each input image (docs/eval.md), publishing
+        one `fidelity` event per image: the scores, or why there are none."""
+        client, limit_s = self._fidelity, self._settings.fidelity_timeout_s
+        images = input_images(plan.request)[:MAX_SCORED_IMAGES]
+        if client is None or limit_s <= 0 or not images or not state.code.strip():
+            return
+        limit_s = max(0.1, min(limit_s, generation.deadline - time.monotonic()))
+
+        async def one(index: int, image: str) -> Fidelity:
+            try:
+                async with asyncio.timeout(limit_s):
+                    answer = await client.score_fidelity(
+                        state.code,
+                        image,
+                        image_index=index,
+                        timeout_s=limit_s,
+                        with_regions=False,
+                    )
+                return answer.fidelity
+            except TimeoutError:
+                return Fidelity(index, 0, unavailable_reason=f"not scored within {limit_s:g} s")
+            except ToolServiceError as exc:
+                return Fidelity(index, 0, unavailable_reason=str(exc))
+
+        scores = await asyncio.gather(*(one(i, image) for i, image in enumerate(images)))
+        state.fidelity = tuple(scores)
+        for score in scores:
+            emit("", score)
 
     def _observe(self, generation_id: str, spec: ModelSpec, state: VariantRecord) -> None:
         log.info(

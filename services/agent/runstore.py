@@ -18,11 +18,11 @@ import json
 import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from services.agent.domain import FileState, GenerationRequest, ToolCallRecord, VariantRecord
-from services.agent.events import RunStatus
+from services.agent.events import Fidelity, RunStatus
 from services.agent.pricing import Usage
 
 REDACTED = "[redacted]"
@@ -191,10 +191,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE variants ADD COLUMN priced BOOLEAN NOT NULL DEFAULT FALSE",
         "UPDATE variants SET priced = (cost_usd > 0)",
     ),
+    ("ALTER TABLE variants ADD COLUMN files TEXT NOT NULL DEFAULT ''",),
     (
-        # Every file of the variant as JSON `[[path, content], ...]`, entry page first with
-        # a null content when it is `code`; empty for runs saved before projects had files.
-        "ALTER TABLE variants ADD COLUMN files TEXT NOT NULL DEFAULT ''",
+        # The variant's fidelity scores (proto VariantRecord.fidelity) as a JSON list:
+        # read and written whole, never queried by their parts.
+        "ALTER TABLE variants ADD COLUMN fidelity TEXT NOT NULL DEFAULT '[]'",
     ),
 )
 APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
@@ -214,8 +215,9 @@ DELETE_TOOL_CALLS = "DELETE FROM tool_calls WHERE generation_id = ?"
 DELETE_VARIANTS = "DELETE FROM variants WHERE generation_id = ?"
 INSERT_VARIANT = """
 INSERT INTO variants (generation_id, variant_index, model, status, error, code, input_tokens,
-    output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files,
+    fidelity)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 INSERT_TOOL_CALL = """
 INSERT INTO tool_calls (generation_id, variant_index, position, call_id, name, ok, duration_ms)
 VALUES (?, ?, ?, ?, ?, ?, ?)"""
@@ -233,7 +235,7 @@ WHERE status = 'running' AND owner = ?"""
 _RUN_COLUMNS = "generation_id, status, started_at, finished_at, error, request"
 _VARIANT_COLUMNS = (
     "generation_id, variant_index, model, status, error, code, input_tokens, output_tokens, "
-    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files"
+    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files, fidelity"
 )
 _TOOL_COLUMNS = "generation_id, variant_index, call_id, name, ok, duration_ms"
 
@@ -277,6 +279,7 @@ def variant_params(run: RunRecord) -> list[tuple[Any, ...]]:
             v.cost_usd,
             v.priced,
             _files_column(v.files, v.code),
+            json.dumps([asdict(f) for f in v.fidelity]),
         )
         for v in run.variants
     ]
@@ -314,7 +317,7 @@ def assemble(
     for gid, index, call_id, name, ok, duration_ms in tool_calls:
         calls[(gid, index)].append(ToolCallRecord(call_id, name, bool(ok), int(duration_ms)))
     by_run: defaultdict[str, list[VariantRecord]] = defaultdict(list)
-    for gid, index, model, status, error, code, *tokens, cost, priced, files in variants:
+    for gid, index, model, status, error, code, *tokens, cost, priced, files, fidelity in variants:
         by_run[gid].append(
             VariantRecord(
                 index=index,
@@ -327,6 +330,7 @@ def assemble(
                 priced=bool(priced),
                 tool_calls=tuple(calls[(gid, index)]),
                 files=_files_from_column(files, code),
+                fidelity=tuple(Fidelity(**f) for f in json.loads(fidelity or "[]")),
             )
         )
     return [

@@ -126,6 +126,11 @@ class AgentSettings:
     code_messages_per_s: float = DEFAULT_CODE_MESSAGES_PER_S
     # The most one create_file's replayed preview may pause (engine.PreviewReplay); 0: off.
     preview_replay_s: float = 1.0
+    # Fidelity (docs/eval.md): each finished variant of a request with input images is
+    # scored against them by the tool workers, within this many seconds (0: never scored);
+    # and the most `compare_with_reference` calls one variant may make.
+    fidelity_timeout_s: float = 30.0
+    max_compares_per_variant: int = 3
     # Admission: a generation that would take the variants running on this agent past
     # this is refused at once (RESOURCE_EXHAUSTED), so admitted ones keep their latency;
     # one generation alone is always admitted. 0: no bound. 120: what one core serves on
@@ -175,6 +180,8 @@ class AgentSettings:
                 env, "S2C_CODE_MESSAGES_PER_S", str(int(DEFAULT_CODE_MESSAGES_PER_S)), float
             ),
             preview_replay_s=int(env.get("S2C_PREVIEW_REPLAY_MS", "1000")) / 1000,
+            fidelity_timeout_s=float(env.get("S2C_FIDELITY_TIMEOUT_S", "30")),
+            max_compares_per_variant=int(env.get("S2C_MAX_COMPARES_PER_VARIANT", "3")),
             retained_generations=settings_env.bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
             retained_bytes=settings_env.bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
             retained_seconds=settings_env.bound(env, "S2C_RETAIN_SECONDS", "300", float),

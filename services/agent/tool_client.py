@@ -17,8 +17,9 @@ from s2c.tools.v1 import tool_service_pb2 as pb
 from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.agent.domain import FileState
+from services.agent.fidelity_proto import fidelity_from_proto
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
-from services.agent.tooling import ToolContext, ToolOffer, ToolOutcome
+from services.agent.tooling import FidelityAnswer, ToolContext, ToolOffer, ToolOutcome
 from services.common.credentials import TOOL_IDS, Credentials, credentials_to_proto
 from services.common.errors import FieldViolation, bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
@@ -197,6 +198,34 @@ class GrpcToolExecutor:
                 message = f"Capturing {capture.url} timed out after {timeout:g} s"
             raise ToolCallFailed(code, message, bad_request_violations(exc)) from None
         return CapturedImage.from_message(response)
+
+    async def score_fidelity(
+        self, code: str, image: str, *, image_index: int, timeout_s: float, with_regions: bool
+    ) -> FidelityAnswer:
+        request = pb.ScoreFidelityRequest(
+            code=code, image=image, image_index=image_index, with_regions=with_regions
+        )
+        try:
+            response = await self._stub.ScoreFidelity(
+                request,
+                timeout=max(0.1, timeout_s),
+                wait_for_ready=True,
+                metadata=outgoing_metadata(),
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise self._error(exc) from None
+        regions = tuple(
+            {
+                "box": [r.x, r.y, r.width, r.height],
+                "issue": r.issue,
+                "expected_text": r.expected_text,
+                "actual_text": r.actual_text,
+            }
+            for r in response.regions
+        )
+        return FidelityAnswer(
+            fidelity_from_proto(response.fidelity), regions, response.comparison_png
+        )
 
     def _error(self, exc: grpc.aio.AioRpcError) -> ToolServiceError:
         return ToolServiceError(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from services.agent.domain import FileState
+from services.agent.events import Fidelity
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.common.credentials import Credentials
 
@@ -52,6 +53,25 @@ class ToolOffer:
     @property
     def names(self) -> list[str]:
         return [tool.name for tool in self.tools]
+
+
+@dataclass(frozen=True, slots=True)
+class FidelityAnswer:
+    """A tool worker's score of a page against one input image (ScoreFidelity)."""
+
+    fidelity: Fidelity
+    regions: tuple[dict[str, Any], ...] = ()
+    comparison_png: bytes = b""
+
+
+@runtime_checkable
+class FidelityClient(Protocol):
+    async def score_fidelity(
+        self, code: str, image: str, *, image_index: int, timeout_s: float, with_regions: bool
+    ) -> FidelityAnswer:
+        """Scores `code` against the data-URL `image`; raises ToolServiceError when no
+        worker could be asked."""
+        ...
 
 
 class ToolExecutor(Protocol):

@@ -14,58 +14,21 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
 
 from playwright.async_api import Browser, Page, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from services.common.vendor import VendorCatalog
 from services.common.vendor_route import route_offline
-from services.eval.metrics import Block, Color, PageBlocks
+from services.fidelity.dom import EXTRACT_JS, blocks_from_js, words_from_js
+from services.fidelity.lines import Word
+from services.fidelity.metrics import PageBlocks
+from services.fidelity.ocr import OcrPage
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 LOAD_TIMEOUT_MS = 15_000
 # Taller pages are cut here: a runaway page must not make a 100 MB screenshot.
 MAX_HEIGHT_PX = 8_000
-
-# Every visible text node with its box (page coordinates) and its colour as sRGB: a
-# canvas turns any CSS colour syntax (oklch, color-mix…) into plain 0-255 channels, and a
-# translucent colour is taken over white.
-_EXTRACT_JS = """
-() => {
-  const canvas = document.createElement('canvas');
-  canvas.width = canvas.height = 1;
-  const ctx = canvas.getContext('2d', {willReadFrequently: true});
-  const toRgb = (css) => {
-    ctx.clearRect(0, 0, 1, 1);
-    ctx.fillStyle = '#fff';
-    ctx.fillRect(0, 0, 1, 1);
-    ctx.fillStyle = css;
-    ctx.fillRect(0, 0, 1, 1);
-    const d = ctx.getImageData(0, 0, 1, 1).data;
-    return [d[0], d[1], d[2]];
-  };
-  const skip = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'TITLE', 'HEAD']);
-  const root = document.body || document.documentElement;
-  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  const blocks = [];
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const text = node.textContent.replace(/\\s+/g, ' ').trim();
-    const el = node.parentElement;
-    if (!text || !el || skip.has(el.tagName)) continue;
-    if (!el.checkVisibility({opacityProperty: true, visibilityProperty: true})) continue;
-    const range = document.createRange();
-    range.selectNodeContents(node);
-    const r = range.getBoundingClientRect();
-    if (r.width < 1 || r.height < 1) continue;
-    blocks.push({text, x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height,
-                 color: toRgb(getComputedStyle(el).color)});
-  }
-  const doc = document.documentElement;
-  return {blocks, width: Math.max(doc.scrollWidth, innerWidth),
-          height: Math.max(doc.scrollHeight, innerHeight)};
-}
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +43,10 @@ class Rendering:
 
     png: bytes  # full page, cut at MAX_HEIGHT_PX
     page: PageBlocks | None  # None: a PNG reference, which has no DOM
+    # The DOM's words with their boxes, for scoring against a PNG reference's OCR blocks.
+    words: tuple[Word, ...] = ()
+    # A PNG reference's text blocks read by OCR (None: an HTML reference, or no Tesseract).
+    ocr: OcrPage | None = None
 
 
 class RenderError(Exception):
@@ -88,17 +55,6 @@ class RenderError(Exception):
 
 def chromium_path() -> str:
     return os.environ.get("S2C_CHROMIUM_PATH") or DEFAULT_CHROMIUM
-
-
-def blocks_from_js(data: dict[str, Any]) -> PageBlocks:
-    blocks = []
-    for b in data["blocks"]:
-        r, g, bl = (int(v) for v in b["color"])
-        color: Color = (r, g, bl)
-        blocks.append(
-            Block(str(b["text"]), float(b["x"]), float(b["y"]), float(b["w"]), float(b["h"]), color)
-        )
-    return PageBlocks(tuple(blocks), float(data["width"]), float(data["height"]))
 
 
 class Renderer:
@@ -136,7 +92,7 @@ async def _refuse(route: Route) -> None:
 
 
 async def _capture(page: Page, viewport: Viewport) -> Rendering:
-    data = await page.evaluate(_EXTRACT_JS)
+    data = await page.evaluate(EXTRACT_JS)
     blocks = blocks_from_js(data)
     height = min(max(int(blocks.height), viewport.height), MAX_HEIGHT_PX)
     png = await page.screenshot(
@@ -145,7 +101,7 @@ async def _capture(page: Page, viewport: Viewport) -> Rendering:
         caret="hide",
         clip={"x": 0, "y": 0, "width": viewport.width, "height": height},
     )
-    return Rendering(png, blocks)
+    return Rendering(png, blocks, words_from_js(data, height))
 
 
 @contextlib.asynccontextmanager

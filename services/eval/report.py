@@ -10,8 +10,8 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from services.eval.metrics import METRICS
 from services.eval.results import BLOCK_METRICS, ItemResult, ModelSummary, Results, write_atomic
+from services.fidelity.metrics import METRICS
 
 LABELS = {
     "block_match": "block-match",
@@ -21,6 +21,9 @@ LABELS = {
     "visual": "visual",
 }
 PNG_NOTE = "PNG reference (no HTML): only the visual score applies"
+OCR_NOTE = (
+    "PNG reference (no HTML): its text blocks were read by OCR; hover the reference to see them"
+)
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #111; background: #fafafa; }
@@ -32,6 +35,9 @@ section.item { margin: 28px 0; padding: 16px; background: #fff; border: 1px soli
 section.item h2 { margin: 0 0 4px; font-size: 18px; } .note { color: #92400e; }
 .row { display: flex; gap: 16px; overflow-x: auto; align-items: flex-start; }
 figure { margin: 0; flex: 0 0 320px; } figure img { width: 320px; border: 1px solid #ccc; }
+.ocr { position: relative; display: block; width: 320px; }
+.ocr span { position: absolute; outline: 1px solid rgba(37, 99, 235, 0.35); }
+.ocr span:hover { outline: 2px solid #2563eb; background: rgba(37, 99, 235, 0.12); }
 figcaption { font-size: 13px; margin-top: 6px; } figcaption table td { font-size: 12px; }
 .failed { color: #b91c1c; } .pending { color: #777; }
 """
@@ -85,6 +91,28 @@ def _figure(src: str, alt: str, caption: str) -> str:
     return f"<figure>{image}<figcaption>{caption}</figcaption></figure>"
 
 
+def _ocr_figure(src: str, alt: str, item: dict[str, object]) -> str:
+    """The reference with its OCR blocks over it, each naming its text on hover."""
+    size = item.get("size")
+    blocks = item.get("ocr_blocks")
+    if not isinstance(size, dict) or not isinstance(blocks, list):
+        return _figure(src, alt, "<b>reference</b>")
+    width = float(size.get("width") or 1)
+    height = float(size.get("height") or 1)
+    boxes = "".join(
+        f'<span class="ocr-block" title="{escape(str(b["text"]))}" style="left:'
+        f"{100 * b['x'] / width:.2f}%;top:{100 * b['y'] / height:.2f}%;width:"
+        f'{100 * b["w"] / width:.2f}%;height:{100 * b["h"] / height:.2f}%"></span>'
+        for b in blocks
+        if isinstance(b, dict)
+    )
+    image = f'<img src="{escape(src)}" alt="{escape(alt)}" loading="lazy">'
+    return (
+        f'<figure><span class="ocr">{image}{boxes}</span>'
+        f"<figcaption><b>reference</b> · {len(blocks)} OCR blocks</figcaption></figure>"
+    )
+
+
 def _scores_table(result: ItemResult, html: bool) -> str:
     scores = result.scores or {}
     rows = "".join(
@@ -115,12 +143,18 @@ def _result_caption(model: str, result: ItemResult | None, html: bool) -> str:
 
 def _item(results: Results, item: dict[str, object]) -> str:
     item_id = str(item["id"])
-    html = bool(item.get("html"))
+    html = bool(item.get("html") or item.get("ocr"))
     viewport = item.get("viewport") or {}
     size = f"{viewport.get('width')}×{viewport.get('height')}" if isinstance(viewport, dict) else ""
     kind = escape(str(item.get("kind") or ""))
-    note = "" if html else f'<p class="note">{escape(PNG_NOTE)}</p>'
-    figures = [_figure(str(item["reference"]), f"reference {item_id}", "<b>reference</b>")]
+    if item.get("html"):
+        note = ""
+        reference = _figure(str(item["reference"]), f"reference {item_id}", "<b>reference</b>")
+    else:
+        text = OCR_NOTE if item.get("ocr") else PNG_NOTE
+        note = f'<p class="note">{escape(text)}</p>'
+        reference = _ocr_figure(str(item["reference"]), f"reference {item_id}", item)
+    figures = [reference]
     for model in results.models:
         result = results.get(item_id, model)
         src = result.render if result is not None else ""

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from services.eval.metrics import METRICS
+from services.fidelity.metrics import METRICS
 
 VERSION = 1
 BLOCK_METRICS = METRICS[:4]
@@ -146,7 +146,8 @@ class Results:
                 s.cost_usd += r.cost_usd
                 s.seconds += r.seconds
                 for metric in METRICS:
-                    if metric in BLOCK_METRICS and item["id"] not in html_items:
+                    blocks = item["id"] in html_items or item.get("ocr")
+                    if metric in BLOCK_METRICS and not blocks:
                         continue
                     value = (r.scores or {}).get(metric) if r.status == "ok" else 0.0
                     if value is not None:

@@ -10,6 +10,7 @@ next run picks up where it stopped.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
 import uuid
@@ -27,12 +28,14 @@ from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.proto_enums import enum_values
 from services.common.security import GrpcSecurity, create_channel
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog, VendorError
-from services.eval.metrics import score
 from services.eval.render import Renderer, RenderError, Rendering, renderer
 from services.eval.report import write_report
 from services.eval.results import ItemResult, Results, slug, write_atomic
 from services.eval.sets import Reference, ReferenceSet
 from services.eval.stack import DEFAULT_STACK
+from services.fidelity.metrics import score
+from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_available
+from services.fidelity.score import score_png
 
 
 class EvalAborted(Exception):
@@ -73,6 +76,8 @@ def prepare(options: EvalOptions) -> Results:
             "html": ref.is_html,
             "viewport": {"width": ref.viewport.width, "height": ref.viewport.height},
             "reference": f"refs/{ref.id}.png",
+            # A PNG reference's block metrics come from OCR, when Tesseract is installed.
+            "ocr": not ref.is_html and tesseract_available(),
         }
         for ref in options.reference_set.items
     ]
@@ -114,6 +119,7 @@ async def run_eval(options: EvalOptions, results: Results, progress: Progress) -
             progress.working(ref.id, model)
             if ref.id not in rendered:
                 rendered[ref.id] = await render_reference(chromium, ref, out)
+                _note_ocr(results, ref, rendered[ref.id])
             result = await _one(stub, chromium, ref, rendered[ref.id], model, options)
             result.digest = digests[ref.id]
             results.put(ref.id, model, result)
@@ -129,9 +135,29 @@ async def render_reference(chromium: Renderer, ref: Reference, out: Path) -> Ren
         except RenderError as exc:
             raise EvalAborted(f"the reference {ref.path} does not render: {exc}") from None
     else:
-        result = Rendering(ref.path.read_bytes(), None)
+        png = ref.path.read_bytes()
+        ocr: OcrPage | None = None
+        if tesseract_available():
+            try:
+                ocr = await asyncio.to_thread(ocr_page, png)
+            except OcrError as exc:
+                raise EvalAborted(f"the reference {ref.path} cannot be read: {exc}") from None
+        result = Rendering(png, None, ocr=ocr)
     write_atomic(out / "refs" / f"{ref.id}.png", result.png)
     return result
+
+
+def _note_ocr(results: Results, ref: Reference, reference: Rendering) -> None:
+    """The OCR blocks of a PNG reference go in the item, for the report's overlay."""
+    if reference.ocr is None:
+        return
+    for item in results.items:
+        if item["id"] == ref.id:
+            item["ocr_blocks"] = [
+                {"text": b.text, "x": b.x, "y": b.y, "w": b.w, "h": b.h}
+                for b in reference.ocr.page.blocks
+            ]
+            item["size"] = {"width": reference.ocr.page.width, "height": reference.ocr.page.height}
 
 
 def build_request(png: bytes, model: str, stack: str) -> pb.GenerateCodeRequest:
@@ -215,7 +241,11 @@ async def _one(
         return result
     result.render = f"renders/{ref.id}/{name}.png"
     write_atomic(options.out / result.render, rendering.png)
-    result.scores = score(reference.page, reference.png, rendering.page, rendering.png).as_dict()
+    if reference.ocr is not None:
+        scores = score_png(reference.ocr, reference.png, rendering.words, rendering.png).scores
+    else:
+        scores = score(reference.page, reference.png, rendering.page, rendering.png)
+    result.scores = scores.as_dict()
     result.status = "ok"
     result.seconds = time.monotonic() - started
     return result

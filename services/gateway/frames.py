@@ -39,6 +39,27 @@ Frame = dict[str, Any]
 TIMER_SLACK_S = 0.002
 
 
+_FIDELITY_FIELDS = (
+    ("block_match", "blockMatch"),
+    ("text", "text"),
+    ("position", "position"),
+    ("color", "color"),
+    ("visual", "visual"),
+)
+
+
+def fidelity_frame(fidelity: common_pb2.Fidelity) -> dict[str, Any]:
+    """A `fidelity` frame's data: null for a metric not computed."""
+    data: dict[str, Any] = {
+        "imageIndex": fidelity.image_index,
+        "viewportWidth": fidelity.viewport_width,
+        "unavailableReason": fidelity.unavailable_reason,
+    }
+    for name, key in _FIDELITY_FIELDS:
+        data[key] = getattr(fidelity, name) if fidelity.HasField(name) else None
+    return data
+
+
 def frame(kind: str, variant_index: int | None, **fields: Any) -> Frame:
     out: Frame = {"type": kind}
     if variant_index is not None:
@@ -258,6 +279,9 @@ class FrameBuilder:
         elif kind == "usage":
             # Our own frame (upstream sends none; its UI skips types it does not know).
             out.append(self._f("usage", v, data=_usage(event.usage)))
+        elif kind == "fidelity":
+            # Ours too: the variant's score against an input image (docs/eval.md).
+            out.append(self._f("fidelity", v, data=fidelity_frame(event.fidelity)))
         return out
 
     def _entry_write(self, index: int, path: str, out: list[Frame]) -> bool:

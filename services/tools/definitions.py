@@ -209,6 +209,23 @@ _SCREENSHOT_PREVIEW = ToolDefinition.of(
     _object({}),
 )
 
+_COMPARE_WITH_REFERENCE = ToolDefinition.of(
+    "compare_with_reference",
+    "Render the current file at the width of an input screenshot and compare the two: returns "
+    "scores from 0 to 1 (block_match, text, position, color, visual), the screenshot's text "
+    "blocks the page reproduces worst (box, expected text, the page's text, the issue) and an "
+    "attached image with the screenshot left and the page right. Use it after building the "
+    "page from a screenshot, then fix the listed differences.",
+    _object(
+        {
+            "image_number": {
+                "type": "integer",
+                "description": "1-based number of the input image to compare with (default 1).",
+            }
+        }
+    ),
+)
+
 _SAVE_ASSETS = ToolDefinition.of(
     "save_assets",
     "Promote one or more uploaded temporary image asset IDs (tmp_asset_…) to permanent URLs. "
@@ -238,6 +255,7 @@ TOOL_DEFINITIONS: tuple[ToolDefinition, ...] = (
     _EDIT_IMAGE,
     _EXTRACT_ASSETS,
     _SCREENSHOT_PREVIEW,
+    _COMPARE_WITH_REFERENCE,
     _SAVE_ASSETS,
     _RETRIEVE_OPTION,
 )

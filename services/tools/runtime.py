@@ -215,6 +215,8 @@ def _flag_enabled(name: str, flags: ToolFlags) -> bool:
         return flags.image_generation_enabled
     if name == "extract_assets":
         return flags.asset_extraction_enabled and flags.has_input_images
+    if name == "compare_with_reference":
+        return flags.has_input_images
     return True
 
 

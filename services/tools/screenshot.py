@@ -241,6 +241,29 @@ class Screenshotter:
                         results.append({"unevaluated_frame": frame.url})
                 return results
 
+    async def render_for_score(
+        self, html: str, width: int, height: int, expression: str, *, timeout_s: float
+    ) -> tuple[bytes, Any]:
+        """A full-page PNG of `html` at `width` × `height` and `expression` evaluated in
+        it: the fidelity score's render (services/tools/fidelity.py). The same slots,
+        routing, proxy, load limits and pixel limits as a preview's."""
+        html = normalize_babel_cdn(html)
+        viewport = Viewport("fidelity", width, height)
+        limit_s = min(self.settings.capture_timeout_s, timeout_s)
+        try:
+            async with asyncio.timeout(limit_s), self._slots:
+                browser = await self._ready_browser()
+                async with self._rendered(browser, html, viewport) as page:
+                    data = await page.evaluate(expression)
+                    settings = self.settings
+                    clip = await page_clip(page, width, settings.max_height_px)
+                    png = await page.screenshot(
+                        full_page=True, type="png", clip=clip, animations="disabled", caret="hide"
+                    )
+        except TimeoutError as exc:
+            raise ScreenshotError(f"render timed out after {limit_s:g}s") from exc
+        return png, data
+
     @property
     def guard(self) -> AddressGuard:
         """The address rules every request of this browser is vetted by."""

@@ -18,6 +18,8 @@ from services.common.structs import from_struct, to_struct
 from services.common.tool_types import FileState, MediaPart, ToolCall
 from services.common.tracing import incoming_context, tracer
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
+from services.tools.fidelity import ScoringError
+from services.tools.fidelity_proto import fidelity_response
 from services.tools.types import ToolContext, ToolFlags, ToolOutcome
 from services.tools.worker import ToolWorker
 
@@ -130,6 +132,27 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                     context, grpc.StatusCode.INTERNAL, "URL capture failed on the tool worker"
                 )
         return pb.CaptureUrlResponse(**result.fields())
+
+    async def ScoreFidelity(
+        self, request: pb.ScoreFidelityRequest, context: Context
+    ) -> pb.ScoreFidelityResponse:
+        remaining = context.time_remaining()
+        with tracer("s2c.tools").start_as_current_span(
+            "ScoreFidelity", context=incoming_context(context.invocation_metadata())
+        ):
+            try:
+                outcome = await self._worker.fidelity.score(
+                    request.code,
+                    request.image,
+                    image_index=request.image_index,
+                    width=request.viewport_width,
+                    timeout_s=remaining if remaining is not None else 60.0,
+                    with_regions=request.with_regions,
+                )
+            except ScoringError as exc:
+                field, _, message = str(exc).partition(": ")
+                await abort_invalid(context, InvalidRequest([FieldViolation(field, message)]))
+        return fidelity_response(outcome)
 
     async def _execute(
         self,

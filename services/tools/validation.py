@@ -85,6 +85,7 @@ HANDLER_CHECKED: Mapping[str, frozenset[str]] = MappingProxyType(
         "extract_assets": frozenset({"/asset_descriptions"}),
         "save_assets": frozenset({"/asset_ids"}),
         "retrieve_option": frozenset({"/option_number"}),
+        "compare_with_reference": frozenset({"/image_number"}),
     }
 )
 

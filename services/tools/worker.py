@@ -13,9 +13,12 @@ from services.common.vendor import load_or_none
 from services.tools.asset_store import AssetStore
 from services.tools.browser_health import BrowserHealth
 from services.tools.capture import CaptureRequest, UrlCapturer
+from services.tools.compare_tool import NAME as COMPARE
+from services.tools.compare_tool import compare_handler
 from services.tools.definitions import ToolDefinition
 from services.tools.egress_routes import ENV_NAME, EgressTestRoutes
 from services.tools.extract_assets import extract_assets_handler
+from services.tools.fidelity import FidelityScorer
 from services.tools.file_tools import file_tool_handlers
 from services.tools.image_tools import image_tool_handlers
 from services.tools.metrics import ToolsMetrics
@@ -68,6 +71,11 @@ class ToolWorker:
             )
             handlers["screenshot_preview"] = screenshot_preview_handler(self.screenshotter)
         self.capturer = UrlCapturer(self.screenshotter, settings.capture)
+        self.fidelity = FidelityScorer(self.screenshotter, self.images)
+        if self.screenshotter is not None:
+            handlers["compare_with_reference"] = compare_handler(
+                self.fidelity, settings.tool_timeouts_s.get(COMPARE, 60.0)
+            )
         self.runtime = ToolRuntime(
             handlers,
             timeouts_s=settings.tool_timeouts_s,
@@ -94,6 +102,8 @@ class ToolWorker:
             names.add("extract_assets")
         if self.screenshotter is not None and await self.screenshotter.probe():
             names.add("screenshot_preview")
+            if not self.fidelity.available():
+                names.add(COMPARE)
         return names
 
     async def definitions(self, flags: ToolFlags, credentials: Credentials) -> list[ToolDefinition]:

@@ -23,6 +23,7 @@ from services.agent.domain import (
     ToolCallRecord,
     VariantRecord,
 )
+from services.agent.events import Fidelity
 from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
 from services.agent.pricing import Usage
@@ -168,6 +169,24 @@ async def test_usage_totals_and_the_priced_flag_round_trip(backend: Backend) -> 
         (usage, 0.0091, True),
         (usage, 0.0, False),
     ]
+
+
+async def test_fidelity_scores_round_trip_unset_metrics_included(backend: Backend) -> None:
+    scored = Fidelity(0, 1000, 0.91, 1.0, 0.5, 0.75, 0.25)
+    unavailable = Fidelity(1, 0, unavailable_reason="no render: timed out")
+    run = replace(
+        a_run("gen-fidelity"),
+        variants=(
+            VariantRecord(0, "demo", "completed", fidelity=(scored, unavailable)),
+            VariantRecord(1, "demo", "completed"),
+        ),
+    )
+    async with opened(backend) as store:
+        await store.save(run)
+    async with opened(backend) as store:
+        stored = await store.get("gen-fidelity")
+    assert stored is not None
+    assert [v.fidelity for v in stored.variants] == [(scored, unavailable), ()]
 
 
 async def test_upsert_from_start_to_finish(backend: Backend) -> None:

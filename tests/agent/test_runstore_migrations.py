@@ -50,3 +50,5 @@ def test_a_store_of_the_first_schema_migrates(tmp_path: Path) -> None:
     ]
     # Saved before projects had files: no files, the code alone.
     assert [v.files for v in run.variants] == [(), ()]
+    # Saved before fidelity scores: none.
+    assert [v.fidelity for v in run.variants] == [(), ()]

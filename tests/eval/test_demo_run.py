@@ -123,8 +123,8 @@ async def test_the_resumed_run_completes_without_redoing_finished_items(
     assert "demo" in demo_eval.resumed.stdout
     assert f"{ITEMS}/{ITEMS}" in demo_eval.resumed.stdout
     poster = final["poster"]["demo"]["scores"]
-    assert poster["block_match"] is None
-    assert 0 <= poster["visual"] <= 1
+    # A PNG reference is read by OCR: all five metrics apply to it too.
+    assert all(0 <= poster[m] <= 1 for m in ("block_match", "text", "position", "color", "visual"))
     for by_model in final.values():
         for value in by_model["demo"]["scores"].values():
             assert value is None or 0 <= value <= 1
@@ -159,7 +159,11 @@ async def test_the_report_opens_in_chromium(demo_eval: DemoEval) -> None:
                 loaded = await image.evaluate("img => img.decode().then(() => img.naturalWidth)")
                 assert loaded > 0
             poster = page.locator('[data-item="poster"]')
-            assert "only the visual score applies" in await poster.inner_text()
+            assert "read by OCR" in await poster.inner_text()
+            # Its OCR blocks are drawn over the reference, each naming its text on hover.
+            blocks = poster.locator(".ocr-block")
+            assert await blocks.count() > 0
+            assert await blocks.first.get_attribute("title")
         finally:
             await browser.close()
 

@@ -7,7 +7,7 @@ import io
 import pytest
 from PIL import Image
 
-from services.eval.metrics import (
+from services.fidelity.metrics import (
     MATCH_THRESHOLD,
     Block,
     PageBlocks,

@@ -18,9 +18,9 @@ from aiohttp import web
 from PIL import Image
 
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
-from services.eval.metrics import PageBlocks, Scores, score
 from services.eval.render import Renderer, Viewport, renderer
 from services.eval.sets import load_set
+from services.fidelity.metrics import PageBlocks, Scores, score
 from tests.offline_pages import REACT_PAGE, RED, tailwind_page
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

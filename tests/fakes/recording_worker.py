@@ -35,3 +35,10 @@ class RecordingToolService(tpb_grpc.ToolServiceServicer):
         # Carries no credentials; forwarded so the recorder is a complete worker.
         response: tpb.CaptureUrlResponse = await self.target.CaptureUrl(request)
         return response
+
+    async def ScoreFidelity(
+        self, request: tpb.ScoreFidelityRequest, context: object
+    ) -> tpb.ScoreFidelityResponse:
+        # Carries no credentials either.
+        response: tpb.ScoreFidelityResponse = await self.target.ScoreFidelity(request)
+        return response

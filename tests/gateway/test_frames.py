@@ -208,3 +208,53 @@ def test_a_timer_that_fires_a_little_early_still_sends_the_pending_code() -> Non
     clock.now = due - 0.0015
     assert b.on_timer() == [{"type": "setCode", "variantIndex": 0, "value": "<html><body>"}]
     assert b.next_due() is None
+
+
+# Every frame type upstream's UI acts on (docs/browser-protocol.md); it drops the others.
+UPSTREAM_TYPES = {
+    "variantCount", "status", "variantModels", "thinking", "assistant", "toolStart",
+    "toolResult", "setCode", "variantComplete", "variantError", "error", "chunk",
+}  # fmt: skip
+
+
+def test_fidelity_is_a_frame_of_its_own_that_upstream_drops() -> None:
+    b = builder(Clock())
+    scored = common_pb2.Fidelity(
+        image_index=0, viewport_width=1000, block_match=0.9, text=1.0, position=0.5, color=0.75,
+        visual=0.25,
+    )  # fmt: skip
+    unavailable = common_pb2.Fidelity(image_index=1, unavailable_reason="no render: timed out")
+    frames = [*b.on_event(event(2, fidelity=scored)), *b.on_event(event(2, fidelity=unavailable))]
+    assert frames == [
+        {
+            "type": "fidelity",
+            "variantIndex": 2,
+            "data": {
+                "imageIndex": 0,
+                "viewportWidth": 1000,
+                "unavailableReason": "",
+                "blockMatch": 0.9,
+                "text": 1.0,
+                "position": 0.5,
+                "color": 0.75,
+                "visual": 0.25,
+            },
+        },
+        {
+            "type": "fidelity",
+            "variantIndex": 2,
+            "data": {
+                "imageIndex": 1,
+                "viewportWidth": 0,
+                "unavailableReason": "no render: timed out",
+                # Not computed is null, never a zero that looks like a score.
+                "blockMatch": None,
+                "text": None,
+                "position": None,
+                "color": None,
+                "visual": None,
+            },
+        },
+    ]
+    # Upstream's UI has no case for it: nothing it knows changes (no code, no status).
+    assert not {f["type"] for f in frames} & UPSTREAM_TYPES

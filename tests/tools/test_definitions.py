@@ -24,6 +24,7 @@ def test_canonical_order() -> None:
         "edit_image",
         "extract_assets",
         "screenshot_preview",
+        "compare_with_reference",
         "save_assets",
         "retrieve_option",
     ]

@@ -57,6 +57,8 @@ VALID: dict[str, list[dict[str, Any]]] = {
                     "aspect_ratio": r} for r in (*EDIT_IMAGE_ASPECT_RATIOS, None)],
     "extract_assets": [{"asset_descriptions": ["the logo, top left"]}],
     "screenshot_preview": [{}, {"anything": [1, 2]}],
+    "compare_with_reference": [{}, {"image_number": 1}, {"image_number": 2.0},
+                               {"image_number": None}],
     "save_assets": [{"asset_ids": ["tmp_asset_0123456789abcdef01234567"]}],
     "retrieve_option": [{"option_number": 2}, {"option_number": 2.0}],
 }  # fmt: skip
@@ -64,6 +66,10 @@ VALID: dict[str, list[dict[str, Any]]] = {
 INVALID: list[tuple[str, dict[str, Any], str]] = [
     ("create_file", {"content": "x", "path": 5}, "/path: expected string, got integer"),
     ("create_file", {}, "/content: is required"),
+    ("compare_with_reference", {"image_number": "1"}, "/image_number: expected integer, got "
+     "string"),
+    ("compare_with_reference", {"image_number": 1.5}, "/image_number: expected integer, got "
+     "number"),
     ("create_file", {"content": None}, "/content: is required and may not be null"),
     ("edit_file", {"new_text": ["x"]}, "/new_text: expected string, got array"),
     ("edit_file", {"count": 1.5}, "/count: expected integer, got number"),

@@ -32,6 +32,7 @@ ALL_TOOLS = frozenset(
         "retrieve_option",
         "save_assets",
         "screenshot_preview",
+        "compare_with_reference",
         "extract_assets",
         "generate_images",
         "edit_image",
@@ -62,6 +63,13 @@ _SCREENSHOT_PREVIEW = """\
 create or edit the file. Look at both the desktop and the mobile capture, and if \
 anything is broken, misaligned, missing or different from what was asked, fix it\
 {fix}."""
+
+_COMPARE = """\
+`compare_with_reference` is available: it scores your page against the user's \
+screenshot and lists the text that is missing, reworded, misplaced or miscoloured. \
+When you build from a screenshot, call it once the page is written, fix the listed \
+differences{fix}, and call it again only to check a substantial fix: it may run a few \
+times per option."""
 
 _IMAGES_HEADING = "# Images"
 _EXTRACT_BULLET = (
@@ -159,6 +167,9 @@ def build_system_prompt(tools: Collection[str] = ALL_TOOLS, *, text_mode: bool =
     if "screenshot_preview" in offered:
         fix = " with `edit_file`" if "edit_file" in offered else ""
         sections.append(_SCREENSHOT_PREVIEW.format(fix=fix))
+    if "compare_with_reference" in offered:
+        fix = " with `edit_file`" if "edit_file" in offered else ""
+        sections.append(_COMPARE.format(fix=fix))
     images = _images_section(offered)
     if images:
         sections.append(images)

@@ -9,6 +9,7 @@ import { formatDuration, h, icon } from "./dom.js";
 import { relayedPage } from "./framekeys.js";
 import { PreviewFrame } from "./preview.js";
 import { inlineProject, siteFiles } from "./site.js";
+import { formatFidelity } from "./fidelity.js";
 import { formatUsage } from "./usage.js";
 
 const STATUS_TEXT = { generating: "Generating", complete: "Complete", error: "Error", cancelled: "Cancelled" };
@@ -52,10 +53,11 @@ export class VariantCard {
     );
     this.model = h("span", { class: "badge badge-model", testid: `variant-${i}-model`, title: "Model" });
     this.usage = h("span", { class: "badge badge-usage", testid: `variant-${i}-usage`, hidden: true });
+    this.fidelity = h("span", { class: "badge badge-fidelity", testid: `variant-${i}-fidelity`, hidden: true });
     this.status = h("span", { class: "status-pill", testid: `variant-${i}-status`, role: "status" });
     this.selectedChip = h("span", { class: "badge badge-selected", text: "Selected", title: "Follow-ups change this option" });
     // Per-option badges (model, tokens and cost, and whatever later describes an option).
-    this.badges = h("span", { class: "variant-badges" }, this.model, this.usage);
+    this.badges = h("span", { class: "variant-badges" }, this.model, this.usage, this.fidelity);
     this.position = h("span", { class: "fs-position", testid: `variant-${i}-position` });
     this.closeButton = iconButton("x", "Close full screen", () => onExpand(this), `variant-${i}-close`);
     this.closeButton.title = "Close full screen (Esc)";
@@ -266,6 +268,15 @@ export class VariantCard {
       this.usage.title = usage.title;
       this.usage.dataset.priced = String(usage.priced);
     }
+    const fidelity = formatFidelity(v.fidelity);
+    this.fidelity.hidden = !fidelity;
+    if (fidelity) {
+      this.fidelity.textContent = v.best ? `★ ${fidelity.text}` : fidelity.text;
+      this.fidelity.title = v.best ? `Best match of the options. ${fidelity.title}` : fidelity.title;
+      this.fidelity.dataset.available = String(fidelity.available);
+      this.fidelity.dataset.best = String(v.best === true);
+    }
+    this.el.classList.toggle("is-best", v.best === true);
     this.status.dataset.state = v.status;
     const elapsed = formatDuration((v.endedAt ?? now) - v.startedAt);
     this.status.replaceChildren(

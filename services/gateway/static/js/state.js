@@ -3,6 +3,7 @@
 // frame into a commit and reports what changed so the views can update just that.
 
 import { formatDuration, plural } from "./dom.js";
+import { addFidelity, bestVariant } from "./fidelity.js";
 import { addUsage } from "./usage.js";
 
 export const GENERIC_ERROR = "Generation failed. Please retry.";
@@ -22,6 +23,8 @@ export function newVariant(index, history = []) {
     events: [],
     byId: new Map(),
     usage: null, // tokens and cost summed over the variant's model turns (usage.js)
+    fidelity: [], // scores against the input images, one per image (fidelity.js)
+    best: false, // the best-scoring option of its generation (fidelity.js)
     startedAt: performance.now(),
     endedAt: null,
   };
@@ -210,6 +213,15 @@ export function applyFrame(commit, frame, now = performance.now()) {
       variant.usage = addUsage(variant.usage, frame.data);
       change.header = true;
       break;
+    case "fidelity": { // ours: the option's score against an input image
+      variant.fidelity = addFidelity(variant.fidelity, frame.data);
+      const best = bestVariant(commit.variants.map((v) => v.fidelity));
+      commit.variants.forEach((v, i) => {
+        v.best = i === best;
+      });
+      change.allHeaders = true;
+      break;
+    }
     case "chunk": // legacy upstream frame: appends to the code
       variant.code += String(frame.value ?? "");
       change.code = true;

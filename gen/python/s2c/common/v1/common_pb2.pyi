@@ -64,3 +64,23 @@ class ProviderCredentials(_message.Message):
     api_key: str
     base_url: str
     def __init__(self, api_key: _Optional[str] = ..., base_url: _Optional[str] = ...) -> None: ...
+
+class Fidelity(_message.Message):
+    __slots__ = ("image_index", "viewport_width", "block_match", "text", "position", "color", "visual", "unavailable_reason")
+    IMAGE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    VIEWPORT_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_MATCH_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    COLOR_FIELD_NUMBER: _ClassVar[int]
+    VISUAL_FIELD_NUMBER: _ClassVar[int]
+    UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
+    image_index: int
+    viewport_width: int
+    block_match: float
+    text: float
+    position: float
+    color: float
+    visual: float
+    unavailable_reason: str
+    def __init__(self, image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., block_match: _Optional[float] = ..., text: _Optional[float] = ..., position: _Optional[float] = ..., color: _Optional[float] = ..., visual: _Optional[float] = ..., unavailable_reason: _Optional[str] = ...) -> None: ...

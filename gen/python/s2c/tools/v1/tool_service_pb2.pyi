@@ -153,3 +153,45 @@ class CaptureUrlResponse(_message.Message):
     truncated: bool
     http_status: int
     def __init__(self, image: _Optional[bytes] = ..., mime_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., final_url: _Optional[str] = ..., truncated: _Optional[bool] = ..., http_status: _Optional[int] = ...) -> None: ...
+
+class ScoreFidelityRequest(_message.Message):
+    __slots__ = ("code", "image", "image_index", "viewport_width", "with_regions")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    VIEWPORT_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    WITH_REGIONS_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    image: str
+    image_index: int
+    viewport_width: int
+    with_regions: bool
+    def __init__(self, code: _Optional[str] = ..., image: _Optional[str] = ..., image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., with_regions: _Optional[bool] = ...) -> None: ...
+
+class FidelityRegion(_message.Message):
+    __slots__ = ("x", "y", "width", "height", "expected_text", "actual_text", "issue")
+    X_FIELD_NUMBER: _ClassVar[int]
+    Y_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_TEXT_FIELD_NUMBER: _ClassVar[int]
+    ACTUAL_TEXT_FIELD_NUMBER: _ClassVar[int]
+    ISSUE_FIELD_NUMBER: _ClassVar[int]
+    x: int
+    y: int
+    width: int
+    height: int
+    expected_text: str
+    actual_text: str
+    issue: str
+    def __init__(self, x: _Optional[int] = ..., y: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., expected_text: _Optional[str] = ..., actual_text: _Optional[str] = ..., issue: _Optional[str] = ...) -> None: ...
+
+class ScoreFidelityResponse(_message.Message):
+    __slots__ = ("fidelity", "regions", "comparison_png")
+    FIDELITY_FIELD_NUMBER: _ClassVar[int]
+    REGIONS_FIELD_NUMBER: _ClassVar[int]
+    COMPARISON_PNG_FIELD_NUMBER: _ClassVar[int]
+    fidelity: _common_pb2.Fidelity
+    regions: _containers.RepeatedCompositeFieldContainer[FidelityRegion]
+    comparison_png: bytes
+    def __init__(self, fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ..., regions: _Optional[_Iterable[_Union[FidelityRegion, _Mapping]]] = ..., comparison_png: _Optional[bytes] = ...) -> None: ...

@@ -51,6 +51,11 @@ class ToolServiceStub:
                 request_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlRequest.SerializeToString,
                 response_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlResponse.FromString,
                 _registered_method=True)
+        self.ScoreFidelity = channel.unary_unary(
+                '/s2c.tools.v1.ToolService/ScoreFidelity',
+                request_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityRequest.SerializeToString,
+                response_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -86,6 +91,17 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ScoreFidelity(self, request, context):
+        """Scores a page against an input screenshot (docs/eval.md): renders it offline at
+        the screenshot's width under the previews' browser slots and limits, reads the
+        screenshot by OCR and compares. A page that cannot be scored is an answer with
+        `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
+        (no code, an image that is not a decodable data URL, a width out of range).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -103,6 +119,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.CaptureUrl,
                     request_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlRequest.FromString,
                     response_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlResponse.SerializeToString,
+            ),
+            'ScoreFidelity': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScoreFidelity,
+                    request_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityRequest.FromString,
+                    response_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -188,6 +209,33 @@ class ToolService:
             '/s2c.tools.v1.ToolService/CaptureUrl',
             s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlRequest.SerializeToString,
             s2c_dot_tools_dot_v1_dot_tool__service__pb2.CaptureUrlResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScoreFidelity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/s2c.tools.v1.ToolService/ScoreFidelity',
+            s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityRequest.SerializeToString,
+            s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityResponse.FromString,
             options,
             channel_credentials,
             insecure,

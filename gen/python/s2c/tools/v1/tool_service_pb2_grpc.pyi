@@ -50,6 +50,13 @@ class ToolServiceStub:
     (the image is over the size limit), FAILED_PRECONDITION (the page did not load,
     e.g. connection refused), UNAVAILABLE (no browser on this worker).
     """
+    ScoreFidelity: _grpc.UnaryUnaryMultiCallable[_tool_service_pb2.ScoreFidelityRequest, _tool_service_pb2.ScoreFidelityResponse]
+    """Scores a page against an input screenshot (docs/eval.md): renders it offline at
+    the screenshot's width under the previews' browser slots and limits, reads the
+    screenshot by OCR and compares. A page that cannot be scored is an answer with
+    `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
+    (no code, an image that is not a decodable data URL, a width out of range).
+    """
 
 @_typing.type_check_only
 class ToolServiceAsyncStub(ToolServiceStub):
@@ -72,6 +79,13 @@ class ToolServiceAsyncStub(ToolServiceStub):
     unresolvable), DEADLINE_EXCEEDED (the capture deadline passed), RESOURCE_EXHAUSTED
     (the image is over the size limit), FAILED_PRECONDITION (the page did not load,
     e.g. connection refused), UNAVAILABLE (no browser on this worker).
+    """
+    ScoreFidelity: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.ScoreFidelityRequest, _tool_service_pb2.ScoreFidelityResponse]  # type: ignore[assignment]
+    """Scores a page against an input screenshot (docs/eval.md): renders it offline at
+    the screenshot's width under the previews' browser slots and limits, reads the
+    screenshot by OCR and compares. A page that cannot be scored is an answer with
+    `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
+    (no code, an image that is not a decodable data URL, a width out of range).
     """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -110,6 +124,19 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         unresolvable), DEADLINE_EXCEEDED (the capture deadline passed), RESOURCE_EXHAUSTED
         (the image is over the size limit), FAILED_PRECONDITION (the page did not load,
         e.g. connection refused), UNAVAILABLE (no browser on this worker).
+        """
+
+    @_abc_1.abstractmethod
+    def ScoreFidelity(
+        self,
+        request: _tool_service_pb2.ScoreFidelityRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tool_service_pb2.ScoreFidelityResponse, _abc.Awaitable[_tool_service_pb2.ScoreFidelityResponse]]:
+        """Scores a page against an input screenshot (docs/eval.md): renders it offline at
+        the screenshot's width under the previews' browser slots and limits, reads the
+        screenshot by OCR and compares. A page that cannot be scored is an answer with
+        `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
+        (no code, an image that is not a decodable data URL, a width out of range).
         """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

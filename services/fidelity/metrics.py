@@ -131,6 +131,23 @@ def block_scores(ref: PageBlocks, cand: PageBlocks) -> tuple[float, float, float
     return block_match, text, position, color
 
 
+def centre_offset(ref: PageBlocks, a: Block, cand: PageBlocks, b: Block) -> float:
+    """The larger of the horizontal and vertical centre offsets of `a` (on `ref`) and `b`
+    (on `cand`), as fractions of each page's size: what `position` averages."""
+    ax = (a.x + a.w / 2) / max(ref.width, 1.0)
+    ay = (a.y + a.h / 2) / max(ref.height, 1.0)
+    bx = (b.x + b.w / 2) / max(cand.width, 1.0)
+    by = (b.y + b.h / 2) / max(cand.height, 1.0)
+    return max(abs(ax - bx), abs(ay - by))
+
+
+def block_color_closeness(a: Color, b: Color) -> float:
+    """1 − ΔE₀₀ / DELTA_E_SCALE of two colours, clipped at 0: what `color` averages."""
+    lab = rgb2lab(np.array([a, b], dtype=np.float64) / 255.0)
+    delta = float(deltaE_ciede2000(lab[0], lab[1]))  # type: ignore[no-untyped-call]
+    return max(0.0, 1.0 - delta / DELTA_E_SCALE)
+
+
 def _gray(png: bytes) -> NDArray[np.float64]:
     with Image.open(io.BytesIO(png)) as image:
         # Transparent pixels count as white, as a browser shows them on a blank page.

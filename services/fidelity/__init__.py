@@ -1,0 +1,1 @@
+"""Fidelity scoring shared by `s2c eval` and the tool workers (docs/eval.md)."""

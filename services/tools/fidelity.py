@@ -1,0 +1,145 @@
+"""The tool workers' fidelity score: a page rendered at a screenshot's width, scored
+against it by the shared scoring code (services/fidelity, docs/eval.md).
+
+The render goes through the previews' Screenshotter: the same browser slots, offline
+routing of CDN runtimes, egress proxy, load and pixel limits. The screenshot is decoded
+within the process's image budget and read by OCR once per image while any caller holds
+it (the variants of a generation score against the same screenshot).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from services.common.images import ImageDecoder, ImageRefused
+from services.common.uploads import decode_image_data_url
+from services.fidelity.dom import EXTRACT_JS, words_from_js
+from services.fidelity.metrics import Scores
+from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_available
+from services.fidelity.regions import Region, side_by_side, worst_regions
+from services.fidelity.score import PngScore, png_size, score_png
+from services.tools.screenshot import Screenshotter
+
+log = logging.getLogger(__name__)
+
+MIN_WIDTH = 200
+MAX_WIDTH = 4096
+# The viewport's height is the screenshot's (a window capture is then reproduced exactly:
+# `vh` units, a page shorter than the window), up to this: a taller screenshot is a
+# full-page capture, whose window was likely no taller than this.
+MIN_HEIGHT = 200
+MAX_VIEWPORT_HEIGHT = 1200
+
+
+@dataclass(frozen=True, slots=True)
+class FidelityOutcome:
+    image_index: int
+    viewport_width: int
+    scores: Scores | None = None
+    unavailable_reason: str = ""
+    regions: tuple[Region, ...] = ()
+    comparison_png: bytes = b""
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """A decoded screenshot and its OCR (weakly shared: see ImageDecoder.shared)."""
+
+    png: bytes
+    ocr: OcrPage
+
+
+class ScoringError(Exception):
+    """Bad input (the caller's fault): no code, an unreadable image."""
+
+
+class FidelityScorer:
+    def __init__(self, screenshotter: Screenshotter | None, images: ImageDecoder) -> None:
+        self._screenshotter = screenshotter
+        self._images = images
+        # OCR and the metrics take a core each while they run: as many at once as the
+        # browser renders at once, so scores cannot crowd out the previews' CPU.
+        captures = screenshotter.settings.max_concurrent_captures if screenshotter else 1
+        self._cpu_slots = asyncio.Semaphore(max(1, captures))
+
+    def available(self) -> str:
+        """Why this worker cannot score (empty when it can)."""
+        if self._screenshotter is None:
+            return "screenshots are turned off on the tool worker"
+        if not tesseract_available():
+            return "tesseract is not installed on the tool worker"
+        return ""
+
+    async def score(
+        self,
+        code: str,
+        image_url: str,
+        *,
+        image_index: int,
+        width: int,
+        timeout_s: float,
+        with_regions: bool = False,
+    ) -> FidelityOutcome:
+        image = decode_image_data_url(image_url)
+        if image is None:
+            raise ScoringError("image: not a data URL of a PNG, JPEG, GIF or WebP image")
+        if not code.strip():
+            raise ScoringError("code: empty")
+        if width and not MIN_WIDTH <= width <= MAX_WIDTH:
+            raise ScoringError(f"viewport_width: must be 0 or {MIN_WIDTH}-{MAX_WIDTH}")
+        key = ("fidelity-reference", hashlib.sha256(image.data).hexdigest())
+        try:
+            async with self._cpu_slots:
+                reference = await asyncio.to_thread(
+                    self._images.shared, key, lambda: self._read(image.data)
+                )
+        except ImageRefused as exc:
+            raise ScoringError(f"image: {exc}") from None
+        except OcrError as exc:
+            return FidelityOutcome(image_index, width, unavailable_reason=str(exc))
+        ref_width, ref_height = reference.ocr.page.width, reference.ocr.page.height
+        width = width or min(max(int(ref_width), MIN_WIDTH), MAX_WIDTH)
+        # At another width than the screenshot's, its height scales with it.
+        height = round(ref_height * width / max(ref_width, 1.0))
+        height = min(max(height, MIN_HEIGHT), MAX_VIEWPORT_HEIGHT)
+        unavailable = self.available()
+        if unavailable or self._screenshotter is None:
+            return FidelityOutcome(image_index, width, unavailable_reason=unavailable)
+        try:
+            png, data = await self._screenshotter.render_for_score(
+                code, width, height, EXTRACT_JS, timeout_s=timeout_s
+            )
+        except Exception as exc:  # any failed render is "unavailable", never a zero
+            log.info("fidelity render failed", extra={"reason": str(exc)[:200]})
+            reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            return FidelityOutcome(image_index, width, unavailable_reason=f"no render: {reason}")
+        async with self._cpu_slots:
+            result = await asyncio.to_thread(_score, reference, data, png)
+            if not with_regions:
+                return FidelityOutcome(image_index, width, result.scores)
+            comparison = await asyncio.to_thread(side_by_side, reference.png, png)
+        return FidelityOutcome(
+            image_index,
+            width,
+            result.scores,
+            regions=tuple(worst_regions(result)),
+            comparison_png=comparison,
+        )
+
+    def _read(self, data: bytes) -> _Reference:
+        with self._images.open(data, flatten=True, upright=True) as decoded:
+            out = io.BytesIO()
+            decoded.save(out, format="PNG")
+        png = out.getvalue()
+        return _Reference(png, ocr_page(png))
+
+
+def _score(reference: _Reference, data: Any, png: bytes) -> PngScore:
+    # OCR sees only what the (height-limited) screenshot shows; so does the comparison.
+    words = words_from_js(data, png_size(png)[1])
+    return score_png(reference.ocr, reference.png, words, png)

@@ -1,0 +1,191 @@
+"""Fidelity in the loop over gRPC, with a fake model (docs/fidelity.md).
+
+The screenshot is a small page rendered by the tool worker's own browser. One option of an
+image create writes that very page; the other writes a different page and, in the same
+turn, calls `compare_with_reference`. The first must score higher on every metric, the
+score must follow each option's `variant_complete` and be kept in the run record, and the
+model that compared must have received scores, regions and the side-by-side image.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+import pytest_asyncio
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
+from s2c.tools.v1 import tool_service_pb2 as tpb
+from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
+
+from services.agent.settings import AgentSettings
+from services.tools.screenshot import Screenshotter
+from services.tools.settings import ToolsSettings
+from tests.browser.pages import CHROMIUM
+from tests.eval.test_scores import BLOCKS, Spec, page
+from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
+from tests.suite import Suite, running_suite
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+METRICS = ("block_match", "text", "position", "color", "visual")
+SAME = page(BLOCKS)
+# Another page on the same backdrop: other words, other places, other colours.
+OTHER = page(
+    (
+        Spec("Page not found", 300, 200, "#2563eb"),
+        Spec("Try the search box above", 300, 400, "#16a34a"),
+    )
+)
+# A page whose script never yields: its render cannot finish.
+HANGING = "<!doctype html><html><body><p>Hi</p><script>for (;;) {}</script></body></html>"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI() as server:
+        yield server
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def suite(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> AsyncIterator[Suite]:
+    agent = AgentSettings(
+        demo_pace_s=0.0,
+        provider_max_retries=0,
+        pinned_models=("local:tiny",),
+        local_models=("tiny",),
+        local_base_url=fake.base_url,
+        preview_replay_s=0.0,
+    )
+    tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
+    async with running_suite(tmp_path_factory.mktemp("fidelity"), agent=agent, tools=tools) as s:
+        yield s
+
+
+def shooter(suite: Suite) -> Screenshotter:
+    screenshotter = suite.tools.worker.screenshotter
+    assert screenshotter is not None
+    return screenshotter
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def screenshot(suite: Suite) -> str:
+    """The page SAME as a user's screenshot of it: a PNG data URL, 1000 px wide."""
+    png, _ = await shooter(suite).render_for_score(SAME, 1000, 700, "() => 0", timeout_s=30)
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def create(content: str, call_id: str) -> FunctionCall:
+    arguments = json.dumps({"path": "index.html", "content": content})
+    return FunctionCall(call_id, "create_file", arguments, pieces=2)
+
+
+async def test_the_page_of_the_screenshot_scores_higher_and_compare_finds_regions(
+    suite: Suite, fake: FakeOpenAI, screenshot: str
+) -> None:
+    compare = FunctionCall("call_2", "compare_with_reference", "{}", pieces=1)
+    fake.add_chat(
+        chat_turn([create(SAME, "call_1")]),
+        chat_turn([create(OTHER, "call_1"), compare]),
+        chat_turn([Text(["Built it."])]),
+        chat_turn([Text(["Built it."])]),
+    )
+    request = pb.GenerateCodeRequest(
+        generation_type=pb.GENERATION_TYPE_CREATE,
+        input_mode=pb.INPUT_MODE_IMAGE,
+        stack=pb.STACK_HTML_CSS,
+        variant_count=2,
+    )
+    request.prompt.images.append(screenshot)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
+        stub = pb_grpc.AgentServiceStub(channel)
+        events = [e async for r in stub.GenerateCode(request) for e in r.events]
+        record = await stub.GetGeneration(
+            pb.GetGenerationRequest(generation_id=events[0].generation_id)
+        )
+    kinds = [(e.WhichOneof("payload"), e.variant_index) for e in events]
+    assert kinds[-1][0] == "generation_complete"
+    codes = {
+        e.variant_index: e.code_snapshot.content for e in events if e.HasField("code_snapshot")
+    }
+    scores = {e.variant_index: e.fidelity for e in events if e.HasField("fidelity")}
+    same = next(v for v, code in codes.items() if code == SAME)
+    other = 1 - same
+    assert codes[other] == OTHER
+    for v in (same, other):
+        # The score follows the option's completion: it never holds it back.
+        assert kinds.index(("variant_complete", v)) < kinds.index(("fidelity", v))
+        assert scores[v].unavailable_reason == ""
+        assert (scores[v].image_index, scores[v].viewport_width) == (0, 1000)
+    for metric in METRICS:
+        assert getattr(scores[same], metric) > getattr(scores[other], metric), metric
+        assert getattr(scores[same], metric) >= 0.9, metric
+    kept = {v.variant_index: list(v.fidelity) for v in record.generation.variants}
+    assert kept == {same: [scores[same]], other: [scores[other]]}
+
+    results = [(e.variant_index, e.tool_result) for e in events if e.HasField("tool_result")]
+    assert [(v, r.name, r.ok) for v, r in results if r.name == "compare_with_reference"] == [
+        (other, "compare_with_reference", True)
+    ]
+    # What the model got back on its next turn: the tool's JSON, then the image.
+    followup = next(
+        r.json["messages"]
+        for r in fake.requests
+        if any(m.get("tool_call_id") == "call_2" for m in r.json["messages"])
+    )
+    answer = next(m for m in followup if m.get("tool_call_id") == "call_2")
+    details = json.loads(answer["content"])["details"]
+    assert set(details["scores"]) == set(METRICS)
+    assert details["scores"]["block_match"] < 0.5
+    assert "data:image/png;base64," in json.dumps(followup[followup.index(answer) :])
+    regions = details["regions"]
+    # Every line of the screenshot is absent from the other page: reported missing, boxed.
+    missing = {r["expected_text"]: r for r in regions if r["issue"] == "missing"}
+    assert "Fresh bread every morning" in missing
+    box = missing["Fresh bread every morning"]["box"]
+    assert box["width"] > 100
+    assert 100 <= box["y"] <= 140
+
+
+async def test_a_page_that_cannot_render_is_unavailable_with_the_reason(
+    suite: Suite, screenshot: str
+) -> None:
+    outcome = await suite.tools.worker.fidelity.score(
+        HANGING, screenshot, image_index=0, width=0, timeout_s=1.0
+    )
+    assert outcome.scores is None
+    assert outcome.unavailable_reason.startswith("no render:"), outcome
+    assert "timed out" in outcome.unavailable_reason
+    # The browser is still usable afterwards: the same page scores.
+    again = await suite.tools.worker.fidelity.score(
+        SAME, screenshot, image_index=0, width=0, timeout_s=30.0
+    )
+    assert again.scores is not None
+    assert again.scores.text is not None
+    assert again.scores.text >= 0.9
+
+
+async def test_bad_input_to_score_fidelity_is_invalid_argument(suite: Suite) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.tools.port}") as channel:
+        stub = tpb_grpc.ToolServiceStub(channel)
+        for request, field in (
+            (tpb.ScoreFidelityRequest(code=SAME, image="data:text/plain,hi"), "image"),
+            (tpb.ScoreFidelityRequest(code=" ", image=PNG_1PX), "code"),
+            (
+                tpb.ScoreFidelityRequest(code=SAME, image=PNG_1PX, viewport_width=50),
+                "viewport_width",
+            ),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await stub.ScoreFidelity(request, timeout=10)
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert field in (caught.value.details() or ""), caught.value.details()
+
+
+PNG_1PX = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8"
+    "z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)

@@ -1,0 +1,58 @@
+"""`s2c generate` shows each option's fidelity score (docs/fidelity.md): in the summary
+table, in the step log of a non-terminal run and in `--json`'s summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.common.v1 import common_pb2
+
+from services.cli_view import GenerationView, StepLog, summary_json, summary_table
+
+
+def event(variant: int, **payload: Any) -> pb.GenerationEvent:
+    return pb.GenerationEvent(generation_id="g", variant_index=variant, **payload)
+
+
+def test_the_score_is_in_the_table_the_step_log_and_the_json() -> None:
+    view = GenerationView()
+    console = Console(record=True, width=200, color_system=None)
+    log = StepLog(view, console)
+    scored = common_pb2.Fidelity(
+        image_index=0, viewport_width=1000, block_match=0.91, text=1.0, position=0.5,
+        color=0.75, visual=0.25,
+    )  # fmt: skip
+    unavailable = common_pb2.Fidelity(image_index=0, unavailable_reason="no render: timed out")
+    for e in (
+        event(0, variant_count=pb.VariantCount(count=2, models=["demo", "demo"])),
+        event(0, variant_complete=pb.VariantComplete()),
+        event(0, fidelity=scored),
+        event(1, variant_complete=pb.VariantComplete()),
+        event(1, fidelity=unavailable),
+    ):
+        view.apply(e)
+        log.event(e)
+    steps = console.export_text()
+    assert "[variant 1] fidelity image 1: 0.91/1.00/0.50/0.75/0.25" in steps
+    assert "[variant 2] fidelity image 1: not scored (no render: timed out)" in steps
+    console.print(summary_table(view))
+    table = console.export_text()
+    assert "fidelity (block/text/pos/color/visual)" in table
+    assert "image 1: 0.91/1.00/0.50/0.75/0.25" in table
+    variants = summary_json(view)["summary"]["variants"]
+    assert variants[0]["fidelity"] == [
+        {
+            "image_index": 0,
+            "viewport_width": 1000,
+            "block_match": 0.91,
+            "text": 1.0,
+            "position": 0.5,
+            "color": 0.75,
+            "visual": 0.25,
+            "unavailable_reason": "",
+        }
+    ]
+    assert variants[1]["fidelity"][0]["text"] is None
+    assert variants[1]["fidelity"][0]["unavailable_reason"] == "no render: timed out"
