@@ -101,6 +101,7 @@ class Fidelity:
     color: float | None = None
     visual: float | None = None
     unavailable_reason: str = ""
+    path: str = ""  # the project file scored; empty: the entry page
 
 
 @dataclass(frozen=True, slots=True)

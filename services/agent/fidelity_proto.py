@@ -14,6 +14,7 @@ def fidelity_to_proto(fidelity: ev.Fidelity) -> common_pb2.Fidelity:
         image_index=fidelity.image_index,
         viewport_width=fidelity.viewport_width,
         unavailable_reason=fidelity.unavailable_reason,
+        path=fidelity.path,
     )
     for name in FIDELITY_METRICS:
         value = getattr(fidelity, name)
@@ -28,5 +29,6 @@ def fidelity_from_proto(message: common_pb2.Fidelity) -> ev.Fidelity:
         message.image_index,
         message.viewport_width,
         unavailable_reason=message.unavailable_reason,
+        path=message.path,
         **values,
     )

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.agent.domain import FileState, ImageMeta
+from services.common import project_paths
 from services.common.errors import FieldViolation
 from services.common.page_tags import page_problem, too_many_tags, width_problem
 from services.common.project_paths import path_problem
 
-ENTRY_PATH = "index.html"
+ENTRY_PATH = project_paths.ENTRY_PATH
 ENTRY_PAGE = "index"
 
 

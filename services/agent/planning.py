@@ -40,6 +40,7 @@ from services.agent.settings import AgentSettings
 from services.agent.tooling import ToolContext
 from services.common.credentials import Credentials
 from services.common.errors import FieldViolation, InvalidRequest
+from services.common.tool_types import ImageTag
 
 # Variants of a generation with nothing configured (the demo model).
 DEMO_VARIANTS = 2
@@ -205,7 +206,20 @@ def tool_context(request: GenerationRequest, max_project_bytes: int = 0) -> Tool
         asset_base_url=request.asset_base_url,
         viewport_widths=page_plan(len(request.prompt.images), request.prompt.image_meta).widths,
         max_project_bytes=max_project_bytes,
+        image_tags=image_tags(request),
     )
+
+
+def image_tags(request: GenerationRequest) -> tuple[ImageTag, ...]:
+    """What each of `input_images(request)` shows, aligned with them: the page and width
+    of its tag; a history image, or an untagged one, the entry page at no said width."""
+    prompt = request.prompt
+    tags: dict[str, ImageTag] = {}
+    for page in page_plan(len(prompt.images), prompt.image_meta).pages:
+        for i in page.images:
+            width = prompt.image_meta[i].viewport_width if i < len(prompt.image_meta) else None
+            tags.setdefault(prompt.images[i], ImageTag(page.path, width or 0))
+    return tuple(tags.get(image, ImageTag()) for image in input_images(request))
 
 
 def input_images(request: GenerationRequest) -> tuple[str, ...]:

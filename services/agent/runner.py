@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
 from opentelemetry import context as otel_context
@@ -21,7 +20,6 @@ from opentelemetry import trace
 from services.agent.domain import GenerationRequest, VariantRecord
 from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
 from services.agent.events import (
-    Fidelity,
     Payload,
     RunStatus,
     Status,
@@ -33,10 +31,11 @@ from services.agent.events import (
 from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
 from services.agent.models import ModelSpec
-from services.agent.planning import GenerationPlan, input_images
+from services.agent.planning import GenerationPlan, image_tags, input_images
 from services.agent.prompts import PromptError, current_file
 from services.agent.providers.base import ProviderError, ToolsRefused
 from services.agent.providers.factory import SessionFactory, SessionRequest
+from services.agent.scoring import score_variant
 from services.agent.settings import AgentSettings
 from services.agent.status_line import status_line
 from services.agent.textmode import GenerationPrompts, ToollessModels
@@ -48,8 +47,6 @@ from services.common.uploads import decode_image_data_url, upload_id
 log = logging.getLogger(__name__)
 
 ALL_FAILED = "Error generating code. Please contact support."
-# A request's first images are scored; more would multiply renders for little news.
-MAX_SCORED_IMAGES = 4
 
 # Saves a generation's record as it stands; whether it was saved (archive.py).
 Save = Callable[[Generation], Awaitable[bool]]
@@ -222,33 +219,21 @@ class Runner:
         state: VariantRecord,
         emit: Callable[[str, Payload], None],
     ) -> None:
-        """Scores the variant's page against each input image (docs/eval.md), publishing
+        """Scores the variant's pages against the input images (docs/eval.md), publishing
         one `fidelity` event per image: the scores, or why there are none."""
         client, limit_s = self._fidelity, self._settings.fidelity_timeout_s
-        images = input_images(plan.request)[:MAX_SCORED_IMAGES]
+        images = input_images(plan.request)
         if client is None or limit_s <= 0 or not images or not state.code.strip():
             return
-        limit_s = max(0.1, min(limit_s, generation.deadline - time.monotonic()))
-
-        async def one(index: int, image: str) -> Fidelity:
-            try:
-                async with asyncio.timeout(limit_s):
-                    answer = await client.score_fidelity(
-                        state.code,
-                        image,
-                        image_index=index,
-                        timeout_s=limit_s,
-                        with_regions=False,
-                    )
-                return answer.fidelity
-            except TimeoutError:
-                return Fidelity(index, 0, unavailable_reason=f"not scored within {limit_s:g} s")
-            except ToolServiceError as exc:
-                return Fidelity(index, 0, unavailable_reason=str(exc))
-
-        scores = await asyncio.gather(*(one(i, image) for i, image in enumerate(images)))
-        state.fidelity = tuple(scores)
-        for score in scores:
+        state.fidelity = await score_variant(
+            client,
+            state,
+            images,
+            image_tags(plan.request),
+            limit_s=limit_s,
+            deadline=generation.deadline,
+        )
+        for score in state.fidelity:
             emit("", score)
 
     def _observe(self, generation_id: str, spec: ModelSpec, state: VariantRecord) -> None:

@@ -146,6 +146,10 @@ class GrpcToolExecutor:
                 credentials=_tool_credentials(context.credentials),
                 asset_base_url=context.asset_base_url,
                 viewport_widths=context.viewport_widths,
+                image_tags=[
+                    pb.ImageTag(path=t.path, viewport_width=t.viewport_width)
+                    for t in context.image_tags
+                ],
                 max_project_bytes=context.max_project_bytes,
             ),
             # One file is the project: `file` says it all (and old workers read only that).
@@ -200,10 +204,25 @@ class GrpcToolExecutor:
         return CapturedImage.from_message(response)
 
     async def score_fidelity(
-        self, code: str, image: str, *, image_index: int, timeout_s: float, with_regions: bool
+        self,
+        code: str,
+        image: str,
+        *,
+        image_index: int,
+        timeout_s: float,
+        with_regions: bool,
+        path: str = "",
+        files: tuple[FileState, ...] = (),
+        viewport_width: int = 0,
     ) -> FidelityAnswer:
         request = pb.ScoreFidelityRequest(
-            code=code, image=image, image_index=image_index, with_regions=with_regions
+            code=code,
+            image=image,
+            image_index=image_index,
+            with_regions=with_regions,
+            path=path,
+            files=[common_pb2.FileState(path=f.path, content=f.content) for f in files],
+            viewport_width=viewport_width,
         )
         try:
             response = await self._stub.ScoreFidelity(

@@ -10,6 +10,7 @@ from services.agent.domain import FileState
 from services.agent.events import Fidelity
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.common.credentials import Credentials
+from services.common.tool_types import ImageTag
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,8 @@ class ToolContext:
     max_project_bytes: int = 0  # all of a variant's files together; 0: the worker's limit
     # Every file of the variant's project before the call (set by the engine per call).
     files: tuple[FileState, ...] = ()
+    # What each input image shows (compare_with_reference picks the page's own).
+    image_tags: tuple[ImageTag, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +70,19 @@ class FidelityAnswer:
 @runtime_checkable
 class FidelityClient(Protocol):
     async def score_fidelity(
-        self, code: str, image: str, *, image_index: int, timeout_s: float, with_regions: bool
+        self,
+        code: str,
+        image: str,
+        *,
+        image_index: int,
+        timeout_s: float,
+        with_regions: bool,
+        path: str = "",
+        files: tuple[FileState, ...] = (),
+        viewport_width: int = 0,
     ) -> FidelityAnswer:
-        """Scores `code` against the data-URL `image`; raises ToolServiceError when no
+        """Scores the page `code` (at `path` in a project of `files`) against the data-URL
+        `image`, at `viewport_width` (0: the image's own); raises ToolServiceError when no
         worker could be asked."""
         ...
 

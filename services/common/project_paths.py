@@ -12,6 +12,7 @@ from __future__ import annotations
 import unicodedata
 
 MAX_PATH_CHARS = 255
+ENTRY_PATH = "index.html"  # a project's entry page, the one file of a one-file project
 PROJECT_SUFFIXES = (".html", ".htm", ".css", ".js")
 HTML_SUFFIXES = (".html", ".htm")
 _WINDOWS_RESERVED = frozenset('<>:"|?*')

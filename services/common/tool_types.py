@@ -17,6 +17,15 @@ class FileState:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageTag:
+    """The page an input screenshot shows (its project path; empty: the entry page) and
+    the viewport width it was taken at (0: not said)."""
+
+    path: str = ""
+    viewport_width: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """A complete tool call from a model turn."""
 

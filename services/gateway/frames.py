@@ -54,6 +54,7 @@ def fidelity_frame(fidelity: common_pb2.Fidelity) -> dict[str, Any]:
         "imageIndex": fidelity.image_index,
         "viewportWidth": fidelity.viewport_width,
         "unavailableReason": fidelity.unavailable_reason,
+        "page": fidelity.path,
     }
     for name, key in _FIDELITY_FIELDS:
         data[key] = getattr(fidelity, name) if fidelity.HasField(name) else None

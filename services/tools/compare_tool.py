@@ -5,10 +5,13 @@ so the model fixes what differs rather than guessing from its own screenshot alo
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from typing import Any
 
-from services.common.tool_types import FileState, MediaPart
+from services.common.project_paths import ENTRY_PATH
+from services.common.tool_types import FileState, ImageTag, MediaPart
 from services.tools.fidelity import FidelityOutcome, FidelityScorer, ScoringError
+from services.tools.preview_tool import page_to_render
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
 NAME = "compare_with_reference"
@@ -26,20 +29,26 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
     ) -> ToolOutcome:
         if file is None:
             return failure("No file exists yet. Call create_file first.", "No file to compare")
-        images = context.input_images
+        images, tags = context.input_images, context.image_tags
+        # The page's own HTML with the project's .css/.js: what its screenshot shows.
+        page, html = page_to_render(file, context.files)
         number = arguments.get("image_number")
-        number = 1 if number is None else int(number)
+        if number is None:
+            own = (i for i, tag in enumerate(tags) if (tag.path or ENTRY_PATH) == page.path)
+            number = next(own, 0) + 1
+        number = int(number)
         if not images:
             return failure("This request has no input image to compare with.", "No image")
         if not 1 <= number <= len(images):
             message = f"image_number must be between 1 and {len(images)}; got {number}."
             return failure(message, "No such image")
+        tag = tags[number - 1] if number <= len(tags) else ImageTag()
         try:
             outcome = await scorer.score(
-                file.content,
+                html,
                 images[number - 1],
                 image_index=number - 1,
-                width=0,
+                width=tag.viewport_width,
                 timeout_s=timeout_s,
                 with_regions=True,
             )
@@ -48,7 +57,7 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
         if outcome.scores is None:
             reason = outcome.unavailable_reason or "unknown"
             return failure(f"The page could not be scored: {reason}", "Not scored")
-        return compare_outcome(outcome)
+        return compare_outcome(replace(outcome, path=page.path))
 
     return compare_with_reference
 
@@ -67,6 +76,7 @@ def compare_outcome(outcome: FidelityOutcome) -> ToolOutcome:
     ]
     details = {
         "image_number": outcome.image_index + 1,
+        "page": outcome.path,
         "viewport_width": outcome.viewport_width,
         "scores": scores,
         "regions": regions,

@@ -211,7 +211,7 @@ _SCREENSHOT_PREVIEW = ToolDefinition.of(
 
 _COMPARE_WITH_REFERENCE = ToolDefinition.of(
     "compare_with_reference",
-    "Render the current file at the width of an input screenshot and compare the two: returns "
+    "Render the current page at the width its screenshot was taken at and compare the two: returns "
     "scores from 0 to 1 (block_match, text, position, color, visual), the screenshot's text "
     "blocks the page reproduces worst (box, expected text, the page's text, the issue) and an "
     "attached image with the screenshot left and the page right. Use it after building the "
@@ -220,7 +220,10 @@ _COMPARE_WITH_REFERENCE = ToolDefinition.of(
         {
             "image_number": {
                 "type": "integer",
-                "description": "1-based number of the input image to compare with (default 1).",
+                "description": (
+                    "1-based number of the input image to compare with (default: the first "
+                    "screenshot of the current page, else 1)."
+                ),
             }
         }
     ),

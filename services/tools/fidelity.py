@@ -44,6 +44,7 @@ class FidelityOutcome:
     unavailable_reason: str = ""
     regions: tuple[Region, ...] = ()
     comparison_png: bytes = b""
+    path: str = ""  # the project file scored; empty: the entry page
 
 
 @dataclass(frozen=True)

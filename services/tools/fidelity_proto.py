@@ -13,6 +13,7 @@ def fidelity_proto(outcome: FidelityOutcome) -> common_pb2.Fidelity:
         image_index=outcome.image_index,
         viewport_width=outcome.viewport_width,
         unavailable_reason=outcome.unavailable_reason,
+        path=outcome.path,
     )
     if outcome.scores is not None:
         for name, value in outcome.scores.as_dict().items():

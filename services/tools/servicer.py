@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import get_args
 
 import grpc
@@ -13,13 +14,15 @@ from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid
+from services.common.project_paths import ENTRY_PATH, is_html, path_problem
 from services.common.proto_enums import enum_names
 from services.common.structs import from_struct, to_struct
-from services.common.tool_types import FileState, MediaPart, ToolCall
+from services.common.tool_types import FileState, ImageTag, MediaPart, ToolCall
 from services.common.tracing import incoming_context, tracer
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
 from services.tools.fidelity import ScoringError
 from services.tools.fidelity_proto import fidelity_response
+from services.tools.preview_tool import page_to_render
 from services.tools.types import ToolContext, ToolFlags, ToolOutcome
 from services.tools.worker import ToolWorker
 
@@ -141,8 +144,14 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             "ScoreFidelity", context=incoming_context(context.invocation_metadata())
         ):
             try:
+                path = request.path or ENTRY_PATH
+                problem = path_problem(path) or (None if is_html(path) else "not an HTML page")
+                if problem is not None:
+                    raise ScoringError(f"path: {problem}")
+                project = tuple(FileState(f.path, f.content) for f in request.files)
+                _, html = page_to_render(FileState(path, request.code), project)
                 outcome = await self._worker.fidelity.score(
-                    request.code,
+                    html,
                     request.image,
                     image_index=request.image_index,
                     width=request.viewport_width,
@@ -152,7 +161,7 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             except ScoringError as exc:
                 field, _, message = str(exc).partition(": ")
                 await abort_invalid(context, InvalidRequest([FieldViolation(field, message)]))
-        return fidelity_response(outcome)
+        return fidelity_response(replace(outcome, path=request.path))
 
     async def _execute(
         self,
@@ -173,6 +182,7 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                 files=tuple(FileState(f.path, f.content) for f in files),
                 viewport_widths=tuple(ctx.viewport_widths),
                 max_project_bytes=ctx.max_project_bytes,
+                image_tags=tuple(ImageTag(t.path, t.viewport_width) for t in ctx.image_tags),
             ),
         )
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from services.common.credentials import Credentials
 from services.common.tool_types import FileState as FileState
+from services.common.tool_types import ImageTag as ImageTag
 from services.common.tool_types import MediaPart as MediaPart
 from services.common.tool_types import ToolCall as ToolCall
 
@@ -34,6 +35,8 @@ class ToolContext:
     # Widths the input screenshots were taken at (screenshot_preview captures each).
     viewport_widths: tuple[int, ...] = ()
     max_project_bytes: int = 0  # all files together; 0: the worker's own limit
+    # What each input image shows, aligned with input_images (may be shorter).
+    image_tags: tuple[ImageTag, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

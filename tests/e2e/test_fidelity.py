@@ -10,12 +10,14 @@ model that compared must have received scores, regions and the side-by-side imag
 from __future__ import annotations
 
 import base64
+import io
 import json
 from collections.abc import AsyncIterator
 
 import grpc
 import pytest
 import pytest_asyncio
+from PIL import Image
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from s2c.tools.v1 import tool_service_pb2 as tpb
@@ -189,3 +191,87 @@ PNG_1PX = (
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8"
     "z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 )
+
+
+def retina(png: bytes) -> str:
+    """A screenshot taken at twice the pixels of its window, as a data URL."""
+    with Image.open(io.BytesIO(png)) as image:
+        out = io.BytesIO()
+        image.resize((image.width * 2, image.height * 2)).save(out, "PNG")
+    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode("ascii")
+
+
+async def test_each_screenshot_is_scored_against_its_own_page_at_its_width(
+    suite: Suite, fake: FakeOpenAI, screenshot: str
+) -> None:
+    # The pricing page takes its colours from the site's stylesheet: scored without it,
+    # its text would be black, not the screenshot's blue and green.
+    linked = OTHER.replace("<html>", '<html><head><link rel="stylesheet" href="site.css"></head>')
+    for color, name in (("#2563eb", "b"), ("#16a34a", "g")):
+        linked = linked.replace(f';color:{color}"', f'" class="{name}"')
+    css = ".b { color: #2563eb } .g { color: #16a34a }"
+    png, _ = await shooter(suite).render_for_score(OTHER, 600, 700, "() => 0", timeout_s=30)
+    pricing_2x = retina(png)
+    about = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+    def write(path: str, content: str, call_id: str) -> FunctionCall:
+        arguments = json.dumps({"path": path, "content": content})
+        return FunctionCall(call_id, "create_file", arguments, pieces=2)
+
+    fake.add_chat(
+        chat_turn(
+            [
+                write("index.html", SAME, "call_1"),
+                write("site.css", css, "call_2"),
+                write("pricing.html", linked, "call_3"),
+            ]
+        ),
+        chat_turn([FunctionCall("call_4", "compare_with_reference", "{}", pieces=1)]),
+        chat_turn([Text(["Built the site."])]),
+    )
+    request = pb.GenerateCodeRequest(
+        generation_type=pb.GENERATION_TYPE_CREATE,
+        input_mode=pb.INPUT_MODE_IMAGE,
+        stack=pb.STACK_HTML_CSS,
+        variant_count=1,
+    )
+    request.prompt.images.extend([screenshot, pricing_2x, about])
+    request.prompt.image_meta.extend(
+        [
+            pb.ImageMeta(page="index", viewport_width=1000),
+            pb.ImageMeta(page="pricing", viewport_width=600),
+            pb.ImageMeta(page="about"),
+        ]
+    )
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
+        stub = pb_grpc.AgentServiceStub(channel)
+        events = [e async for r in stub.GenerateCode(request) for e in r.events]
+    assert events[-1].HasField("generation_complete")
+    scores = [e.fidelity for e in events if e.HasField("fidelity")]
+    assert [(s.image_index, s.path, s.viewport_width) for s in scores] == [
+        (0, "index.html", 1000),
+        (1, "pricing.html", 600),  # the window's width, not the image's 1200 pixels
+        (2, "about.html", 0),
+    ]
+    for score in scores[:2]:
+        assert score.unavailable_reason == "", score
+        for metric in ("block_match", "text", "position", "color"):
+            assert getattr(score, metric) >= 0.9, (score.path, metric)
+    # No about page was written: no score, and not the entry page's either.
+    assert scores[2].unavailable_reason == "the variant wrote no about.html"
+    assert not scores[2].HasField("text")
+
+    # With no image named, the comparison takes the current page's own screenshot.
+    followup = next(
+        r.json["messages"]
+        for r in fake.requests
+        if any(m.get("tool_call_id") == "call_4" for m in r.json["messages"])
+    )
+    answer = next(m for m in followup if m.get("tool_call_id") == "call_4")
+    details = json.loads(answer["content"])["details"]
+    assert (details["image_number"], details["page"], details["viewport_width"]) == (
+        2,
+        "pricing.html",
+        600,
+    )
+    assert details["scores"]["color"] >= 0.9

@@ -221,7 +221,7 @@ def test_fidelity_is_a_frame_of_its_own_that_upstream_drops() -> None:
     b = builder(Clock())
     scored = common_pb2.Fidelity(
         image_index=0, viewport_width=1000, block_match=0.9, text=1.0, position=0.5, color=0.75,
-        visual=0.25,
+        visual=0.25, path="pricing.html",
     )  # fmt: skip
     unavailable = common_pb2.Fidelity(image_index=1, unavailable_reason="no render: timed out")
     frames = [*b.on_event(event(2, fidelity=scored)), *b.on_event(event(2, fidelity=unavailable))]
@@ -233,6 +233,7 @@ def test_fidelity_is_a_frame_of_its_own_that_upstream_drops() -> None:
                 "imageIndex": 0,
                 "viewportWidth": 1000,
                 "unavailableReason": "",
+                "page": "pricing.html",
                 "blockMatch": 0.9,
                 "text": 1.0,
                 "position": 0.5,
@@ -247,6 +248,7 @@ def test_fidelity_is_a_frame_of_its_own_that_upstream_drops() -> None:
                 "imageIndex": 1,
                 "viewportWidth": 0,
                 "unavailableReason": "no render: timed out",
+                "page": "",
                 # Not computed is null, never a zero that looks like a score.
                 "blockMatch": None,
                 "text": None,

@@ -23,6 +23,13 @@ test("an unavailable score says why and is no number", () => {
   assert.equal(shown.available, false);
 });
 
+test("a page of a site is named in the tooltip, the entry page is not", () => {
+  const list = addFidelity(addFidelity([], { ...SCORE, page: "index.html" }), { ...SCORE, imageIndex: 1, viewportWidth: 390, page: "pricing.html" });
+  const { title } = formatFidelity(list);
+  assert.match(title, /image 1 at 1280 px: /);
+  assert.match(title, /image 2 \(pricing\.html\) at 390 px: /);
+});
+
 test("a later score of the same image replaces the earlier one", () => {
   const list = addFidelity(addFidelity([], SCORE), { ...SCORE, text: 1 });
   assert.equal(list.length, 1);

@@ -23,6 +23,7 @@ export function addFidelity(list, data) {
     imageIndex: index,
     viewportWidth: Number(data?.viewportWidth) || 0,
     reason: typeof data?.unavailableReason === "string" ? data.unavailableReason : "",
+    page: typeof data?.page === "string" ? data.page : "",
   };
   for (const [key] of METRICS) entry[key] = score(data?.[key]);
   return [...(list ?? []).filter((e) => e.imageIndex !== index), entry].sort((a, b) => a.imageIndex - b.imageIndex);
@@ -61,7 +62,8 @@ export function formatFidelity(list) {
   if (!list?.length) return null;
   const total = variantScore(list);
   const lines = list.map((e) => {
-    const head = `image ${e.imageIndex + 1}${e.viewportWidth ? ` at ${e.viewportWidth} px` : ""}`;
+    const page = e.page && e.page !== "index.html" ? ` (${e.page})` : "";
+    const head = `image ${e.imageIndex + 1}${page}${e.viewportWidth ? ` at ${e.viewportWidth} px` : ""}`;
     if (e.reason) return `${head}: not scored (${e.reason})`;
     return `${head}: ${METRICS.map(([key, label]) => `${label} ${pct(e[key])}`).join(", ")}`;
   });

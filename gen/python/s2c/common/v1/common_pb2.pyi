@@ -66,7 +66,7 @@ class ProviderCredentials(_message.Message):
     def __init__(self, api_key: _Optional[str] = ..., base_url: _Optional[str] = ...) -> None: ...
 
 class Fidelity(_message.Message):
-    __slots__ = ("image_index", "viewport_width", "block_match", "text", "position", "color", "visual", "unavailable_reason")
+    __slots__ = ("image_index", "viewport_width", "block_match", "text", "position", "color", "visual", "unavailable_reason", "path")
     IMAGE_INDEX_FIELD_NUMBER: _ClassVar[int]
     VIEWPORT_WIDTH_FIELD_NUMBER: _ClassVar[int]
     BLOCK_MATCH_FIELD_NUMBER: _ClassVar[int]
@@ -75,6 +75,7 @@ class Fidelity(_message.Message):
     COLOR_FIELD_NUMBER: _ClassVar[int]
     VISUAL_FIELD_NUMBER: _ClassVar[int]
     UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
     image_index: int
     viewport_width: int
     block_match: float
@@ -83,4 +84,5 @@ class Fidelity(_message.Message):
     color: float
     visual: float
     unavailable_reason: str
-    def __init__(self, image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., block_match: _Optional[float] = ..., text: _Optional[float] = ..., position: _Optional[float] = ..., color: _Optional[float] = ..., visual: _Optional[float] = ..., unavailable_reason: _Optional[str] = ...) -> None: ...
+    path: str
+    def __init__(self, image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., block_match: _Optional[float] = ..., text: _Optional[float] = ..., position: _Optional[float] = ..., color: _Optional[float] = ..., visual: _Optional[float] = ..., unavailable_reason: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...

@@ -83,7 +83,7 @@ class ToolCall(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., invalid_json: _Optional[str] = ...) -> None: ...
 
 class ToolContext(_message.Message):
-    __slots__ = ("input_images", "option_codes", "flags", "credentials", "asset_base_url", "viewport_widths", "max_project_bytes")
+    __slots__ = ("input_images", "option_codes", "flags", "credentials", "asset_base_url", "viewport_widths", "max_project_bytes", "image_tags")
     INPUT_IMAGES_FIELD_NUMBER: _ClassVar[int]
     OPTION_CODES_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
@@ -91,6 +91,7 @@ class ToolContext(_message.Message):
     ASSET_BASE_URL_FIELD_NUMBER: _ClassVar[int]
     VIEWPORT_WIDTHS_FIELD_NUMBER: _ClassVar[int]
     MAX_PROJECT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_TAGS_FIELD_NUMBER: _ClassVar[int]
     input_images: _containers.RepeatedScalarFieldContainer[str]
     option_codes: _containers.RepeatedScalarFieldContainer[str]
     flags: ToolFlags
@@ -98,7 +99,16 @@ class ToolContext(_message.Message):
     asset_base_url: str
     viewport_widths: _containers.RepeatedScalarFieldContainer[int]
     max_project_bytes: int
-    def __init__(self, input_images: _Optional[_Iterable[str]] = ..., option_codes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., asset_base_url: _Optional[str] = ..., viewport_widths: _Optional[_Iterable[int]] = ..., max_project_bytes: _Optional[int] = ...) -> None: ...
+    image_tags: _containers.RepeatedCompositeFieldContainer[ImageTag]
+    def __init__(self, input_images: _Optional[_Iterable[str]] = ..., option_codes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., asset_base_url: _Optional[str] = ..., viewport_widths: _Optional[_Iterable[int]] = ..., max_project_bytes: _Optional[int] = ..., image_tags: _Optional[_Iterable[_Union[ImageTag, _Mapping]]] = ...) -> None: ...
+
+class ImageTag(_message.Message):
+    __slots__ = ("path", "viewport_width")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    VIEWPORT_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    viewport_width: int
+    def __init__(self, path: _Optional[str] = ..., viewport_width: _Optional[int] = ...) -> None: ...
 
 class ExecuteToolRequest(_message.Message):
     __slots__ = ("call", "file", "context", "files")
@@ -155,18 +165,22 @@ class CaptureUrlResponse(_message.Message):
     def __init__(self, image: _Optional[bytes] = ..., mime_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., final_url: _Optional[str] = ..., truncated: _Optional[bool] = ..., http_status: _Optional[int] = ...) -> None: ...
 
 class ScoreFidelityRequest(_message.Message):
-    __slots__ = ("code", "image", "image_index", "viewport_width", "with_regions")
+    __slots__ = ("code", "image", "image_index", "viewport_width", "with_regions", "path", "files")
     CODE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_INDEX_FIELD_NUMBER: _ClassVar[int]
     VIEWPORT_WIDTH_FIELD_NUMBER: _ClassVar[int]
     WITH_REGIONS_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
     code: str
     image: str
     image_index: int
     viewport_width: int
     with_regions: bool
-    def __init__(self, code: _Optional[str] = ..., image: _Optional[str] = ..., image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., with_regions: _Optional[bool] = ...) -> None: ...
+    path: str
+    files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
+    def __init__(self, code: _Optional[str] = ..., image: _Optional[str] = ..., image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., with_regions: _Optional[bool] = ..., path: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ...) -> None: ...
 
 class FidelityRegion(_message.Message):
     __slots__ = ("x", "y", "width", "height", "expected_text", "actual_text", "issue")

@@ -1,0 +1,68 @@
+"""A finished variant's live fidelity score: its page against each input screenshot, on
+the tool workers (ScoreFidelity; docs/fidelity.md).
+
+Each screenshot is compared with the page it shows at the width it was taken at (its
+tag, pages.py): in a site of several pages `pricing.html` is scored against the pricing
+screenshot, never the entry page against it; the project's own .css/.js go along, since
+the page links them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from services.agent.domain import FileState, VariantRecord
+from services.agent.events import Fidelity
+from services.agent.pages import ENTRY_PATH
+from services.agent.tool_client import ToolServiceError
+from services.agent.tooling import FidelityClient
+from services.common.tool_types import ImageTag
+
+# A request's first images are scored; more would multiply renders for little news.
+MAX_SCORED_IMAGES = 4
+
+
+async def score_variant(
+    client: FidelityClient,
+    state: VariantRecord,
+    images: tuple[str, ...],
+    tags: tuple[ImageTag, ...],
+    *,
+    limit_s: float,
+    deadline: float,
+) -> tuple[Fidelity, ...]:
+    """One score per input image (the first MAX_SCORED_IMAGES), each the metrics or why
+    there are none; waits at most `limit_s`, and never past `deadline` (monotonic)."""
+    limit_s = max(0.1, min(limit_s, deadline - time.monotonic()))
+    project = state.files or (FileState(ENTRY_PATH, state.code),)
+    entry = project[0]
+
+    async def one(index: int, image: str) -> Fidelity:
+        tag = tags[index] if index < len(tags) else ImageTag()
+        path = tag.path or entry.path
+        page = next((f for f in project if f.path == path), None)
+        if page is None:
+            reason = f"the variant wrote no {path}"
+            return Fidelity(index, tag.viewport_width, unavailable_reason=reason, path=path)
+        try:
+            async with asyncio.timeout(limit_s):
+                answer = await client.score_fidelity(
+                    page.content,
+                    image,
+                    image_index=index,
+                    timeout_s=limit_s,
+                    with_regions=False,
+                    path=page.path,
+                    files=tuple(f for f in project if f is not page),
+                    viewport_width=tag.viewport_width,
+                )
+            return answer.fidelity
+        except TimeoutError:
+            reason = f"not scored within {limit_s:g} s"
+        except ToolServiceError as exc:
+            reason = str(exc)
+        return Fidelity(index, tag.viewport_width, unavailable_reason=reason, path=page.path)
+
+    scored = images[:MAX_SCORED_IMAGES]
+    return tuple(await asyncio.gather(*(one(i, image) for i, image in enumerate(scored))))
