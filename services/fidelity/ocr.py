@@ -25,10 +25,12 @@ from services.fidelity.metrics import Color, PageBlocks
 # or a photo's texture read as letters.
 MIN_CONFIDENCE = 40.0
 DEFAULT_TIMEOUT_S = 20.0
-# Page segmentation as Tesseract does it by default; Leptonica's adaptive Otsu threshold
-# (method 1) keeps light text on coloured cards and dark bands that a global threshold
-# turns into one blob (measured on evalsets/basic: docs/eval.md)
-TESSERACT_CONFIG = "--oem 1 --psm 3 -c thresholding_method=1"
+# Sparse-text segmentation (page segmentation mode 11): a screen is scattered labels,
+# not a column of prose, and the default layout analysis (mode 3) drops short isolated
+# words, such as the prices in a right-hand column of a phone page. Leptonica's adaptive
+# Otsu threshold (method 1) keeps light text on coloured cards and dark bands that a
+# global threshold turns into one blob. Both measured on evalsets/basic: docs/fidelity.md.
+TESSERACT_CONFIG = "--oem 1 --psm 11 -c thresholding_method=1"
 
 
 # The neighbourhood (px) whose mean luminance tells a dark background from a light one.
