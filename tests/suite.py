@@ -16,6 +16,8 @@ import aiohttp
 import grpc
 from aiohttp import web
 from PIL import Image
+from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
 
 from services.agent.server import AgentServer
@@ -263,3 +265,22 @@ class Socket:
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [f for f in self.frames if f["type"] == kind]
+
+
+async def generation_events(port: int, request: pb.GenerateCodeRequest) -> list[pb.GenerationEvent]:
+    """Every event of one GenerateCode call to the agent on `port`, in order."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = pb_grpc.AgentServiceStub(channel)
+        return [e async for message in stub.GenerateCode(request) for e in message.events]
+
+
+async def generation_refusal(port: int, request: pb.GenerateCodeRequest) -> grpc.aio.AioRpcError:
+    """The error GenerateCode answers `request` with; fails the test when it answers none."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = pb_grpc.AgentServiceStub(channel)
+        try:
+            async for _ in stub.GenerateCode(request):
+                pass
+        except grpc.aio.AioRpcError as exc:
+            return exc
+    raise AssertionError("GenerateCode streamed to its end: no error")

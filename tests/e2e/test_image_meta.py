@@ -10,11 +10,17 @@ import grpc
 import pytest
 import pytest_asyncio
 from s2c.agent.v1 import agent_service_pb2 as pb
-from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from s2c.common.v1 import common_pb2
 
 from services.common.errors import bad_request_violations
-from tests.suite import Suite, create_params, png_data_url, run_ws, running_suite
+from tests.suite import (
+    Suite,
+    create_params,
+    generation_refusal,
+    png_data_url,
+    run_ws,
+    running_suite,
+)
 
 IMAGE = png_data_url()
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -70,13 +76,9 @@ async def test_grpc_names_every_bad_tag(suite: Suite) -> None:
         ),
         files=[common_pb2.FileState(path="../up.html", content="x")],
     )
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
-        stub = pb_grpc.AgentServiceStub(channel)
-        with pytest.raises(grpc.aio.AioRpcError) as caught:
-            async for _ in stub.GenerateCode(request):
-                pass
-    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    fields = {v.field for v in bad_request_violations(caught.value)}
+    refused = await generation_refusal(suite.agent.port, request)
+    assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
+    fields = {v.field for v in bad_request_violations(refused)}
     assert fields == {
         "prompt.image_meta",
         "prompt.image_meta[0].viewport_width",

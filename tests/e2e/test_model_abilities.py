@@ -14,7 +14,6 @@ from pathlib import Path
 import grpc
 import pytest
 from s2c.agent.v1 import agent_service_pb2 as pb
-from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from services.common.errors import bad_request_violations
@@ -27,7 +26,7 @@ from tests.fakes.openai_server import (
     split,
 )
 from tests.providers.test_openai_chat import TOOL_REFUSALS
-from tests.suite import png_data_url, running_suite
+from tests.suite import generation_events, generation_refusal, png_data_url, running_suite
 
 
 def endpoint_settings(tmp_path: Path, base_url: str, models: str) -> AgentSettings:
@@ -57,14 +56,10 @@ async def test_an_image_for_a_model_that_reads_none_is_refused_before_any_reques
         variant_count=2,
     )
     async with running_suite(tmp_path, agent=settings) as suite:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
-            stub = pb_grpc.AgentServiceStub(channel)
-            with pytest.raises(grpc.aio.AioRpcError) as caught:
-                async for _ in stub.GenerateCode(request):
-                    pass
+        refused = await generation_refusal(suite.agent.port, request)
         assert suite.agent.manager.generations() == []
-    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    violations = [(v.field, v.description) for v in bad_request_violations(caught.value)]
+    assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
+    violations = [(v.field, v.description) for v in bad_request_violations(refused)]
     assert violations == [
         (
             "models[1]",
@@ -97,12 +92,6 @@ def text_request(model: str) -> pb.GenerateCodeRequest:
     )
 
 
-async def generate(port: int, request: pb.GenerateCodeRequest) -> list[pb.GenerationEvent]:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = pb_grpc.AgentServiceStub(channel)
-        return [e async for message in stub.GenerateCode(request) for e in message.events]
-
-
 def assert_page_streamed_from_text(events: list[pb.GenerationEvent]) -> None:
     """The page previewed as create_file content is (at least three code deltas, then
     the snapshot), the prose around it as chat text, and the run completed with it."""
@@ -130,7 +119,7 @@ async def test_a_model_without_tools_streams_the_page_from_its_fenced_answer(
     fake_openai.add_chat(chat_turn([Text(split(ANSWER, 40))]))
     settings = endpoint_settings(tmp_path, fake_openai.base_url, TEXT_ONLY)
     async with running_suite(tmp_path, agent=settings) as suite:
-        events = await generate(suite.agent.port, text_request("ollama:old-coder"))
+        events = await generation_events(suite.agent.port, text_request("ollama:old-coder"))
         record = suite.agent.manager.get(events[0].generation_id)
     assert_page_streamed_from_text(events)
     [sent] = fake_openai.requests
@@ -159,8 +148,8 @@ async def test_a_server_refusing_tools_is_asked_again_without_and_remembered(
     fake_openai.add_chat(chat_turn([Text(split(ANSWER, 40))]))
     settings = AgentSettings(provider_max_retries=0, local_base_url=fake_openai.base_url)
     async with running_suite(tmp_path, agent=settings) as suite:
-        first = await generate(suite.agent.port, text_request("local:old-coder"))
-        second = await generate(suite.agent.port, text_request("local:old-coder"))
+        first = await generation_events(suite.agent.port, text_request("local:old-coder"))
+        second = await generation_events(suite.agent.port, text_request("local:old-coder"))
     for events in (first, second):
         assert_page_streamed_from_text(events)
     statuses = [e.status.text for e in first if e.HasField("status")]
@@ -184,7 +173,7 @@ async def test_tool_calls_written_as_text_run_as_tool_calls(
     )
     settings = AgentSettings(provider_max_retries=0, local_base_url=fake_openai.base_url)
     async with running_suite(tmp_path, agent=settings) as suite:
-        events = await generate(suite.agent.port, text_request("local:hermes-style"))
+        events = await generation_events(suite.agent.port, text_request("local:hermes-style"))
         record = suite.agent.manager.get(events[0].generation_id)
     assert events[-1].generation_complete.status == pb.RUN_STATUS_COMPLETED
     prose = "".join(e.assistant_delta.text for e in events if e.HasField("assistant_delta"))

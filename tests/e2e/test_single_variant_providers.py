@@ -5,29 +5,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
-from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials, Endpoint
 from tests.fakes.gemini_server import Call, FakeGemini, Say, Thought
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Reasoning, Text, chat_turn
-from tests.suite import running_suite
+from tests.suite import generation_events, running_suite
 
 PAGE = "<!DOCTYPE html><html><body><h1>Hello from a model</h1></body></html>"
 
 
-async def generate(port: int, **fields: object) -> list[pb.GenerationEvent]:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = pb_grpc.AgentServiceStub(channel)
-        request = pb.GenerateCodeRequest(
-            input_mode=pb.INPUT_MODE_TEXT,
-            prompt=pb.Prompt(text="A greeting page"),
-            variant_count=1,
-            **fields,  # type: ignore[arg-type]
-        )
-        return [e async for message in stub.GenerateCode(request) for e in message.events]
+def greeting(**fields: object) -> pb.GenerateCodeRequest:
+    return pb.GenerateCodeRequest(
+        input_mode=pb.INPUT_MODE_TEXT,
+        prompt=pb.Prompt(text="A greeting page"),
+        variant_count=1,
+        **fields,  # type: ignore[arg-type]
+    )
 
 
 def final_code(events: list[pb.GenerationEvent]) -> str:
@@ -48,8 +43,8 @@ async def test_gemini_tool_loop(tmp_path: Path, fake_gemini: FakeGemini) -> None
         credentials=Credentials.of(gemini=Endpoint("g-key", fake.base_url)),
     )
     async with running_suite(tmp_path, agent=settings) as suite:
-        events = await generate(
-            suite.agent.port, models=["gemini-3-flash-preview (minimal thinking)"]
+        events = await generation_events(
+            suite.agent.port, greeting(models=["gemini-3-flash-preview (minimal thinking)"])
         )
     assert events[-1].generation_complete.status == pb.RUN_STATUS_COMPLETED
     assert final_code(events) == PAGE.replace("Hello", "Hi")
@@ -70,7 +65,7 @@ async def test_openai_compatible_local_server(tmp_path: Path, fake_openai: FakeO
     )
     settings = AgentSettings(local_models=("llama3.2",), local_base_url=fake.base_url)
     async with running_suite(tmp_path, agent=settings) as suite:
-        events = await generate(suite.agent.port)
+        events = await generation_events(suite.agent.port, greeting())
     counts = [e.variant_count for e in events if e.HasField("variant_count")]
     assert list(counts[0].models) == ["local:llama3.2"]
     assert events[-1].generation_complete.status == pb.RUN_STATUS_COMPLETED

@@ -14,15 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import grpc
-import pytest
 from s2c.agent.v1 import agent_service_pb2 as pb
-from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from services.common.errors import bad_request_violations
 from tests.fakes.gemini_server import FakeGemini, Say
 from tests.fakes.openai_server import FakeOpenAI
-from tests.suite import create_params, fake_providers, run_ws, running_suite
+from tests.suite import create_params, fake_providers, generation_refusal, run_ws, running_suite
 
 VIDEO = "data:video/mp4;base64," + base64.b64encode(b"\0\0\0\x18ftypmp42" + b"\0" * 64).decode()
 GEMINI_VIDEO = [
@@ -108,14 +106,10 @@ async def test_video_to_a_model_the_request_pins_is_invalid_argument(tmp_path: P
         history=[pb.HistoryMessage(role=pb.ROLE_USER, text="This app", videos=[VIDEO])],
     )
     async with running_suite(tmp_path) as suite:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
-            stub = pb_grpc.AgentServiceStub(channel)
-            with pytest.raises(grpc.aio.AioRpcError) as caught:
-                async for _ in stub.GenerateCode(request):
-                    pass
+        refused = await generation_refusal(suite.agent.port, request)
         assert suite.agent.manager.generations() == []
-    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    violations = [(v.field, v.description) for v in bad_request_violations(caught.value)]
+    assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
+    violations = [(v.field, v.description) for v in bad_request_violations(refused)]
     assert violations == [("models[1]", f"Model claude-opus-4-8 (medium effort) {NEEDS_GEMINI}")]
 
 
