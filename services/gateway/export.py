@@ -406,7 +406,7 @@ async def build_export(
                 continue
             page = normalize_babel_cdn(page)
             if runtimes is not None:
-                page, bundle = bundle_runtimes(page, runtimes)
+                page, bundle = bundle_runtimes(page, runtimes, up)
                 bundled.update(bundle.files)
             out[path] = page
         return _zip(out, files, bundled)

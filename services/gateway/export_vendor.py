@@ -1,10 +1,11 @@
 """The export's offline option: the page's CDN runtimes bundled into the zip beside it.
 
 Every URL on a CDN host we mirror (`vendor_urls.CDN_HOSTS`) that the catalog answers is
-rewritten to `./vendor/…` and its file written there, with what it loads in turn: a
-stylesheet's fonts, an ES module's sibling chunks, a Google Fonts stylesheet (generated, as
-the catalog generates it for every renderer) and its font files. URLs we do not carry stay
-as they are. The zip then opens with no network (docs/offline.md says how).
+rewritten to `./vendor/…` (`../vendor/…` from a page in a folder) and its file written
+there, with what it loads in turn: a stylesheet's fonts, an ES module's sibling chunks, a
+Google Fonts stylesheet (generated, as the catalog generates it for every renderer) and
+its font files. URLs we do not carry stay as they are. The zip then opens with no network
+(docs/offline.md says how).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ _CDN_URL = re.compile(
 
 
 _TAG = re.compile(r"""<(?:link|script)\b(?:[^>"']++|"[^"]*+"|'[^']*+')*+>""", re.IGNORECASE)
-_BUNDLED_REF = re.compile(rf"""\b(?:src|href)\s*=\s*["']?\./{VENDOR_DIR}/""", re.IGNORECASE)
+_BUNDLED_REF = re.compile(
+    rf"""\b(?:src|href)\s*=\s*["']?(?:\./|(?:\.\./)+){VENDOR_DIR}/""", re.IGNORECASE
+)
 _CORS_ATTRIBUTE = re.compile(
     r"""\s+(?:integrity|crossorigin)(?:\s*=\s*(?:"[^"]*+"|'[^']*+'|[^\s"'>]++))?""",
     re.IGNORECASE,
@@ -49,8 +52,10 @@ class VendorBundle:
         return sum(len(data) for data in self.files.values())
 
 
-def bundle_runtimes(page: str, catalog: VendorCatalog) -> tuple[str, VendorBundle]:
-    """`page` with its mirrored CDN URLs pointing into `vendor/`, and the files to add."""
+def bundle_runtimes(page: str, catalog: VendorCatalog, up: str = "") -> tuple[str, VendorBundle]:
+    """`page` with its mirrored CDN URLs pointing into `vendor/`, and the files to add.
+    `vendor/` is at the zip's root: a page in a folder reaches it through `up` (`../`)."""
+    root = up or "./"
     bundle = VendorBundle()
     answered: dict[str, str | None] = {}
 
@@ -62,7 +67,7 @@ def bundle_runtimes(page: str, catalog: VendorCatalog) -> tuple[str, VendorBundl
             url = url if url.startswith("http") else "https:" + url
             answered[raw] = _bundle(url, catalog, bundle)
         target = answered[raw]
-        return raw if target is None else target
+        return raw if target is None else root + target
 
     return _TAG.sub(_drop_cors_attributes, _CDN_URL.sub(replace, page)), bundle
 
@@ -89,7 +94,7 @@ def _bundle(url: str, catalog: VendorCatalog, bundle: VendorBundle) -> str | Non
         suffix = ".css" if answer.content_type.startswith("text/css") else ".js"
         name = f"_generated-{hashlib.sha256(url.encode()).hexdigest()[:16]}{suffix}"
     _add(bundle, name, answer, catalog)
-    return f"./{VENDOR_DIR}/{quote(name, safe='/@')}"
+    return f"{VENDOR_DIR}/{quote(name, safe='/@')}"
 
 
 def _add(bundle: VendorBundle, name: str, answer: Answer, catalog: VendorCatalog) -> None:

@@ -406,6 +406,34 @@ async def test_offline_export_bundles_the_runtimes(vendored: Client) -> None:
     assert (await wrong.json())["detail"] == "offline must be true or false"
 
 
+async def test_a_site_exported_offline_bundles_the_runtimes_of_every_page(
+    vendored: Client,
+) -> None:
+    headers = {"Authorization": "Bearer vendor-test-token-0123456789"}
+    tailwind = '<script src="https://cdn.tailwindcss.com"></script>'
+    site = {
+        "index.html": f'{tailwind}<a href="docs/faq.html">FAQ</a>',
+        "docs/faq.html": f'{tailwind}<link rel="stylesheet" href="../site.css">',
+        "site.css": "body { color: navy }",
+    }
+    response = await vendored.post(
+        "/api/export", json={"files": site, "offline": True}, headers=headers
+    )
+    assert response.status == 200
+    files = unzip(await response.read())
+    assert files["index.html"].decode() == (
+        '<script src="./vendor/tailwindcss-cdn/tailwindcss.js"></script>'
+        '<a href="docs/faq.html">FAQ</a>'
+    )
+    # A page in a folder reaches the bundle one level up; its own links stay as written.
+    assert files["docs/faq.html"].decode() == (
+        '<script src="../vendor/tailwindcss-cdn/tailwindcss.js"></script>'
+        '<link rel="stylesheet" href="../site.css">'
+    )
+    assert files["site.css"] == b"body { color: navy }"
+    assert "vendor/tailwindcss-cdn/tailwindcss.js" in files
+
+
 async def test_without_the_copies_the_preview_renders_as_written(tmp_path: Path) -> None:
     app = web.Application()
     add_routes(app, GatewaySettings(data_dir=tmp_path))
