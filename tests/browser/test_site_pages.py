@@ -1,7 +1,8 @@
 """A site of several pages in the built-in UI: screenshots tagged with pages in the "New
 page" panel, the demo model building one file per page, page tabs per option, and a link
 clicked in the preview opening the page it names (in the same sandboxed preview), the
-site's shared stylesheet applied there, and the option downloaded as a zip of the site."""
+site's shared stylesheet applied there, and the option downloaded as a zip of the site, and
+as one for use with no network."""
 
 from __future__ import annotations
 
@@ -58,8 +59,22 @@ async def test_page_tabs_and_links_between_pages(tmp_path: Path, browser: Browse
         download = await caught.value
         saved = tmp_path / download.suggested_filename
         await download.save_as(saved)
+        # …and for use with no network, with the CDN runtimes its pages load beside them.
+        async with page.expect_download() as caught:
+            await page.get_by_test_id("variant-0-download-offline").click()
+        offline = await caught.value
+        bundled = tmp_path / offline.suggested_filename
+        await offline.save_as(bundled)
         [(params, _)] = sockets.used()
     assert saved.name == "site.zip"
     with zipfile.ZipFile(saved) as archive:
         assert sorted(archive.namelist()) == ["index.html", "pricing.html", "site.css"]
+    assert bundled.name == "site-offline.zip"
+    with zipfile.ZipFile(bundled) as archive:
+        names = set(archive.namelist())
+        pricing = archive.read("pricing.html").decode()
+    assert {"index.html", "pricing.html", "site.css"} < names
+    assert "vendor/tailwindcss-cdn/tailwindcss.js" in names
+    assert '<script src="./vendor/tailwindcss-cdn/tailwindcss.js"></script>' in pricing
+    assert "cdn.tailwindcss.com" not in pricing
     assert params[0]["prompt"]["imageMeta"] == [{"page": "index"}, {"page": "pricing"}]

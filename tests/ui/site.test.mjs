@@ -97,6 +97,14 @@ test("a site downloads as the gateway's zip of its files; a page as its index.ht
   assert.equal(await page.blob.text(), "<p>one</p>");
   assert.equal(calls.length, 1);
 
+  // Offline: always the gateway's zip, asked for with the option, a single page included.
+  const offlineSite = await downloadable(site, { fetchImpl, offline: true });
+  assert.equal(offlineSite.name, "site-offline.zip");
+  assert.deepEqual(JSON.parse(calls[1][1].body), { files: siteFiles(site), offline: true });
+  const offlinePage = await downloadable({ code: "<p>one</p>", files: {} }, { fetchImpl, offline: true });
+  assert.equal(offlinePage.name, "page-offline.zip");
+  assert.deepEqual(JSON.parse(calls[2][1].body), { code: "<p>one</p>", offline: true });
+
   const refused = async () => new Response(JSON.stringify({ detail: "files: bad" }), { status: 400 });
   assert.deepEqual(await downloadable(site, { fetchImpl: refused }), { error: "Could not download the site: files: bad" });
   assert.deepEqual(await downloadable({ code: "", files: {} }), { error: "No code to download yet." });

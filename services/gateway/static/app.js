@@ -343,6 +343,7 @@ function renderCards() {
     onSelect: select,
     onCopy: copyCode,
     onDownload: downloadCode,
+    onDownloadOffline: (variant) => downloadCode(variant, { offline: true }),
     onImage: openImage,
     onExpand: (card) => fullScreen.toggle(card),
     onStep: (delta) => fullScreen.step(delta),
@@ -455,8 +456,8 @@ async function copyCode(variant) {
   toast(`Copied the code of option ${variant.index + 1}`, "success");
 }
 
-async function downloadCode(variant) {
-  const { blob, name, error } = await downloadable(variant, { token });
+async function downloadCode(variant, { offline = false } = {}) {
+  const { blob, name, error } = await downloadable(variant, { token, offline });
   if (error) {
     toast(error, "error");
     return;

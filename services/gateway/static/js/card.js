@@ -37,7 +37,7 @@ function segmented(kind, label, options, current, onchange) {
 }
 
 export class VariantCard {
-  constructor(variant, { onSelect, onCopy, onDownload, onImage, onExpand, onStep }) {
+  constructor(variant, { onSelect, onCopy, onDownload, onDownloadOffline, onImage, onExpand, onStep }) {
     const i = variant.index;
     this.variant = variant;
     this.dirtyEvents = new Set();
@@ -83,6 +83,12 @@ export class VariantCard {
     window.addEventListener("message", this.onPageMessage);
     this.codeView = h("pre", { class: "code-view", testid: `variant-${i}-code`, tabindex: "0", "aria-label": `Code of option ${i + 1}`, hidden: true }, h("code"));
     this.downloadButton = iconButton("download", "Download index.html", () => onDownload(this.variant), `variant-${i}-download`);
+    this.offlineButton = iconButton(
+      "archive",
+      "Download for offline use (zip with its CDN runtimes)",
+      () => onDownloadOffline(this.variant),
+      `variant-${i}-download-offline`,
+    );
     this.expandButton = iconButton("expand", "Full screen", () => onExpand(this), `variant-${i}-expand`);
     this.expandButton.classList.add("expand-button");
     this.activityButton = h(
@@ -101,6 +107,7 @@ export class VariantCard {
       this.activityButton,
       iconButton("copy", "Copy code", () => onCopy(this.variant), `variant-${i}-copy`),
       this.downloadButton,
+      this.offlineButton,
       this.expandButton,
     );
     this.activity = new ActivityView(i, { onImage });

@@ -37,22 +37,26 @@ export function inlineProject(html, path, files) {
 
 /**
  * What to download for `variant`: `{blob, name}` (its index.html, or a zip of its site from
- * the gateway) or `{error}`.
+ * the gateway) or `{error}`. `offline`: always the gateway's zip, with the CDN runtimes the
+ * pages load bundled beside them, so it opens with no network (docs/offline.md).
  */
-export async function downloadable(variant, { token = "", fetchImpl = globalThis.fetch } = {}) {
+export async function downloadable(variant, { token = "", fetchImpl = globalThis.fetch, offline = false } = {}) {
   if (!variant.code) return { error: "No code to download yet." };
-  if (!Object.keys(variant.files ?? {}).length) {
+  const site = Object.keys(variant.files ?? {}).length > 0;
+  if (!site && !offline) {
     return { blob: new Blob([variant.code], { type: "text/html" }), name: "index.html" };
   }
+  const what = site ? "the site" : "the page";
+  const body = site ? { files: siteFiles(variant) } : { code: variant.code };
   let response;
   try {
     response = await fetchImpl("/api/export", {
       method: "POST",
       headers: { "Content-Type": "application/json", ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify({ files: siteFiles(variant) }),
+      body: JSON.stringify(offline ? { ...body, offline: true } : body),
     });
   } catch {
-    return { error: "Could not download the site: the server could not be reached." };
+    return { error: `Could not download ${what}: the server could not be reached.` };
   }
   if (!response.ok) {
     let detail = `the server answered ${response.status}`;
@@ -62,7 +66,7 @@ export async function downloadable(variant, { token = "", fetchImpl = globalThis
     } catch {
       // Not JSON (a proxy's error page): the status says enough.
     }
-    return { error: `Could not download the site: ${detail}` };
+    return { error: `Could not download ${what}: ${detail}` };
   }
-  return { blob: await response.blob(), name: "site.zip" };
+  return { blob: await response.blob(), name: offline ? `${site ? "site" : "page"}-offline.zip` : "site.zip" };
 }
