@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  applyAssetMessage,
   canApplyInPlace,
   describeFailures,
   headOf,
@@ -82,4 +83,23 @@ test("failures become one notice per host, saying the code is fine", () => {
     "A web font unreachable: the preview uses fallback fonts; the code is fine.",
   ]);
   assert.deepEqual(describeFailures([], INFO, ORIGIN), []);
+});
+
+test("an asset reported slow that then loads leaves the notice; a failed one stays", () => {
+  const fonts = "http://127.0.0.1:7001/vendor/abc/cdn/fonts.googleapis.com/css2?family=Inter";
+  const image = "https://placehold.co/600x400";
+  const failures = [];
+  assert.equal(applyAssetMessage(failures, { kind: "failed", url: fonts, element: "link", slow: true }), true);
+  assert.equal(applyAssetMessage(failures, { kind: "failed", url: image, element: "img" }), true);
+  assert.equal(applyAssetMessage(failures, { kind: "failed", url: image, element: "img" }), false);
+  assert.equal(describeFailures(failures, INFO, ORIGIN).length, 2);
+  // The slow stylesheet loads after all: only the image is still said to be unreachable.
+  assert.equal(applyAssetMessage(failures, { kind: "loaded", url: fonts }), true);
+  assert.deepEqual(describeFailures(failures, INFO, ORIGIN), [
+    "placehold.co unreachable: an image did not load in the preview; the code is fine.",
+  ]);
+  // A load of something never reported, or of a failure that was no slow one, changes nothing.
+  assert.equal(applyAssetMessage(failures, { kind: "loaded", url: image }), false);
+  assert.equal(applyAssetMessage(failures, { kind: "painted" }), false);
+  assert.equal(failures.length, 1);
 });

@@ -9,6 +9,7 @@
 // names what failed instead.
 
 import {
+  applyAssetMessage,
   bodyMessage,
   canApplyInPlace,
   describeFailures,
@@ -197,10 +198,8 @@ export class PreviewFrame {
       } else this.frontReady = true;
     } else if (data.kind === "applied" && current) {
       this._applied(data.version, true);
-    } else if (data.kind === "failed") {
-      const failures = back ? back.failures : this.failures;
-      if (!failures.some((f) => f.url === data.url && f.family === data.family)) failures.push(data);
-      if (!back) this._renderNotice();
+    } else if (applyAssetMessage(back ? back.failures : this.failures, data) && !back) {
+      this._renderNotice();
     }
   }
 

@@ -45,10 +45,15 @@ export function reporterScript(seq, slowMs = SLOW_ASSET_MS) {
   return `(() => {
   const post = (kind, data) => parent.postMessage({ ...data, tag: ${JSON.stringify(MESSAGE_TAG)}, seq: ${seq}, kind }, "*");
   const done = new WeakSet();
+  const reported = new WeakSet();
   const urlOf = (el) => el.currentSrc || el.src || el.href || "";
   const external = (url) => /^(https?:)?\\/\\//i.test(url);
-  // On the document: an element's load event never reaches the window.
-  document.addEventListener("load", (e) => done.add(e.target), true);
+  // On the document: an element's load event never reaches the window. An asset reported
+  // slow that loads after all is no failure: the notice must not outlive it.
+  document.addEventListener("load", (e) => {
+    done.add(e.target);
+    if (reported.has(e.target)) post("loaded", { url: urlOf(e.target) });
+  }, true);
   addEventListener("error", (e) => {
     const el = e.target;
     if (!el || el === window || !el.tagName) return;
@@ -64,7 +69,6 @@ export function reporterScript(seq, slowMs = SLOW_ASSET_MS) {
   const painted = () => setTimeout(() => post("painted", {}), ${PAINT_DELAY_MS});
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", painted);
   else painted();
-  const reported = new WeakSet();
   const checkSlow = () => {
     const waiting = document.querySelectorAll("script[src], link[rel~=stylesheet][href], img[src]");
     for (const el of waiting) {
@@ -146,6 +150,25 @@ export function readMessage(event, source, seq) {
   const data = event.data;
   if (event.source !== source || !data || data.tag !== MESSAGE_TAG || data.seq !== seq) return null;
   return data;
+}
+
+/**
+ * `failures` (a render's failed assets) after one reporter message: a failure is added
+ * once; an asset reported slow that then loaded is taken out. Whether the list changed.
+ */
+export function applyAssetMessage(failures, data) {
+  if (data.kind === "failed") {
+    if (failures.some((f) => f.url === data.url && f.family === data.family)) return false;
+    failures.push(data);
+    return true;
+  }
+  if (data.kind === "loaded") {
+    const at = failures.findIndex((f) => f.slow && f.url === data.url);
+    if (at < 0) return false;
+    failures.splice(at, 1);
+    return true;
+  }
+  return false;
 }
 
 const KIND_WORDS = {
