@@ -13,6 +13,7 @@ import base64
 import io
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 import pytest
@@ -80,6 +81,16 @@ async def screenshot(suite: Suite) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+def tool_answer(fake: FakeOpenAI, call_id: str) -> tuple[list[Any], dict[str, Any]]:
+    """The messages of the model's turn after tool call `call_id`, and the tool's answer."""
+    followup: list[Any] = next(
+        r.json["messages"]
+        for r in fake.requests
+        if any(m.get("tool_call_id") == call_id for m in r.json["messages"])
+    )
+    return followup, next(m for m in followup if m.get("tool_call_id") == call_id)
+
+
 def create(content: str, call_id: str) -> FunctionCall:
     arguments = json.dumps({"path": "index.html", "content": content})
     return FunctionCall(call_id, "create_file", arguments, pieces=2)
@@ -133,12 +144,7 @@ async def test_the_page_of_the_screenshot_scores_higher_and_compare_finds_region
         (other, "compare_with_reference", True)
     ]
     # What the model got back on its next turn: the tool's JSON, then the image.
-    followup = next(
-        r.json["messages"]
-        for r in fake.requests
-        if any(m.get("tool_call_id") == "call_2" for m in r.json["messages"])
-    )
-    answer = next(m for m in followup if m.get("tool_call_id") == "call_2")
+    followup, answer = tool_answer(fake, "call_2")
     details = json.loads(answer["content"])["details"]
     assert set(details["scores"]) == set(METRICS)
     assert details["scores"]["block_match"] < 0.5
@@ -262,12 +268,7 @@ async def test_each_screenshot_is_scored_against_its_own_page_at_its_width(
     assert not scores[2].HasField("text")
 
     # With no image named, the comparison takes the current page's own screenshot.
-    followup = next(
-        r.json["messages"]
-        for r in fake.requests
-        if any(m.get("tool_call_id") == "call_4" for m in r.json["messages"])
-    )
-    answer = next(m for m in followup if m.get("tool_call_id") == "call_4")
+    _, answer = tool_answer(fake, "call_4")
     details = json.loads(answer["content"])["details"]
     assert (details["image_number"], details["page"], details["viewport_width"]) == (
         2,
