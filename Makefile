@@ -89,10 +89,13 @@ lint: $(STAMP) $(BUF)
 
 # The slow tiers (markers set by directory in tests/conftest.py).
 FAST := not e2e and not browser and not fuzz and not scale
-# Extra pytest arguments, e.g. PYTEST_ARGS="-n 2" (pytest-xdist; every test binds port
-# 0, so workers never collide). Off by default: on a loaded two-core machine it measured
-# slower than one process.
-PYTEST_ARGS ?=
+# Extra pytest arguments. By default two pytest-xdist workers (CI has two cores), each
+# taking whole files (`--dist loadfile`), so a module's shared processes and browsers
+# start once, on one worker; tests/conftest.py puts the slow tiers' files first so the
+# long ones do not end up alone at the tail. Workers never collide: every test binds
+# port 0, writes under its own temp dir and names its own databases. PYTEST_ARGS= runs
+# everything in one process (e.g. to read a failure's output in order).
+PYTEST_ARGS ?= -n 2 --dist loadfile
 
 pytest: $(STAMP) $(VENDOR) chromium tesseract postgres
 	$(PY) -m pytest $(PYTEST_ARGS)

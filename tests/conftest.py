@@ -58,10 +58,21 @@ def tiers(item: pytest.Item) -> set[str]:
     return {tier for key in keys for tier in TIERS.get(key, ())}
 
 
+# Files of these tiers run first, the longest first (each file keeps its own order). With
+# `-n 2 --dist loadfile` a worker takes whole files in this order as it frees up; the
+# long files last would leave one worker running them while the other sits idle.
+FIRST = ("fuzz", "scale", "e2e", "browser")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank: dict[Path, int] = {}
     for item in items:
-        for tier in sorted(tiers(item)):
+        found = tiers(item)
+        for tier in sorted(found):
             item.add_marker(tier)
+        first = min((FIRST.index(t) for t in found if t in FIRST), default=len(FIRST))
+        rank[item.path] = min(rank.get(item.path, first), first)
+    items.sort(key=lambda item: rank[item.path])  # stable: files stay whole and in order
 
 
 @pytest_asyncio.fixture

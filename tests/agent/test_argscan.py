@@ -142,6 +142,14 @@ def encode(value: Any, rng: random.Random) -> str:
     return json.dumps(value)
 
 
+# Extra keys, including nested objects and arrays that hold "content" and "path" too.
+# Built once: strategies built inside each draw were most of the property tests' time.
+EXTRA_KEYS = st.one_of(TEXT, st.sampled_from(["contents", "Content", "pat", "x"])).filter(
+    lambda k: k not in WATCHED
+)
+EXTRA_VALUES = any_json(SCALAR)
+
+
 @st.composite
 def documents(draw: st.DrawFn) -> str:
     """A create_file-like argument object: watched keys among extra keys, in any order."""
@@ -150,11 +158,8 @@ def documents(draw: st.DrawFn) -> str:
         entries.append(("content", draw(TEXT)))
     if draw(st.booleans()):
         entries.append(("path", draw(TEXT)))
-    # Extra keys, including nested objects and arrays that hold "content" and "path" too.
-    extra_keys = st.one_of(TEXT, st.sampled_from(["contents", "Content", "pat", "x"]))
     for _ in range(draw(st.integers(0, 3))):
-        key = draw(extra_keys.filter(lambda k: k not in WATCHED))
-        entries.append((key, draw(any_json(SCALAR))))
+        entries.append((draw(EXTRA_KEYS), draw(EXTRA_VALUES)))
     entries = draw(st.permutations(entries))
     rng = draw(st.randoms(use_true_random=False))
     style = draw(st.sampled_from(["dumps-ascii", "dumps-unicode", "random"]))

@@ -323,13 +323,26 @@ def with_enums(message: M, **values: int) -> M:
     return message
 
 
+history_messages = st.builds(
+    lambda text, images, role: with_enums(pb.HistoryMessage(text=text, images=images), role=role),
+    short_text,
+    urls,
+    enums(3),
+)
+# Around MAX_HISTORY (200): a few drawn messages repeated to the length. Drawing each of
+# ~200 messages afresh made these requests most of the campaign's drawing time, and
+# what varies per message is already covered by the short histories above.
+long_histories = st.builds(
+    lambda few, n: [few[i % len(few)] for i in range(n)],
+    st.lists(history_messages, min_size=1, max_size=3),
+    st.integers(190, 230),
+)
+
+
 @st.composite
 def generate_requests(draw: st.DrawFn) -> pb.GenerateCodeRequest:
     """Each field plausible most of the time and hostile some of the time."""
-    history = [
-        with_enums(pb.HistoryMessage(text=draw(short_text), images=draw(urls)), role=draw(enums(3)))
-        for _ in range(draw(weighted((8, st.integers(0, 3)), (1, st.integers(190, 230)))))
-    ]
+    history = draw(weighted((8, st.lists(history_messages, max_size=3)), (1, long_histories)))
     request = pb.GenerateCodeRequest(
         generation_id=draw(weighted((6, st.just("")), (1, made_up_ids))),
         prompt=pb.Prompt(text=draw(st.text(max_size=40)), images=draw(urls), videos=draw(urls)),

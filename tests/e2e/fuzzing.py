@@ -149,6 +149,45 @@ async def run_campaign(
     return len(started) * BATCH
 
 
+async def draw_and_warm_up(
+    strategy: st.SearchStrategy[T],
+    cases: int,
+    warm_up: int,
+    seed_value: int,
+    check: Callable[[T], Coroutine[Any, Any, None]],
+) -> list[T]:
+    """Draws `cases` inputs, checking the first `warm_up` of them as they come, and
+    returns them all for `replay`.
+
+    The warm-up inputs are the campaign's own first ones rather than a draw of their
+    own: drawing is most of a campaign's cost (hypothesis, in this process) while
+    sending is cheap, and the very inputs that follow warm the services up as well as
+    others would.
+    """
+    drawn: list[T] = []
+
+    async def warm(case: T) -> None:
+        drawn.append(case)
+        if len(drawn) <= warm_up:
+            await check(case)
+
+    await run_campaign(strategy, cases, seed_value, warm)
+    return drawn
+
+
+async def replay(cases: list[T], check: Callable[[T], Coroutine[Any, Any, None]]) -> int:
+    """Runs `check` on each of `cases`, 2 * BATCH at a time (as `run_campaign` does);
+    returns how many ran."""
+    slots = asyncio.Semaphore(2 * BATCH)
+
+    async def bounded(case: T) -> None:
+        async with slots:
+            await check(case)
+
+    await asyncio.gather(*(bounded(case) for case in cases))
+    return len(cases)
+
+
 # ---------------------------------------------------------------------------------------
 # Process health
 

@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
+import pytest_asyncio
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
@@ -30,10 +31,16 @@ PAGE = "<!DOCTYPE html><html><body>" + "<p>burst page</p>" * 480 + "</body></htm
 TEXT_CREATE = create_params(inputMode="text", prompt={"text": "a page", "images": [], "videos": []})
 
 
-@pytest.fixture
-async def short_timeouts(tmp_path: Path) -> AsyncIterator[Processes]:
+# One module loop, so that the processes with short timeouts are started once.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def short_timeouts(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Processes]:
+    """Shared: every test on it is refused before a generation starts, so none leaves
+    anything running for the next (the params tests check the agent started none)."""
     env = {"S2C_PARAMS_TIMEOUT_S": "1", "S2C_HTTP_IDLE_TIMEOUT_S": "1"}
-    async with running_processes(tmp_path, env) as suite:
+    async with running_processes(tmp_path_factory.mktemp("short-timeouts"), env) as suite:
         yield suite
 
 

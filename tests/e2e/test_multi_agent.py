@@ -10,6 +10,7 @@ result or an error frame: none with a bare close.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -42,19 +43,28 @@ class Suite:
 async def agents_behind_a_gateway(
     data_dir: Path, count: int = 2, **extra: str
 ) -> AsyncIterator[Suite]:
-    env = base_env(data_dir, extra)
+    # The tool worker takes no screenshots: routing and admission are what these tests
+    # check, and Chromium rendering every variant was most of their time.
+    env = base_env(data_dir, {"S2C_SCREENSHOTS": "0", **extra})
     tools = await start_service("tools", ["--listen", "127.0.0.1:0", *METRICS], env)
-    agents: list[Service] = []
-    for i in range(count):
-        agent_env = {
+
+    def agent_env(i: int) -> dict[str, str]:
+        return {
             **env,
             "S2C_TOOLS_ADDR": f"127.0.0.1:{tools.port}",
             "S2C_DATA_DIR": str(data_dir / f"agent-{i}"),
             "S2C_AGENT_NAME": f"agent-{i}",  # as `s2c up` names them
         }
-        agents.append(
-            await start_service("agent", ["--listen", "127.0.0.1:0", *METRICS], agent_env)
-        )
+
+    # The agents need only the tool worker's port: started together, not in turn.
+    async with asyncio.TaskGroup() as group:
+        starting = [
+            group.create_task(
+                start_service("agent", ["--listen", "127.0.0.1:0", *METRICS], agent_env(i))
+            )
+            for i in range(count)
+        ]
+    agents = [task.result() for task in starting]
     addrs = ",".join(f"127.0.0.1:{a.port}" for a in agents)
     gateway = await start_service("gateway", ["--port", "0"], {**env, "S2C_AGENT_ADDR": addrs})
     suite = Suite(tools, agents, gateway)

@@ -23,7 +23,7 @@ from playwright.async_api import async_playwright
 
 from services.eval.render import chromium_path
 from services.eval.sets import BUILTIN_SETS
-from tests.processes import Processes, base_env
+from tests.processes import Processes, base_env, running_processes
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,13 +80,27 @@ async def finish(process: asyncio.subprocess.Process, first: bytes = b"") -> Run
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def suite_without_screenshots(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[Processes]:
+    """The real suite, but the tool worker takes no screenshots: the demo model's
+    screenshot calls (Chromium in the worker, more than half of this module's time)
+    are not what an eval run is about and have tests of their own; the run still
+    renders and scores every page in its own Chromium."""
+    env = {"S2C_SCREENSHOTS": "0"}
+    async with running_processes(tmp_path_factory.mktemp("suite"), env) as running:
+        yield running
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def demo_eval(
-    processes: Processes, tmp_path_factory: pytest.TempPathFactory
+    suite_without_screenshots: Processes, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[DemoEval]:
+    agent = suite_without_screenshots.agent.port
     out = tmp_path_factory.mktemp("eval") / "out"
     data = tmp_path_factory.mktemp("eval-data")
     reference_set = part_of_basic(tmp_path_factory.mktemp("sets") / "basic-part")
-    process = await start_eval(reference_set, out, processes.agent.port, data)
+    process = await start_eval(reference_set, out, agent, data)
     assert process.stderr is not None
     # Not a terminal: one line per finished item on stderr. Interrupt after the first.
     first = await process.stderr.readline()
@@ -94,7 +108,7 @@ async def demo_eval(
     process.send_signal(signal.SIGINT)
     interrupted = await finish(process, first)
     partial = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    resumed = await finish(await start_eval(reference_set, out, processes.agent.port, data))
+    resumed = await finish(await start_eval(reference_set, out, agent, data))
     final = json.loads((out / "results.json").read_text(encoding="utf-8"))
     yield DemoEval(out, interrupted, partial, resumed, final)
 
