@@ -7,9 +7,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser
+from playwright.async_api import Browser, expect
 
 from tests.browser.pages import CHROMIUM_ARGS, chromium
+
+# How long an `expect` waits for the page to get there (Playwright's default is 5 s). A
+# bound, not a measurement: each waits on an event and passes as soon as it happens, but a
+# two-core CI machine running two test workers and their Chromiums has stalled a UI for
+# more than 5 s (a click handled late, a run bar still "running").
+expect.set_options(timeout=20_000)
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")

@@ -260,9 +260,10 @@ async def test_an_unreachable_server_is_a_load_failure(shooter: Screenshotter) -
 
 
 async def test_a_page_that_never_answers_times_out(shooter: Screenshotter, site: Site) -> None:
-    capturer = UrlCapturer(shooter, CaptureSettings(timeout_s=3))
+    # Long enough for a loaded machine's browser to ask for the page before it times out.
+    capturer = UrlCapturer(shooter, CaptureSettings(timeout_s=6))
     message = await _fails(capturer, "http://page.test/hang", CaptureErrorKind.TIMEOUT)
-    assert message == "Capturing http://page.test/hang timed out after 3 s"
+    assert message == "Capturing http://page.test/hang timed out after 6 s"
     assert site.hung.is_set()  # the page was asked for and never answered
 
 
