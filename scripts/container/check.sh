@@ -124,13 +124,14 @@ for service in tools agent gateway; do wait_healthy "$service"; done
 echo "all healthy after $(since "$started") s"
 
 GATEWAY=$(container gateway)
-demo() { # output file; a generation from inside the gateway's container
-  "$DOCKER" exec -i "$GATEWAY" python - ws://127.0.0.1:7001/generate-code \
+demo() { # output file [image]; a generation from inside the gateway's container
+  "$DOCKER" exec -i "$GATEWAY" python - ws://127.0.0.1:7001/generate-code "${@:2}" \
     <scripts/container/demo_client.py >"$1" 2>&1
 }
 # Prints a verdict on a demo_client summary; fails unless close 1000, no error, every
-# variant complete (and, with `screenshot`, every screenshot_preview ok and at least one).
-judge() { # summary-file [screenshot]
+# variant complete (and, with `screenshot`, every screenshot_preview ok and at least one;
+# with `fidelity`, every variant scored against the screenshot, none unavailable).
+judge() { # summary-file [screenshot] [fidelity]
   python3 - "$@" <<'PY'
 import json, sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("{")]
@@ -153,8 +154,17 @@ if s["errors"]:
     problems.append(f"error frames {s['errors']}")
 if not variants or set(ends.values()) != {"variantComplete"}:
     problems.append(f"variants did not all complete: {ends}")
-if len(sys.argv) > 2 and (not shots or not all(shots)):
+if "screenshot" in sys.argv[2:] and (not shots or not all(shots)):
     problems.append("screenshot_preview did not succeed in the tools container")
+if "fidelity" in sys.argv[2:]:
+    for i, v in sorted(variants.items()):
+        scores = v.get("fidelity", [])
+        shown = [{k: (round(x, 2) if isinstance(x, float) else x) for k, x in f.items()
+                  if k in ("blockMatch", "text", "position", "color", "visual",
+                           "unavailableReason") and x not in ("", None)} for f in scores]
+        print(f"  variant {i} fidelity: {shown}")
+        if not scores or any(f.get("unavailableReason") for f in scores):
+            problems.append(f"variant {i} was not scored against the screenshot: {scores}")
 if problems:
     sys.exit("; ".join(problems))
 PY
@@ -174,6 +184,12 @@ TOOLS1=$(container tools)
 echo "tools health s2c.tools.v1.Browser: SERVING"
 demo "$LOGS/demo.out" || true
 judge "$LOGS/demo.out" screenshot || fail "the demo generation (output: $LOGS/demo.out)"
+
+# --- 3b. an image create: each option scored against the screenshot (Tesseract, browser) ---
+step "3b. an image create, each option scored for fidelity in the tools container"
+demo "$LOGS/image.out" image || true
+judge "$LOGS/image.out" screenshot fidelity \
+  || fail "the image create was not scored (output: $LOGS/image.out)"
 
 # --- 4. a worker added to the running suite gets calls -----------------------------------------
 step "4. a second tool worker, started after the agent"

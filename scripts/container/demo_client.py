@@ -4,12 +4,16 @@ Runs inside the gateway's container (`docker exec -i GATEWAY python - URL < this
 so the check needs nothing on the host but the engine; it uses only what the image has.
 Prints `first-code` as soon as the first `setCode` arrives (the check times a SIGTERM to
 the agent by it), then one JSON line: the close code, each variant's status lines, tool
-results and ending, and any `error` frame.
+results, fidelity scores and ending, and any `error` frame. With a second argument `image`
+the generation is an image create from a small screenshot drawn here (with Pillow, which
+the image has), so the tool workers score each option against it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import json
 import sys
 from typing import Any
@@ -27,19 +31,33 @@ PARAMS = {
 }
 
 
-async def generate(url: str) -> dict[str, Any]:
+def screenshot() -> str:
+    """A small page as a PNG data URL: a dark band and two lines of text on white."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (800, 500), "white")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, 800, 80), fill="#1e3a8a")
+    draw.text((40, 140), "Plans and pricing", fill="#111827", font_size=40)
+    draw.text((40, 220), "Start free, upgrade when you grow", fill="#374151", font_size=28)
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode("ascii")
+
+
+async def generate(url: str, params: dict[str, Any]) -> dict[str, Any]:
     variants: dict[int, dict[str, Any]] = {}
     errors: list[str] = []
     first_code = False
 
     def variant(frame: dict[str, Any]) -> dict[str, Any]:
         index = int(frame.get("variantIndex", 0))
-        return variants.setdefault(index, {"status": [], "tools": [], "end": None})
+        return variants.setdefault(index, {"status": [], "tools": [], "fidelity": [], "end": None})
 
     timeout = aiohttp.ClientTimeout(total=600)
     async with aiohttp.ClientSession(timeout=timeout) as session:
         async with session.ws_connect(url, max_msg_size=0) as ws:
-            await ws.send_str(json.dumps(PARAMS))
+            await ws.send_str(json.dumps(params))
             async for message in ws:
                 if message.type != aiohttp.WSMsgType.TEXT:
                     continue
@@ -53,6 +71,8 @@ async def generate(url: str) -> dict[str, Any]:
                 elif kind == "toolResult":
                     data = frame["data"]
                     variant(frame)["tools"].append([data["name"], data["ok"]])
+                elif kind == "fidelity":
+                    variant(frame)["fidelity"].append(frame["data"])
                 elif kind in ("variantComplete", "variantError"):
                     variant(frame)["end"] = [kind, frame.get("value", "")]
                 elif kind == "error":
@@ -63,7 +83,11 @@ async def generate(url: str) -> dict[str, Any]:
 
 def main() -> int:
     url = sys.argv[1] if len(sys.argv) > 1 else "ws://127.0.0.1:7001/generate-code"
-    summary = asyncio.run(generate(url))
+    params = dict(PARAMS)
+    if sys.argv[2:] == ["image"]:
+        params["inputMode"] = "image"
+        params["prompt"] = {"text": "", "images": [screenshot()], "videos": []}
+    summary = asyncio.run(generate(url, params))
     print(json.dumps(summary, sort_keys=True), flush=True)
     return 0 if summary["close"] == 1000 else 1
 
