@@ -30,7 +30,7 @@ from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM
 from tests.eval.test_scores import BLOCKS, Spec, page
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
-from tests.suite import Suite, running_suite
+from tests.suite import Suite, generation_events, running_suite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -91,9 +91,20 @@ def tool_answer(fake: FakeOpenAI, call_id: str) -> tuple[list[Any], dict[str, An
     return followup, next(m for m in followup if m.get("tool_call_id") == call_id)
 
 
-def create(content: str, call_id: str) -> FunctionCall:
-    arguments = json.dumps({"path": "index.html", "content": content})
+def create(content: str, call_id: str, path: str = "index.html") -> FunctionCall:
+    arguments = json.dumps({"path": path, "content": content})
     return FunctionCall(call_id, "create_file", arguments, pieces=2)
+
+
+def image_create(images: list[str], variant_count: int) -> pb.GenerateCodeRequest:
+    request = pb.GenerateCodeRequest(
+        generation_type=pb.GENERATION_TYPE_CREATE,
+        input_mode=pb.INPUT_MODE_IMAGE,
+        stack=pb.STACK_HTML_CSS,
+        variant_count=variant_count,
+    )
+    request.prompt.images.extend(images)
+    return request
 
 
 async def test_the_page_of_the_screenshot_scores_higher_and_compare_finds_regions(
@@ -106,13 +117,7 @@ async def test_the_page_of_the_screenshot_scores_higher_and_compare_finds_region
         chat_turn([Text(["Built it."])]),
         chat_turn([Text(["Built it."])]),
     )
-    request = pb.GenerateCodeRequest(
-        generation_type=pb.GENERATION_TYPE_CREATE,
-        input_mode=pb.INPUT_MODE_IMAGE,
-        stack=pb.STACK_HTML_CSS,
-        variant_count=2,
-    )
-    request.prompt.images.append(screenshot)
+    request = image_create([screenshot], 2)
     async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
         stub = pb_grpc.AgentServiceStub(channel)
         events = [e async for r in stub.GenerateCode(request) for e in r.events]
@@ -220,28 +225,18 @@ async def test_each_screenshot_is_scored_against_its_own_page_at_its_width(
     pricing_2x = retina(png)
     about = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
-    def write(path: str, content: str, call_id: str) -> FunctionCall:
-        arguments = json.dumps({"path": path, "content": content})
-        return FunctionCall(call_id, "create_file", arguments, pieces=2)
-
     fake.add_chat(
         chat_turn(
             [
-                write("index.html", SAME, "call_1"),
-                write("site.css", css, "call_2"),
-                write("pricing.html", linked, "call_3"),
+                create(SAME, "call_1"),
+                create(css, "call_2", "site.css"),
+                create(linked, "call_3", "pricing.html"),
             ]
         ),
         chat_turn([FunctionCall("call_4", "compare_with_reference", "{}", pieces=1)]),
         chat_turn([Text(["Built the site."])]),
     )
-    request = pb.GenerateCodeRequest(
-        generation_type=pb.GENERATION_TYPE_CREATE,
-        input_mode=pb.INPUT_MODE_IMAGE,
-        stack=pb.STACK_HTML_CSS,
-        variant_count=1,
-    )
-    request.prompt.images.extend([screenshot, pricing_2x, about])
+    request = image_create([screenshot, pricing_2x, about], 1)
     request.prompt.image_meta.extend(
         [
             pb.ImageMeta(page="index", viewport_width=1000),
@@ -249,9 +244,7 @@ async def test_each_screenshot_is_scored_against_its_own_page_at_its_width(
             pb.ImageMeta(page="about"),
         ]
     )
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
-        stub = pb_grpc.AgentServiceStub(channel)
-        events = [e async for r in stub.GenerateCode(request) for e in r.events]
+    events = await generation_events(suite.agent.port, request)
     assert events[-1].HasField("generation_complete")
     scores = [e.fidelity for e in events if e.HasField("fidelity")]
     assert [(s.image_index, s.path, s.viewport_width) for s in scores] == [
