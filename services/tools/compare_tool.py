@@ -5,13 +5,12 @@ so the model fixes what differs rather than guessing from its own screenshot alo
 from __future__ import annotations
 
 import base64
-from dataclasses import replace
 from typing import Any
 
 from services.common.project_paths import ENTRY_PATH
 from services.common.tool_types import FileState, ImageTag, MediaPart
 from services.tools.fidelity import FidelityOutcome, FidelityScorer, ScoringError
-from services.tools.preview_tool import page_to_render
+from services.tools.preview_tool import shown_page
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
 NAME = "compare_with_reference"
@@ -30,8 +29,7 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
         if file is None:
             return failure("No file exists yet. Call create_file first.", "No file to compare")
         images, tags = context.input_images, context.image_tags
-        # The page's own HTML with the project's .css/.js: what its screenshot shows.
-        page, html = page_to_render(file, context.files)
+        page = shown_page(file, context.files)
         number = arguments.get("image_number")
         if number is None:
             own = (i for i, tag in enumerate(tags) if (tag.path or ENTRY_PATH) == page.path)
@@ -44,8 +42,9 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
             return failure(message, "No such image")
         tag = tags[number - 1] if number <= len(tags) else ImageTag()
         try:
-            outcome = await scorer.score(
-                html,
+            outcome = await scorer.score_page(
+                page,
+                context.files,
                 images[number - 1],
                 image_index=number - 1,
                 width=tag.viewport_width,
@@ -57,7 +56,7 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
         if outcome.scores is None:
             reason = outcome.unavailable_reason or "unknown"
             return failure(f"The page could not be scored: {reason}", "Not scored")
-        return compare_outcome(replace(outcome, path=page.path))
+        return compare_outcome(outcome)
 
     return compare_with_reference
 

@@ -13,16 +13,19 @@ import asyncio
 import hashlib
 import io
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from services.common.images import ImageDecoder, ImageRefused
+from services.common.project_paths import is_html, path_problem
+from services.common.tool_types import FileState
 from services.common.uploads import decode_image_data_url
 from services.fidelity.dom import EXTRACT_JS, words_from_js
 from services.fidelity.metrics import Scores
 from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_available
 from services.fidelity.regions import Region, side_by_side, worst_regions
 from services.fidelity.score import PngScore, png_size, score_png
+from services.tools.preview_tool import inline_project
 from services.tools.screenshot import Screenshotter
 
 log = logging.getLogger(__name__)
@@ -75,6 +78,32 @@ class FidelityScorer:
         if not tesseract_available():
             return "tesseract is not installed on the tool worker"
         return ""
+
+    async def score_page(
+        self,
+        page: FileState,
+        files: tuple[FileState, ...],
+        image_url: str,
+        *,
+        image_index: int,
+        width: int,
+        timeout_s: float,
+        with_regions: bool = False,
+    ) -> FidelityOutcome:
+        """Scores `page` of a project of `files` as it renders (its own .css/.js inlined,
+        as screenshot_preview shows it); the outcome names the page."""
+        problem = path_problem(page.path) or (None if is_html(page.path) else "not an HTML page")
+        if problem is not None:
+            raise ScoringError(f"path: {problem}")
+        outcome = await self.score(
+            inline_project(page, files),
+            image_url,
+            image_index=image_index,
+            width=width,
+            timeout_s=timeout_s,
+            with_regions=with_regions,
+        )
+        return replace(outcome, path=page.path)
 
     async def score(
         self,

@@ -8,7 +8,7 @@ import logging
 import re
 from typing import Any
 
-from services.common.project_paths import is_html
+from services.common.project_paths import ENTRY_PATH, is_html
 from services.common.tool_types import FileState, MediaPart
 from services.tools.screenshot import VIEWPORTS, Capture, Screenshotter, width_viewport
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
@@ -24,16 +24,24 @@ _SCRIPT = re.compile(r"<script\b([^>]*)\bsrc=[\"']([^\"'>]+)[\"']([^>]*)>\s*</sc
 
 
 def page_to_render(file: FileState, files: tuple[FileState, ...]) -> tuple[FileState, str]:
-    """The page a capture shows (the current file, or the entry page when the current file
-    is a stylesheet or script) and its HTML with the project's own .css/.js inlined: the
-    page is rendered from a string, where a relative link would load nothing."""
+    """The page a capture shows and its HTML to render (`shown_page`, `inline_project`)."""
+    page = shown_page(file, files)
+    return page, inline_project(page, files)
+
+
+def shown_page(file: FileState, files: tuple[FileState, ...]) -> FileState:
+    """The current file, or the entry page when the current file is a stylesheet or script."""
+    if is_html(file.path):
+        return file
+    html_files = [f for f in files if is_html(f.path)]
+    entry = [f for f in html_files if f.path == ENTRY_PATH] or html_files
+    return entry[0] if entry else file
+
+
+def inline_project(page: FileState, files: tuple[FileState, ...]) -> str:
+    """`page`'s HTML with the project's own .css/.js inlined: the page is rendered from a
+    string, where a relative link would load nothing."""
     project = {f.path: f.content for f in files}
-    page = file
-    if not is_html(file.path):
-        html_files = [f for f in files if is_html(f.path)]
-        entry = [f for f in html_files if f.path == "index.html"] or html_files
-        if entry:
-            page = entry[0]
     base = page.path.rpartition("/")[0]
 
     def local(href: str) -> str | None:
@@ -53,7 +61,7 @@ def page_to_render(file: FileState, files: tuple[FileState, ...]) -> tuple[FileS
         attributes = " ".join(f"{match.group(1)} {match.group(3)}".split())
         return f"<script{' ' if attributes else ''}{attributes}>{body}</script>"
 
-    return page, _SCRIPT.sub(script, _STYLESHEET.sub(style, page.content))
+    return _SCRIPT.sub(script, _STYLESHEET.sub(style, page.content))
 
 
 def screenshot_preview_handler(shooter: Screenshotter) -> ToolHandler:

@@ -14,7 +14,7 @@ from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid
-from services.common.project_paths import ENTRY_PATH, is_html, path_problem
+from services.common.project_paths import ENTRY_PATH
 from services.common.proto_enums import enum_names
 from services.common.structs import from_struct, to_struct
 from services.common.tool_types import FileState, ImageTag, MediaPart, ToolCall
@@ -22,7 +22,6 @@ from services.common.tracing import incoming_context, tracer
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
 from services.tools.fidelity import ScoringError
 from services.tools.fidelity_proto import fidelity_response
-from services.tools.preview_tool import page_to_render
 from services.tools.types import ToolContext, ToolFlags, ToolOutcome
 from services.tools.worker import ToolWorker
 
@@ -144,14 +143,9 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             "ScoreFidelity", context=incoming_context(context.invocation_metadata())
         ):
             try:
-                path = request.path or ENTRY_PATH
-                problem = path_problem(path) or (None if is_html(path) else "not an HTML page")
-                if problem is not None:
-                    raise ScoringError(f"path: {problem}")
-                project = tuple(FileState(f.path, f.content) for f in request.files)
-                _, html = page_to_render(FileState(path, request.code), project)
-                outcome = await self._worker.fidelity.score(
-                    html,
+                outcome = await self._worker.fidelity.score_page(
+                    FileState(request.path or ENTRY_PATH, request.code),
+                    tuple(FileState(f.path, f.content) for f in request.files),
                     request.image,
                     image_index=request.image_index,
                     width=request.viewport_width,
