@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import subprocess
@@ -54,6 +55,7 @@ def run_agent(
 ) -> None:
     """`s2c agent`. `sessions` builds the model-session factory from the settings; None:
     the configured providers (see `AgentServer`)."""
+    from services.agent.providers.clients import forget_sdk_environment
     from services.agent.server import AgentServer
     from services.agent.settings import AgentSettings
 
@@ -61,6 +63,13 @@ def run_agent(
         AgentSettings.from_env(), listen=args.listen, metrics_listen=args.metrics_listen
     )
     bootstrap("agent", [*settings.credentials.secrets(), settings.grpc_security.token], args)
+    ignored = forget_sdk_environment(os.environ)
+    if ignored:
+        logging.getLogger("services.agent").warning(
+            "ignoring %s: the model SDKs would send them to every server, local ones "
+            "included (docs/models.md)",
+            ", ".join(ignored),
+        )
 
     async def serve() -> None:
         # gRPC channels belong to the loop they are created in: build inside it.

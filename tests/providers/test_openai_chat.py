@@ -476,7 +476,8 @@ async def test_the_registry_entry_builds_the_session_for_the_local_server(
     fake: FakeOpenAI,
 ) -> None:
     fake.add_chat(chat_turn([Text(["Hello from the local server"])]))
-    # The operator's S2C_LOCAL_BASE_URL wins over OPENAI_BASE_URL, and the key goes along.
+    # The operator's S2C_LOCAL_BASE_URL wins over OPENAI_BASE_URL, and the OpenAI key
+    # stays with OpenAI: the local server gets none.
     env = Credentials.of(openai=Endpoint(KEY, "http://127.0.0.1:9/v1"))
     settings = AgentSettings(credentials=env, local_base_url=fake.base_url, provider_max_retries=0)
     session = through_registry(settings)
@@ -488,7 +489,7 @@ async def test_the_registry_entry_builds_the_session_for_the_local_server(
     assert seen.events == [AssistantDelta("Hello from the local server")]
     [request] = fake.requests
     assert request.json["model"] == "qwen3-coder"
-    assert request.headers["Authorization"] == f"Bearer {KEY}"
+    assert request.headers["Authorization"] == "Bearer not-needed"
 
 
 async def test_the_local_entry_falls_back_to_the_openai_base_url_and_needs_one(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -30,6 +30,29 @@ from services.agent.providers.base import (
 log = logging.getLogger(__name__)
 
 C = TypeVar("C")
+
+# Variables the SDKs read for themselves when a client is built and add to every request
+# that client makes, whatever server it points at: a `local:` model's, a request's base
+# URL. Organisation and project ids, operator-written headers (a proxy's credentials, as
+# like as not) and tokens the SDKs use in place of a key. A credential must reach only the
+# endpoint it belongs to, so the agent hands each client all it needs explicitly and
+# removes these from its environment before any client is built (`forget_sdk_environment`).
+SDK_AMBIENT_ENV = (
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "OPENAI_CUSTOM_HEADERS",
+    "OPENAI_ADMIN_KEY",
+    "AZURE_OPENAI_AD_TOKEN",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_CUSTOM_HEADERS",
+)
+
+
+def forget_sdk_environment(environ: MutableMapping[str, str]) -> list[str]:
+    """Removes `SDK_AMBIENT_ENV` from `environ` (the agent's own, at start); the names of
+    those that were set, for a warning (names only: the values may be secrets)."""
+    return [name for name in SDK_AMBIENT_ENV if environ.pop(name, None) is not None]
+
 
 # Idle clients kept beyond those in use: one per distinct credential an agent serves at
 # once is the common case; more than a handful idle is memory and sockets for nothing.

@@ -67,16 +67,32 @@ class ProviderSessions:
         if spec.endpoint:
             return self._endpoint_session(wanted)
         provider = registry.get(spec.provider)
+        if provider.override is not None:
+            return self._local_session(wanted, provider, provider.override)
         endpoint = wanted.credentials.get(provider.credential)
         base_url = endpoint.base_url or BY_ID[provider.credential].default_base_url
-        if provider.override is not None:
-            base_url = provider.override.base_url(self.settings) or base_url
-            if not base_url:
-                raise ProviderError(provider.override.missing.format(model=spec.id))
-        elif not endpoint.api_key:
+        if not endpoint.api_key:
             raise errors.missing_key(provider.name)
         config = self._config(wanted, provider.name, endpoint.api_key, base_url)
         return provider.session(config, self.clients)
+
+    def _local_session(
+        self,
+        wanted: SessionRequest,
+        provider: registry.ProviderSpec,
+        local: registry.EndpointOverride,
+    ) -> ProviderSession:
+        """A `local:` model, which any request may name: the operator's server and no key.
+        Neither the environment's key nor a request's is that server's to see (an Ollama
+        or vLLM host, perhaps over plain HTTP); a server that wants one is a models-file
+        endpoint with its own `api_key_env`. Its base URL is the operator's alone too:
+        S2C_LOCAL_BASE_URL, else the environment's (never a request's) base URL."""
+        settings = self.settings
+        base_url = local.base_url(settings) or settings.credentials.base_url(provider.credential)
+        if not base_url:
+            raise ProviderError(local.missing.format(model=wanted.spec.id))
+        name = ProviderName(provider.display_name, MODELS_FILE_ENV)
+        return provider.session(self._config(wanted, name, "", base_url), self.clients)
 
     def _endpoint_session(self, wanted: SessionRequest) -> ProviderSession:
         """A models-file model: the endpoint's own key and URL, never a request's."""

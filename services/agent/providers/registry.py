@@ -56,8 +56,9 @@ class ModelFamily:
 @dataclass(frozen=True, slots=True)
 class EndpointOverride:
     """A base URL the operator configures in the agent's settings, winning over the
-    credential's. Its provider needs no key (the operator's own server); sending a key
-    along to an endpoint the operator named is within the pairing rule."""
+    environment's base URL of the credential. Its provider takes no key, neither the
+    environment's nor a request's: any request may name its models, and the key of a
+    credential belongs to that credential's provider (factory.py, `_local_session`)."""
 
     base_url: Callable[[AgentSettings], str]
     missing: str  # the error when neither names a base URL; `{model}` is the model id
@@ -81,7 +82,7 @@ class ProviderSpec:
     # Model ids for video input, for the one provider that reads video.
     video: tuple[str, ...] = ()
     # A local provider runs `local:<name>` models on the operator's server (the
-    # override's base URL), needs no key and is chosen when no key is present.
+    # override's base URL) with no key, and is chosen when no key is present.
     override: EndpointOverride | None = None
     # Ids `<prefix><api name>` run any model of this provider by its API name, unlisted
     # and unpriced (`local:qwen3`, `openrouter:openai/gpt-oss-120b`).
