@@ -20,7 +20,7 @@ from services.agent.eventlog import DEFAULT_CODE_TICK_S, MAX_CODE_TICK_S, CodePa
 from services.agent.events import GenerationComplete, VariantError
 from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
-from services.agent.planning import GenerationPlan
+from services.agent.planning import LEAVE_ID_EMPTY, GenerationPlan
 from services.agent.runner import Runner
 from services.agent.settings import AgentSettings
 
@@ -65,7 +65,7 @@ class GenerationManager:
         if self.closing:
             raise ShuttingDown("The agent is shutting down; retry on another replica.")
         if self.get(plan.id) is not None:
-            raise ValueError(f"generation_id {plan.id!r} is already in use")
+            raise ValueError(f"generation_id {plan.id!r} is already in use. {LEAVE_ID_EMPTY}")
         release = self._admit(plan.variant_count)
         limit = self._settings.max_generation_s
         generation = Generation(

@@ -15,7 +15,6 @@ stream the client reads like any other.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -38,10 +37,13 @@ from services.agent.pages import meta_violations, page_plan, project_violations
 from services.agent.providers import registry
 from services.agent.settings import AgentSettings
 from services.agent.tooling import ToolContext
+from services.common import generation_ids
 from services.common.credentials import Credentials
 from services.common.errors import FieldViolation, InvalidRequest
 from services.common.tool_types import ImageTag
 
+# How a refusal of a client's generation id ends.
+LEAVE_ID_EMPTY = "Leave generation_id empty and the agent mints one."
 # Variants of a generation with nothing configured (the demo model).
 DEMO_VARIANTS = 2
 
@@ -98,6 +100,7 @@ class Planner:
                 asked[model_id] = self._resolve(model_id)
             except ModelSelectionError as exc:
                 violations.append(FieldViolation(f"models[{i}]", str(exc)))
+        violations += self._id_violations(request.generation_id)
         violations += self._policy.violations(request.credentials, prefix="credentials.")
         violations += self._video_violations(request, asked)
         violations += meta_violations(
@@ -134,7 +137,7 @@ class Planner:
                 )
             except ModelSelectionError as exc:
                 refusal = str(exc)
-        generation_id = request.generation_id or f"{self.name}-{uuid.uuid4().hex}"
+        generation_id = request.generation_id or generation_ids.mint(self.name)
         return GenerationPlan(
             request=replace(request, generation_id=generation_id),
             credentials=credentials,
@@ -143,6 +146,20 @@ class Planner:
             tools=tool_context(request, settings.max_project_bytes),
             refusal=refusal,
         )
+
+    def _id_violations(self, generation_id: str) -> list[FieldViolation]:
+        """A client's own id in the shape this agent mints must name this agent: a
+        gateway sends a resume to the agent the id names, which would not hold it."""
+        owner = generation_ids.owner_name(generation_id)
+        if owner is None or owner == self.name:
+            return []
+        return [
+            FieldViolation(
+                "generation_id",
+                f"names agent {owner!r}, not this one ({self.name!r}): a resume would look "
+                f"for it there. {LEAVE_ID_EMPTY}",
+            )
+        ]
 
     def _video_violations(
         self, request: GenerationRequest, asked: dict[str, ModelSpec]

@@ -27,6 +27,7 @@ from services.agent.generation import Generation
 from services.agent.manager import ShuttingDown
 from services.agent.metrics import AgentMetrics
 from services.agent.models import listing
+from services.agent.planning import LEAVE_ID_EMPTY
 from services.agent.providers import registry
 from services.agent.runstore_health import StoreUnavailable
 from services.agent.settings import AgentSettings
@@ -108,6 +109,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             plan = self._planner.plan(domain, found)
         except InvalidRequest as exc:
             await abort_invalid(context, exc)
+        if domain.generation_id:
+            await self._refuse_if_on_record(plan.id, context)
         try:
             parent = incoming_context(context.invocation_metadata())
             # The generation task starts inside this span, so its spans are children.
@@ -125,6 +128,24 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             await abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except ValueError as exc:
             await abort(context, grpc.StatusCode.ALREADY_EXISTS, str(exc))
+
+    async def _refuse_if_on_record(self, generation_id: str, context: Context) -> None:
+        """A client's own id must be new: this generation's saves would overwrite the
+        record under it, a retired run's included (the manager refuses an id still in
+        memory). Nothing awaits between this look-up and the start, so of two requests
+        for one new id the second meets the first in the manager."""
+        try:
+            record = await self._archive.stored(generation_id)
+        except StoreUnavailable as exc:
+            # Unknowable now; a minted id (none given) needs no look-up.
+            await abort(context, grpc.StatusCode.UNAVAILABLE, clip(str(exc), 400))
+        if record is not None:
+            await abort(
+                context,
+                grpc.StatusCode.ALREADY_EXISTS,
+                f"generation_id {clip(generation_id, 80)!r} is taken: a generation of that id "
+                f"is on record. {LEAVE_ID_EMPTY}",
+            )
 
     async def _held(self, generation: Generation, after: int) -> AsyncIterator[Sequence[Event]]:
         # Every open stream holds the generation; when the last caller goes away

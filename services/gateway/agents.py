@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass
 
 import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
+from services.common.generation_ids import owner_name as owner_name
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 
 # GenerateCode's response header naming the admitted generation (agent_service.proto).
 GENERATION_ID_HEADER = "s2c-generation-id"
-_OWNED = re.compile(r"(?P<name>[A-Za-z0-9_-]{1,31})-[0-9a-f]{32}")
 # How long asking the agents their names may take: a resume waits for it.
 NAME_TIMEOUT_S = 5.0
 
@@ -51,13 +50,6 @@ class Agent:
 
 def agent_addrs(setting: str) -> list[str]:
     return [addr.strip() for addr in setting.split(",") if addr.strip()]
-
-
-def owner_name(generation_id: str) -> str | None:
-    """The name of the agent that minted `generation_id`; None for an id it did not mint
-    (a client's own)."""
-    match = _OWNED.fullmatch(generation_id)
-    return match.group("name") if match else None
 
 
 class AgentPool:
