@@ -41,7 +41,7 @@ from services.agent.providers.base import (
 from services.agent.providers.replay import replay_arguments
 from services.agent.tooling import ToolContext, ToolExecutor
 from services.common.html import extract_html_content
-from services.common.project_paths import path_problem
+from services.common.project_paths import ProjectPaths
 from services.common.text import clean_text
 from services.common.tool_summaries import summarize_text, summarize_tool_input
 from services.common.tracing import tracer
@@ -402,7 +402,8 @@ class _Preview(_CodeStream):
                 path = self._scanner.value("path") or (file.path if file else DEFAULT_PATH)
                 # Only a path the tools accept: any other fails the call, and its content
                 # must not show up in a client's view of the project, not even for a moment.
-                self.path = path if path_problem(path) is None else None
+                problem = ProjectPaths(self._engine.files).problem(path)
+                self.path = path if problem is None else None
                 summary = {
                     "path": path,
                     "contentLength": len(fragment.text),

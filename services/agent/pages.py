@@ -16,7 +16,7 @@ from services.agent.domain import FileState, ImageMeta
 from services.common import project_paths
 from services.common.errors import FieldViolation
 from services.common.page_tags import page_problem, too_many_tags, width_problem
-from services.common.project_paths import path_problem
+from services.common.project_paths import ProjectPaths, fold
 
 ENTRY_PATH = project_paths.ENTRY_PATH
 ENTRY_PAGE = "index"
@@ -71,12 +71,15 @@ def meta_violations(
     problem = too_many_tags(len(metas), image_count)
     if problem is not None:
         out.append(FieldViolation(field, problem))
+    page_twins: dict[str, str] = {}  # by folded name: `<page>.html` twins are one file
     for i, meta in enumerate(metas):
         width = meta.viewport_width
         if width is not None and (problem := width_problem(width)) is not None:
             out.append(FieldViolation(f"{field}[{i}].viewport_width", problem))
         if meta.page and (problem := page_problem(meta.page)) is not None:
             out.append(FieldViolation(f"{field}[{i}].page", problem))
+        elif meta.page and (twin := page_twins.setdefault(fold(meta.page), meta.page)) != meta.page:
+            out.append(FieldViolation(f"{field}[{i}].page", f"differs from {twin} only in case"))
     pages = {meta.page for meta in metas if meta.page}
     if max_pages and len(pages) > max_pages:
         out.append(FieldViolation(field, f"at most {max_pages} pages, got {len(pages)}"))
@@ -97,11 +100,12 @@ def entry_file(files: Sequence[FileState]) -> FileState | None:
 def project_violations(
     files: Sequence[FileState], max_project_bytes: int, field: str = "files"
 ) -> list[FieldViolation]:
-    """What is wrong with an update's project: bad or repeated paths, or too many bytes."""
+    """What is wrong with an update's project: bad, repeated or case-twin paths, or too
+    many bytes."""
     out: list[FieldViolation] = []
-    seen: set[str] = set()
+    seen = ProjectPaths()
     for i, file in enumerate(files):
-        problem = path_problem(file.path)
+        problem = seen.problem(file.path)
         if problem is not None:
             out.append(FieldViolation(f"{field}[{i}].path", f"not a project path: {problem}"))
         elif file.path in seen:

@@ -40,6 +40,7 @@ from services.agent.tooling import ToolContext
 from services.common import generation_ids
 from services.common.credentials import Credentials
 from services.common.errors import FieldViolation, InvalidRequest
+from services.common.project_paths import path_problem
 from services.common.tool_types import ImageTag
 
 # How a refusal of a client's generation id ends.
@@ -107,6 +108,8 @@ class Planner:
             len(request.prompt.images), request.prompt.image_meta, self._settings.max_pages
         )
         violations += project_violations(request.files, self._settings.max_project_bytes)
+        if request.file_state is not None and (problem := path_problem(request.file_state.path)):
+            violations.append(FieldViolation("file_state.path", f"not a project path: {problem}"))
         violations += self._image_violations(request, asked)
         if violations:
             raise InvalidRequest(violations)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from services.common.project_paths import WINDOWS_DEVICES
+
 MIN_VIEWPORT_WIDTH = 240
 MAX_VIEWPORT_WIDTH = 3840
 _PAGE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -18,9 +20,11 @@ def width_problem(width: int) -> str | None:
 
 def page_problem(page: str) -> str | None:
     """Why `page` cannot name a page's file stem (`<page>.html`), or None."""
-    if _PAGE_NAME.fullmatch(page):
-        return None
-    return "must be a file stem: 1-64 letters, digits, '-' or '_'"
+    if not _PAGE_NAME.fullmatch(page):
+        return "must be a file stem: 1-64 letters, digits, '-' or '_'"
+    if page.upper() in WINDOWS_DEVICES:
+        return f"{page} is a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9)"
+    return None
 
 
 def too_many_tags(tags: int, images: int) -> str | None:

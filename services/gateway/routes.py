@@ -23,7 +23,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.errors import bad_request_violations
-from services.common.project_paths import path_problem
+from services.common.project_paths import ProjectPaths
 from services.common.storage import StorageHealth
 from services.common.tracing import outgoing_metadata
 from services.gateway.bodies import read_capped
@@ -365,8 +365,10 @@ def _export_code(fields: Mapping[str, Any]) -> str | dict[str, str]:
     if files is not None:
         if not isinstance(files, dict) or not files:
             raise ApiError(400, "files must be a non-empty object of path to content")
+        seen = ProjectPaths()
         for path, content in files.items():
-            problem = path_problem(path)
+            problem = seen.problem(path)
+            seen.add(path)
             if problem is not None:
                 raise ApiError(
                     400, f"files: {json.dumps(path)[:80]} is not a project path: {problem}"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.common.html import extract_html_content
-from services.common.project_paths import is_html
+from services.common.project_paths import ProjectPaths, is_html
 from services.common.project_paths import path_problem as path_problem
 from services.common.tool_summaries import summarize_text
 from services.common.tool_types import FileState
@@ -149,7 +149,9 @@ async def create_file(
     if asked is not None and not isinstance(asked, str):
         return _bad_path(asked, "it must be a string")
     if asked:
-        problem = path_problem(asked)
+        # A project of one file comes as `file` alone (`ctx.files` is then empty).
+        project = ProjectPaths(f.path for f in ctx.files or ((file,) if file else ()))
+        problem = project.problem(asked)
         if problem is not None:
             return _bad_path(asked, problem)
     path = asked or (file.path if file else "") or DEFAULT_PATH

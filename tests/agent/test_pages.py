@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from services.agent.domain import FileState, ImageMeta
-from services.agent.pages import entry_file, page_plan, project_violations
+from services.agent.pages import entry_file, meta_violations, page_plan, project_violations
 
 
 def test_untagged_images_are_the_entry_page() -> None:
@@ -59,3 +59,28 @@ def test_an_updates_project_is_held_to_its_paths_and_total_size() -> None:
         ("files", "6 bytes together; at most 5"),
     ]
     assert project_violations(files[:1], 0) == []
+
+
+def test_an_updates_project_refuses_look_alike_device_and_case_twin_paths() -> None:
+    paths = ["index.html", "Index.html", "\uff0e\uff0e/x.html", "PRN.css", "INDEX.HTML"]
+    found = project_violations([FileState(p, "") for p in paths], 0)
+    assert [v.field for v in found] == [f"files[{i}].path" for i in range(1, 5)]
+    starts = [
+        "it differs from index.html, a file of the project, only in case",
+        "U+FF0E is not allowed: a path is ASCII letters",
+        "PRN is a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9)",
+        "it differs from index.html, a file of the project, only in case",
+    ]
+    for violation, start in zip(found, starts, strict=True):
+        assert violation.description.startswith(f"not a project path: {start}")
+
+
+def test_page_tags_may_not_name_a_device_or_a_case_twin() -> None:
+    metas = [ImageMeta(page="index"), ImageMeta(page="INDEX"), ImageMeta(page="con")]
+    assert [(v.field, v.description) for v in meta_violations(3, metas, 0)] == [
+        ("prompt.image_meta[1].page", "differs from index only in case"),
+        (
+            "prompt.image_meta[2].page",
+            "con is a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9)",
+        ),
+    ]

@@ -57,6 +57,21 @@ async def test_paths_outside_the_project_are_tool_errors() -> None:
             assert outcome.updated_file is None
 
 
+async def test_a_path_differing_from_a_projects_file_only_in_case_is_a_tool_error() -> None:
+    for path, twin in (("Index.html", "index.html"), ("SITE.CSS", "site.css")):
+        outcome = await create_file({"path": path, "content": "<p>x</p>"}, INDEX, SITE)
+        assert not outcome.ok
+        assert outcome.result["error"].endswith(
+            f"({'it differs from ' + twin}, a file of the project, only in case)"
+        )
+        assert outcome.updated_file is None
+    # A project of one file is the current file alone; the file itself may be rewritten.
+    alone = await create_file({"path": "INDEX.html", "content": "x"}, INDEX, ToolContext())
+    assert "differs from index.html" in alone.result["error"]
+    again = await create_file({"path": "index.html", "content": "<p>y</p>"}, INDEX, SITE)
+    assert again.ok
+
+
 async def test_a_stylesheet_is_kept_as_written() -> None:
     raw = "```css\nh1 { color: blue }\n```"
     outcome = await create_file({"path": "site.css", "content": raw}, INDEX, SITE)
