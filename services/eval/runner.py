@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -161,8 +160,9 @@ def _note_ocr(results: Results, ref: Reference, reference: Rendering) -> None:
 
 
 def build_request(png: bytes, model: str, stack: str) -> pb.GenerateCodeRequest:
+    # No generation_id: the agent mints one (an id of its own shape naming another
+    # agent is refused), and the first event carries it into the view.
     request = pb.GenerateCodeRequest(
-        generation_id=f"eval-{uuid.uuid4().hex}",
         generation_type=pb.GENERATION_TYPE_CREATE,
         input_mode=pb.INPUT_MODE_IMAGE,
         stack=enum_values(pb.Stack)[stack],
