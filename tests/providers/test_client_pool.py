@@ -20,7 +20,12 @@ from services.agent.providers.base import (
     ProviderSession,
     ProviderTurn,
 )
-from services.agent.providers.clients import ClientKind, ClientPool, PooledSession
+from services.agent.providers.clients import (
+    ClientKind,
+    ClientPool,
+    PooledSession,
+    forget_sdk_environment,
+)
 from services.agent.providers.factory import ProviderSessions, SessionRequest
 from services.agent.providers.openai_responses import OpenAIResponsesSession
 from services.agent.server import AgentServer
@@ -239,3 +244,10 @@ async def test_the_agent_server_closes_its_clients_after_it_stopped(
     assert not client.is_closed()  # idle, kept for the next session
     await agent.stop(grace_s=0.0)
     assert client.is_closed()
+
+
+def test_the_agent_forgets_what_the_sdks_would_add_to_every_request() -> None:
+    env = {"OPENAI_CUSTOM_HEADERS": "X-Auth: s", "OPENAI_API_KEY": "k", "ANTHROPIC_AUTH_TOKEN": "t"}
+    assert forget_sdk_environment(env) == ["OPENAI_CUSTOM_HEADERS", "ANTHROPIC_AUTH_TOKEN"]
+    # The agent's own settings read the key before; only the SDKs' ambient extras go.
+    assert env == {"OPENAI_API_KEY": "k"}
