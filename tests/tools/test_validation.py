@@ -4,7 +4,6 @@ import asyncio
 import dataclasses
 import json
 import math
-import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ from hypothesis import strategies as st
 
 from services.common.credentials import Credentials, Endpoint
 from services.common.images import ImageDecoder, ImageLimits
-from services.common.project_paths import WINDOWS_DEVICES
 from services.tools.asset_store import AssetStore
 from services.tools.definitions import EDIT_IMAGE_ASPECT_RATIOS, TOOL_DEFINITIONS
 from services.tools.extract_assets import extract_assets_handler
@@ -406,8 +404,8 @@ async def test_the_worker_passes_its_settings_on(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["index.html", "about.htm", "INDEX.HTML", "pages/about.html", "a..b.html", "my-page.html",
-     "a" * 250 + ".html", "site.css", "js/app.js", "console.html", "com10.html", "_x.js"],
+    ["index.html", "about.htm", "INDEX.HTML", "pages/about.html", "my-page_2.html",
+     "a..b.html", "a" * 250 + ".html", "site.css", "js/app.js"],
 )  # fmt: skip
 async def test_accepted_paths(path: str) -> None:
     outcome = await create_file({"path": path, "content": "<p>x</p>"}, None, CTX)
@@ -421,21 +419,13 @@ _BACKSLASH = "backslashes are not allowed; separate folders with /"
 _INVISIBLE = "it contains control or invisible characters"
 _SUFFIX = "it must end in .html, .htm, .css or .js"
 _SEGMENT = "empty or . segments are not allowed"
-_TRAILING_DOT = "a name may not end in '.' (Windows drops it, naming another file)"
-
-
-def _char(shown: str) -> str:
-    return (
-        f"{shown} is not allowed: a path is ASCII letters, digits, '-', '_' and '.', in "
-        "folders separated by / (so that no two paths look alike)"
-    )
-
-
-def _device(name: str) -> str:
-    return (
-        f"{name} is a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9), whatever "
-        "the extension"
-    )
+_NOT_ASCII = (
+    "U+00E9 is not allowed: a path is ASCII letters, digits, '-', '_' and '.', in folders "
+    "separated by / (so that no two paths look alike)"
+)
+_DEVICE = (
+    "CON is a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9), whatever the extension"
+)
 
 
 @pytest.mark.parametrize(
@@ -449,16 +439,9 @@ def _device(name: str) -> str:
         ("index\x00.html", _INVISIBLE), ("a\nb.html", _INVISIBLE),
         ("in\u202edex.html", _INVISIBLE), ("index\u00a0.html", _INVISIBLE),
         ("a" * 251 + ".html", "it is longer than 255 characters"),
-        ("index.php", _SUFFIX), ("index", _SUFFIX), (".html", _SUFFIX), ("   ", _char("' '")),
-        # Look-alikes: NFKC (or a Windows code page) makes the first two ../x.html.
-        ("\uff0e\uff0e/x.html", _char("U+FF0E")), ("\u2024\u2024/x.html", _char("U+2024")),
-        ("\u0456ndex.html", _char("U+0456")), ("cafe\u0301.html", _char("U+0301")),
-        ("caf\u00e9.html", _char("U+00E9")), ("~/x.html", _char("'~'")),
-        ("my page.html", _char("' '")), ("a%2e%2e/x.html", _char("'%'")),
-        ("pages./x.html", _TRAILING_DOT), (".../x.html", _TRAILING_DOT),
-        ("CON.html", _device("CON")), ("nul.tar.js", _device("nul")),
-        ("Com1.css", _device("Com1")), ("lpt9/page.html", _device("lpt9")),
-        ("aux", _device("aux")),
+        ("index.php", _SUFFIX), ("index", _SUFFIX), (".html", _SUFFIX),
+        # The rest of the rule (look-alikes, devices): tests/common/test_project_paths.py.
+        ("caf\u00e9.html", _NOT_ASCII), ("CON.html", _DEVICE),
         ("pages/", _SEGMENT), ("a//b.html", _SEGMENT), ("./index.html", _SEGMENT),
         ("index?.html", 'the characters < > " | ? * are not allowed'),
         (["index.html"], "it must be a string"),
@@ -475,9 +458,8 @@ async def test_rejected_paths(path: Any, reason: str) -> None:
 
 
 _PIECES = st.sampled_from(
-    ["..", ".", "/", "\\", "C:", "a", "index", ".html", ".htm", "\x00", " ", "~", "%2e",
-     "\u2028", "\uff0e", "\u2024", "\u0456", "con", "LPT1", "\u0301"]
-)  # fmt: skip
+    ["..", ".", "/", "\\", "C:", "a", "index", ".html", ".htm", "\x00", " ", "~", "%2e", "\u2028"]
+)
 
 
 @settings(max_examples=500, deadline=None)
@@ -491,12 +473,7 @@ def test_no_accepted_path_escapes_or_is_absolute(path: str) -> None:
     assert ":" not in path
     assert len(path) <= 255
     assert path.lower().endswith((".html", ".htm", ".css", ".js"))
-    # No other spelling of it: ASCII, the same after NFKC, no Windows device.
-    assert path.isascii()
-    assert all(ch.isalnum() or ch in "-_./" for ch in path)
-    assert unicodedata.normalize("NFKC", path) == path
-    assert all(s.split(".")[0].upper() not in WINDOWS_DEVICES for s in path.split("/"))
-    assert not any(s.endswith(".") for s in path.split("/"))
+    assert all(ch.isprintable() or ch == " " for ch in path)
 
 
 async def test_create_file_refuses_content_over_the_default_limit() -> None:
