@@ -3,8 +3,8 @@
 One stack for the module. Every place a model request may go is a loopback listener that
 records each request and answers 401 (which the SDKs do not retry): the local server
 (`S2C_LOCAL_BASE_URL`), one models-file endpoint of each kind (chat without a key, chat
-and responses with their own key variables, Azure) and `operator`, where the
-environment's providers point. A scripted Chat Completions fake plays the model that
+and responses with their own key variables, Azure) and each provider's base URL
+(OpenAI, Anthropic, OpenRouter, Gemini). A scripted Chat Completions fake plays the model that
 names look-alike paths. The processes hold recognisable keys; so do the requests.
 
 10: a key reaches only the endpoint it was configured for (a `local:` model takes none),
@@ -70,14 +70,30 @@ SECRETS = {
     *BROWSER_KEYS.values(),
     *(value.split(": ")[-1] for value in SDK_AMBIENT.values()),
 }
-# What each listener may receive: only the key configured for it.
+# What each listener may receive: only the keys configured for it. A provider's base URL
+# (`<SOURCE>_BASE_URL`) takes its source's key, the environment's or a request's.
 ALLOWED = {
     "local": set(),
     "plain": set(),
     "vllm": {ENDPOINT_KEYS["VLLM_KEY"]},
     "resp": {ENDPOINT_KEYS["RESP_KEY"]},
     "az": {ENDPOINT_KEYS["AZ_KEY"]},
-    "operator": set(ENV_KEYS.values()),
+    **{
+        source: {ENV_KEYS[f"{source.upper()}_API_KEY"], BROWSER_KEYS[source]}
+        for source in ("openai", "anthropic", "openrouter", "gemini")
+    },
+}
+# One model of each kind, by the listener it must reach.
+MODELS = {
+    "local": "local:qwen3",
+    "plain": "plain:m",
+    "vllm": "vllm:m",
+    "resp": "resp:m",
+    "az": "az:m",
+    "openai": "gpt-5.5 (low thinking)",
+    "anthropic": "claude-sonnet-4-6",
+    "openrouter": "openrouter:qwen/qwen3-coder",
+    "gemini": "gemini-3-flash-preview (minimal thinking)",
 }
 MODELS_FILE = """
 [[endpoint]]
@@ -167,15 +183,14 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
     models = tmp / "models.toml"
     urls = {name: listener.url for name, listener in listeners.items()}
     models.write_text(MODELS_FILE.format(script=script.base_url, **urls))
-    operator = listeners["operator"].url
     env = {
         **ENV_KEYS,
         **ENDPOINT_KEYS,
         **SDK_AMBIENT,
-        "OPENAI_BASE_URL": f"{operator}/v1",
-        "ANTHROPIC_BASE_URL": operator,
-        "OPENROUTER_BASE_URL": f"{operator}/api/v1",
-        "GEMINI_BASE_URL": operator,
+        "OPENAI_BASE_URL": f"{urls['openai']}/v1",
+        "ANTHROPIC_BASE_URL": urls["anthropic"],
+        "OPENROUTER_BASE_URL": f"{urls['openrouter']}/api/v1",
+        "GEMINI_BASE_URL": urls["gemini"],
         "S2C_LOCAL_BASE_URL": f"{listeners['local'].url}/v1",
         "S2C_MODELS_FILE": str(models),
         "S2C_AGENT_NAME": AGENT,
@@ -213,12 +228,11 @@ def text_request(model: str, text: str = "a page", **fields: Any) -> pb.Generate
 
 
 async def test_each_endpoint_gets_only_its_own_key(stack: Stack) -> None:
-    models = ["local:qwen3", "plain:m", "vllm:m", "resp:m", "az:m"]
     # Each model with the environment's keys only, then with the request's own too.
-    grpc_calls = [generation_events(stack.port, text_request(m)) for m in models]
+    grpc_calls = [generation_events(stack.port, text_request(m)) for m in MODELS.values()]
     grpc_calls += [
         generation_events(stack.port, text_request(m, credentials=browser_credentials()))
-        for m in models
+        for m in MODELS.values()
     ]
     browser = {"openAiApiKey": BROWSER_KEYS["openai"], "anthropicApiKey": BROWSER_KEYS["anthropic"]}
     ws = stack.processes.ws_url
@@ -231,14 +245,14 @@ async def test_each_endpoint_gets_only_its_own_key(stack: Stack) -> None:
     listeners = stack.listeners
     strays = {name: listeners[name].strays(allowed) for name, allowed in ALLOWED.items()}
     assert strays == dict.fromkeys(ALLOWED, 0)
-    # Every endpoint was asked (so the count above means something), keyed ones with
-    # their own key.
-    assert len(listeners["local"].requests) == 2 + 2 * 4
-    for name in ("plain", "vllm", "resp", "az"):
-        assert len(listeners[name].requests) == 2, name
-    for name in ("vllm", "resp", "az"):
-        [key] = ALLOWED[name]
-        assert all(key in text for text in listeners[name].requests), name
+    # Every endpoint was asked (so the count above means something), keyed ones with a
+    # key of their own.
+    asked = {name: len(listener.requests) for name, listener in listeners.items()}
+    assert asked == {**dict.fromkeys(ALLOWED, 2), "local": 2 + 2 * 4}
+    for name, allowed in ALLOWED.items():
+        assert all(any(k in text for k in allowed) for text in listeners[name].requests) or (
+            not allowed
+        ), name
 
 
 # -- item 11: look-alike paths ----------------------------------------------------------
