@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from services.common.vendor import Answer, VendorCatalog
+from services.common.vendor_fonts import BadFontsRequest
 from services.common.vendor_urls import CDN_HOSTS
 
 VENDOR_DIR = "vendor"
@@ -85,7 +86,10 @@ def _drop_cors_attributes(match: re.Match[str]) -> str:
 
 def _bundle(url: str, catalog: VendorCatalog, bundle: VendorBundle) -> str | None:
     # Generated answers live directly in vendor/, so `./<rel>` names a vendored file there.
-    answer = catalog.answer(url, _local)
+    try:
+        answer = catalog.answer(url, _local)
+    except BadFontsRequest:
+        return None  # the page's own malformed fonts URL: left as written
     if answer is None:
         return None
     if answer.rel is not None:
