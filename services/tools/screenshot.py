@@ -465,11 +465,8 @@ class Screenshotter:
                 socket.connect_to_server()
             else:
                 await socket.close(code=1008, reason="blocked by the preview sandbox")
-        except PlaywrightError:
-            pass  # as above: the page may be gone already
-        except Exception:
-            # Never raised: Playwright would fail another user's next call with it.
-            log.exception("websocket route failed; closed", extra={"url": socket.url[:200]})
+        except Exception:  # never raised: Playwright would fail another user's next call
+            log.info("websocket route failed (the page may be gone); closed", exc_info=True)
             with contextlib.suppress(Exception):
                 await socket.close(code=1011, reason="the preview sandbox failed")
 
