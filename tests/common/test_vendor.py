@@ -179,6 +179,8 @@ def test_an_index_that_disagrees_with_the_manifest_is_refused(tmp_path: Path) ->
         ("family=Inter:ital,wght@2,400", "ital is 0 or 1, not '2'"),
         ("family=Inter:ital,wght@1", "'1' has 1 values for 2 axes ('ital,wght')"),
         ("family=Inter:wght", "axes without values"),
+        ("family=Inter:wght@" + ";".join(["400"] * 101), "101 faces asked for; at most 100"),
+        ("family=Inter&" * 101, "101 faces asked for; at most 100 in one request"),
     ],
 )
 def test_a_malformed_google_fonts_query_is_refused_saying_why(query: str, message: str) -> None:
