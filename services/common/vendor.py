@@ -300,7 +300,9 @@ class VendorCatalog:
     def answer(self, url: str, file_url: Callable[[str], str]) -> Answer | None:
         """The local answer to `url`, or None when it is not something we vendor (the
         caller then treats it as any other request). `file_url(rel)` is how a generated
-        answer (a Google Fonts stylesheet, a `+esm` module) names a vendored file."""
+        answer (a Google Fonts stylesheet, a `+esm` module) names a vendored file.
+        BadFontsRequest (a ValueError) when `url` is a malformed Google Fonts query: a
+        400 for the caller to answer, as Google would."""
         ref = vendor_urls.parse(url)
         if isinstance(ref, GoogleFontsRef):
             return self._fonts(ref, file_url)

@@ -9,6 +9,9 @@ at its one variable file per subset and style, as Google's do.
 
 Only a request whose every family we vendor is answered: one family we lack and the whole
 request is left to the network, as it was (docs/offline.md says which families we ship).
+A query we cannot read is refused whatever its families (`BadFontsRequest`, a 400, as
+Google answers it): its values come from any page, so they are parsed strictly, never by
+`float()` (`wght@inf` and `wght@1e999` used to raise OverflowError inside the browser).
 """
 
 from __future__ import annotations
@@ -36,6 +39,18 @@ _V1_NAMED = {"regular": (400, "normal"), "bold": (700, "normal"), "b": (700, "no
 _V1_NAMED |= {"italic": (400, "italic"), "bolditalic": (700, "italic"), "bi": (700, "italic")}
 _V1_NAMED |= {"r": (400, "normal"), "i": (400, "italic")}
 _DISPLAY = frozenset({"auto", "block", "swap", "fallback", "optional"})
+# CSS font-weight's range (CSS Fonts 4); Google's wght axis lives inside it.
+MIN_WEIGHT, MAX_WEIGHT = 1, 1000
+# Faces (a family's style and weight) one request may ask for, all families together: a
+# page needs a handful, and each costs a rule per subset (a 480 KB query asking 40,000
+# took 3.7 s of a worker's CPU to answer with tens of megabytes).
+MAX_FACES = 100
+# Long enough for any value of a real request; what is shown of a bad one.
+_SHOWN = 40
+
+
+class BadFontsRequest(ValueError):
+    """A Google Fonts query that is not one; the message says what is wrong with it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,21 +106,21 @@ class FontsRequest:
 
 
 def parse_request(path: str, query: str) -> FontsRequest | None:
-    """The families and faces a `/css` or `/css2` query asks for; None if it is not one."""
+    """The families and faces a `/css` or `/css2` query asks for; None if it names none
+    (or the path is neither). BadFontsRequest when a family's spec is malformed."""
     params = parse_qs(query, keep_blank_values=False)
     asked = params.get("display", [])
     display = asked[-1] if asked and asked[-1] in _DISPLAY else None
     raw = params.get("family") or []
-    families: list[FamilyRequest] = []
-    try:
-        if path == "/css2":
-            families = [_parse_css2_family(spec) for spec in raw]
-        elif path == "/css":
-            families = [_parse_css1_family(s) for spec in raw for s in spec.split("|") if s]
-        else:
-            return None
-    except ValueError:
+    if path == "/css2":
+        families = [_parse_css2_family(spec) for spec in raw]
+    elif path == "/css":
+        families = [_parse_css1_family(s) for spec in raw for s in spec.split("|") if s]
+    else:
         return None
+    faces = sum(len(family.faces) for family in families)
+    if faces > MAX_FACES:
+        raise BadFontsRequest(f"{faces} faces asked for; at most {MAX_FACES} in one request")
     return FontsRequest(tuple(families), display) if families else None
 
 
@@ -115,17 +130,46 @@ def _parse_css2_family(spec: str) -> FamilyRequest:
         return FamilyRequest(name.strip(), (Face("normal", 400),))
     axes_text, at, tuples_text = axes_spec.partition("@")
     if not at:
-        raise ValueError("axes without values")
+        raise BadFontsRequest(f"family {_shown(spec)}: axes without values (`:wght@400`)")
     axes = axes_text.split(",")
     faces: list[Face] = []
     for item in tuples_text.split(";"):
-        values = dict(zip(axes, item.split(","), strict=True))
-        style = "italic" if values.get("ital", "0") == "1" else "normal"
-        wght = values.get("wght", "400")
-        low, dots, high = wght.partition("..")
-        weight: int | tuple[int, int] = (int(low), int(high)) if dots else int(float(low))
-        faces.append(Face(style, weight))
+        values = item.split(",")
+        if len(values) != len(axes):
+            raise BadFontsRequest(
+                f"family {_shown(spec)}: {_shown(item)} has {len(values)} values for "
+                f"{len(axes)} axes ({_shown(axes_text)})"
+            )
+        named = dict(zip(axes, values, strict=True))
+        ital = named.get("ital", "0")
+        if ital not in ("0", "1"):
+            raise BadFontsRequest(f"family {_shown(spec)}: ital is 0 or 1, not {_shown(ital)}")
+        low, dots, high = named.get("wght", "400").partition("..")
+        weight: int | tuple[int, int] = (_weight(low), _weight(high)) if dots else _weight(low)
+        if isinstance(weight, tuple) and weight[0] > weight[1]:
+            raise BadFontsRequest(f"family {_shown(spec)}: the weight range {low}..{high} is empty")
+        faces.append(Face("italic" if ital == "1" else "normal", weight))
     return FamilyRequest(name.strip(), tuple(faces))
+
+
+def _weight(text: str) -> int:
+    """A weight as written in a query: a whole number of at most four ASCII digits, in
+    CSS's range (digits checked before any conversion: no float, no 400-digit int)."""
+    if not (0 < len(text) <= 4 and text.isascii() and text.isdecimal()):
+        raise BadFontsRequest(
+            f"font weight {_shown(text)} is not a whole number from {MIN_WEIGHT} to {MAX_WEIGHT}"
+        )
+    weight = int(text)
+    if not MIN_WEIGHT <= weight <= MAX_WEIGHT:
+        raise BadFontsRequest(
+            f"font weight {weight} is out of range: a whole number from {MIN_WEIGHT} to "
+            f"{MAX_WEIGHT}"
+        )
+    return weight
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "…")
 
 
 def _parse_css1_family(spec: str) -> FamilyRequest:
@@ -137,9 +181,10 @@ def _parse_css1_family(spec: str) -> FamilyRequest:
             faces.append(Face(style, weight))
             continue
         found = _V1_VARIANT.match(variant)
-        if found is None or not variant:
-            raise ValueError(f"unknown variant {variant!r}")
-        faces.append(Face("italic" if found["italic"] else "normal", int(found["weight"] or 400)))
+        if found is None:
+            raise BadFontsRequest(f"family {_shown(spec)}: unknown variant {_shown(variant)}")
+        weight = _weight(found["weight"]) if found["weight"] else 400
+        faces.append(Face("italic" if found["italic"] else "normal", weight))
     return FamilyRequest(name.strip(), tuple(faces) or (Face("normal", 400),))
 
 

@@ -5,6 +5,10 @@ Every renderer that drives Chromium itself uses this one function: the tool work
 `screenshot_preview` and URL captures, `s2c eval`, and any later render of a page (the
 fidelity score). What is not vendored goes to the caller's `otherwise` handler (the egress
 guard in the tool workers; a refusal in eval), exactly as it would without us.
+
+No exception ever leaves the route handler: Playwright re-raises a handler's error from
+the next call on the shared connection, whoever makes it, so one page's bad URL would fail
+another user's screenshot. A request whose handling failed is aborted and logged instead.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from playwright.async_api import BrowserContext, Route
 from playwright.async_api import Error as PlaywrightError
 
 from services.common.vendor import VendorCatalog, VendorError
+from services.common.vendor_fonts import BadFontsRequest
 from services.common.vendor_urls import VENDOR_HOST
 
 log = logging.getLogger(__name__)
@@ -44,6 +49,10 @@ async def answer_from_vendor(route: Route, catalog: VendorCatalog | None) -> boo
     try:
         # Off the loop: a first read hashes the file (Babel is 3 MB).
         answer = await asyncio.to_thread(catalog.answer, url, browser_file_url)
+    except BadFontsRequest as exc:
+        # The page's own malformed fonts URL: Google's answer, with the reason.
+        await _quietly_fulfill(route, 400, f"Bad Google Fonts request: {exc}\n".encode())
+        return True
     except (VendorError, OSError) as exc:
         log.error("vendored file refused", extra={"url": url[:200], "reason": str(exc)})
         await _quietly_abort(route)
@@ -53,14 +62,7 @@ async def answer_from_vendor(route: Route, catalog: VendorCatalog | None) -> boo
             await _quietly_abort(route)  # our own namespace: never sent anywhere
             return True
         return False
-    with contextlib.suppress(PlaywrightError):  # the page closed while we answered
-        await route.fulfill(
-            status=200,
-            body=answer.body,
-            content_type=answer.content_type,
-            # Module scripts and fonts are CORS requests; the CDNs answer them with `*`.
-            headers={"access-control-allow-origin": "*", "cache-control": CACHE_CONTROL},
-        )
+    await _quietly_fulfill(route, 200, answer.body, answer.content_type)
     return True
 
 
@@ -71,12 +73,30 @@ async def route_offline(
     to `otherwise`. Call before the context's first page loads anything."""
 
     async def handle(route: Route) -> None:
-        if not await answer_from_vendor(route, catalog):
-            await otherwise(route)
+        try:
+            if not await answer_from_vendor(route, catalog):
+                await otherwise(route)
+        except Exception:
+            # Raised, it would fail whichever call comes next on the shared connection.
+            url = route.request.url[:200]
+            log.exception("browser request handler failed; aborted", extra={"url": url})
+            await _quietly_abort(route)
 
     await context.route("**/*", handle)
 
 
+async def _quietly_fulfill(
+    route: Route, status: int, body: bytes, content_type: str = "text/plain; charset=utf-8"
+) -> None:
+    # Module scripts and fonts are CORS requests; the CDNs answer them with `*`.
+    headers = {"access-control-allow-origin": "*"}
+    if status == 200:
+        headers["cache-control"] = CACHE_CONTROL
+    with contextlib.suppress(PlaywrightError):  # the page closed while we answered
+        await route.fulfill(status=status, body=body, content_type=content_type, headers=headers)
+
+
 async def _quietly_abort(route: Route) -> None:
-    with contextlib.suppress(PlaywrightError):
+    # Also after a failed handler, which may have answered the route already.
+    with contextlib.suppress(Exception):
         await route.abort("blockedbyclient")

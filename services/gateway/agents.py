@@ -91,13 +91,18 @@ class AgentPool:
                     "gateway's agents have that name: give each its own S2C_AGENT_NAME"
                 )
             if name not in self._names:
-                known = ", ".join(sorted(self._names)) or "none"
+                # The operator's detail goes to the log: any client may send any id, and
+                # the names and addresses of the agents are not theirs to learn.
+                log.warning(
+                    "a generation id names no agent of this gateway",
+                    extra={"agent": name, "known": sorted(self._names), "unreachable": unreachable},
+                )
                 message = (
                     f"generation {shown} belongs to agent {name!r}, which is not one of "
-                    f"this gateway's agents (S2C_AGENT_ADDR; their names: {known})"
+                    "this gateway's agents"
                 )
                 if unreachable:
-                    message += f"; unreachable now: {', '.join(unreachable)}"
+                    message += " (or is one that does not answer now)"
                 raise UnknownOwner(message)
         return self._names[name]
 

@@ -49,24 +49,35 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    """200 either way: the gateway still serves generations when its storage fails or a tool
-    cannot run, and a restart would mend neither; "degraded" says what fails and why. While
-    the store fails, each call probes it, so the answer turns "ok" once the disk is writable
-    again. `capabilities` is what the agent reports of the tool workers: a tool they cannot
-    run now (a browser that does not launch) or an agent that does not answer degrades."""
-    store = request.app[DESIGN_SYSTEMS_KEY]
+    """The probes' route, public: only `{"status": "ok" | "degraded"}`. What fails and why
+    (tool names, a browser's launch error, a storage error's path) is `/api/health`'s, which
+    the gateway token protects as it protects `/api/capabilities`."""
+    return web.json_response({"status": (await health(request.app))["status"]})
+
+
+async def health_detail(request: web.Request) -> web.Response:
+    """`/healthz` with what degrades it: `storage` and `capabilities` (see `health`)."""
+    return web.json_response(await health(request.app))
+
+
+async def health(app: web.Application) -> dict[str, Any]:
+    """Both routes answer 200 either way: the gateway still serves generations when its
+    storage fails or a tool cannot run, and a restart would mend neither; "degraded" is
+    not a probe failure. While the store fails, each call probes it, so the answer turns
+    "ok" once the disk is writable again. `capabilities` is what the agent reports of the
+    tool workers: a tool they cannot run now (a browser that does not launch) or an agent
+    that does not answer degrades."""
+    store = app[DESIGN_SYSTEMS_KEY]
     healthy = await store.probe()
     storage = {STORE_NAME: store.health.to_json()}
-    capabilities = await agent_capabilities(request.app, HEALTHZ_AGENT_TIMEOUT_S)
+    capabilities = await agent_capabilities(app, HEALTHZ_AGENT_TIMEOUT_S)
     if "error" in capabilities or capabilities["unavailable"]:
         healthy = False
-    return web.json_response(
-        {
-            "status": "ok" if healthy else "degraded",
-            "storage": storage,
-            "capabilities": capabilities,
-        }
-    )
+    return {
+        "status": "ok" if healthy else "degraded",
+        "storage": storage,
+        "capabilities": capabilities,
+    }
 
 
 async def capabilities(request: web.Request) -> web.Response:
@@ -163,6 +174,7 @@ def create_app(settings: GatewaySettings) -> web.Application:
     app.router.add_get("/generate-code", generate_code)
     app.cleanup_ctx.append(hold_context)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/api/health", health_detail)
     app.router.add_get("/metrics", metrics_endpoint)
     app.router.add_get("/api/capabilities", capabilities)
     app.router.add_get("/api/providers", providers)

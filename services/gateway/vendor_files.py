@@ -21,6 +21,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from services.common.vendor import Answer, VendorCatalog, VendorError
+from services.common.vendor_fonts import BadFontsRequest
 from services.common.vendor_urls import CDN_HOSTS
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,12 @@ async def _off_loop(work: Callable[[], Answer | None]) -> Answer | None:
     try:
         # In a thread: a file's first read is hashed (Babel is 3 MB).
         return await asyncio.to_thread(work)
+    except BadFontsRequest as exc:
+        # The page's own mistake, answered as Google answers it.
+        raise web.HTTPBadRequest(
+            text=json.dumps({"detail": f"Bad Google Fonts request: {exc}"}),
+            content_type="application/json",
+        ) from None
     except (VendorError, OSError) as exc:
         log.error("vendored file refused", extra={"reason": str(exc)})
         raise web.HTTPServiceUnavailable(

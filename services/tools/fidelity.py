@@ -25,7 +25,7 @@ from services.fidelity.metrics import Scores
 from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_available
 from services.fidelity.regions import Region, side_by_side, worst_regions
 from services.fidelity.score import PngScore, png_size, score_png
-from services.tools.preview_tool import inline_project
+from services.tools.preview_tool import project_html
 from services.tools.screenshot import Screenshotter
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class FidelityScorer:
         if problem is not None:
             raise ScoringError(f"path: {problem}")
         outcome = await self.score(
-            inline_project(page, files),
+            await project_html(page, files),
             image_url,
             image_index=image_index,
             width=width,

@@ -460,11 +460,15 @@ class Screenshotter:
             pass  # the context closed while we decided; nothing is left to release
 
     async def _route_websocket(self, socket: WebSocketRoute) -> None:
-        with contextlib.suppress(PlaywrightError):  # as above: the page may be gone already
+        try:
             if await self._guard.allows_url(socket.url):
                 socket.connect_to_server()
             else:
                 await socket.close(code=1008, reason="blocked by the preview sandbox")
+        except Exception:  # never raised: Playwright would fail another user's next call
+            log.info("websocket route failed (the page may be gone); closed", exc_info=True)
+            with contextlib.suppress(Exception):
+                await socket.close(code=1011, reason="the preview sandbox failed")
 
 
 async def page_clip(page: Page, max_width: int, max_height: int) -> FloatRect | None:

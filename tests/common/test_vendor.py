@@ -24,6 +24,7 @@ from services.common.vendor import (
     VendorError,
     check,
 )
+from services.common.vendor_fonts import BadFontsRequest, Face, parse_request
 from services.common.vendor_route import browser_file_url
 
 
@@ -161,3 +162,43 @@ def test_an_index_that_disagrees_with_the_manifest_is_refused(tmp_path: Path) ->
         VendorCatalog.load(tmp_path)
     with pytest.raises(VendorError, match="run make install"):
         VendorCatalog.load(tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("family=Inter:wght@inf", "font weight 'inf' is not a whole number from 1 to 1000"),
+        ("family=Inter:wght@1e999", "font weight '1e999' is not a whole number from 1 to 1000"),
+        (f"family=Inter:wght@{'9' * 400}", f"font weight '{'9' * 40}…' is not a whole number"),
+        ("family=Inter:wght@400.5", "font weight '400.5' is not a whole number"),
+        ("family=Inter:wght@١٠٠", "font weight '١٠٠' is not a whole number"),  # Arabic digits
+        ("family=Inter:wght@0", "font weight 0 is out of range: a whole number from 1 to 1000"),
+        ("family=Inter:wght@1001", "font weight 1001 is out of range"),
+        ("family=Inter:wght@100..inf", "font weight 'inf' is not a whole number"),
+        ("family=Inter:wght@700..100", "the weight range 700..100 is empty"),
+        ("family=Inter:ital,wght@2,400", "ital is 0 or 1, not '2'"),
+        ("family=Inter:ital,wght@1", "'1' has 1 values for 2 axes ('ital,wght')"),
+        ("family=Inter:wght", "axes without values"),
+        ("family=Inter:wght@" + ";".join(["400"] * 101), "101 faces asked for; at most 100"),
+        ("family=Inter&" * 101, "101 faces asked for; at most 100 in one request"),
+    ],
+)
+def test_a_malformed_google_fonts_query_is_refused_saying_why(query: str, message: str) -> None:
+    # Any page may ask for these: before issue 35, `wght@inf` raised OverflowError inside
+    # the browser's route handler, failing another user's screenshot.
+    with pytest.raises(BadFontsRequest) as refused:
+        parse_request("/css2", query)
+    assert message in str(refused.value)
+
+
+def test_the_older_css_api_holds_its_weights_to_the_same_range() -> None:
+    with pytest.raises(BadFontsRequest, match="font weight 0 is out of range"):
+        parse_request("/css", "family=Roboto:000")
+    with pytest.raises(BadFontsRequest, match="unknown variant 'heavy'"):
+        parse_request("/css", "family=Roboto:heavy")
+    parsed = parse_request("/css", "family=Roboto:400,700italic")
+    assert parsed is not None
+    assert parsed.families[0].faces == (Face("normal", 400), Face("italic", 700))
+    ranged = parse_request("/css2", "family=Inter:ital,wght@0,100..900;1,1000")
+    assert ranged is not None
+    assert ranged.families[0].faces == (Face("normal", (100, 900)), Face("italic", 1000))

@@ -145,11 +145,11 @@ async def test_a_full_disk_under_the_gateway_gives_clear_design_system_errors(
             async with http.get(f"{base}/api/design-systems") as response:
                 assert response.status == 200  # reads still work
                 assert await response.json() == [kept]
-            async with http.get(f"{base}/healthz") as response:
+            async with http.get(f"{base}/api/health") as response:
                 assert response.status == 200
-                healthz = await response.json()
-            assert healthz["status"] == "degraded"
-            assert healthz["storage"]["design_systems"]["op"] == "write"
+                health = await response.json()
+            assert health["status"] == "degraded"
+            assert health["storage"]["design_systems"]["op"] == "write"
             async with http.get(f"{base}/metrics") as response:
                 metrics = await response.text()
             assert 's2c_storage_healthy{store="design_systems"} 0.0' in metrics

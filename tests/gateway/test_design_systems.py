@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from services.gateway.access import AccessSettings
 from services.gateway.app import create_app
 from services.gateway.design_systems import (
     MAX_CONTENT_BYTES,
@@ -430,7 +431,7 @@ async def test_an_unusable_data_dir_is_a_clear_503_and_healthz_says_degraded(
     try:
         created = await create(client, "Kept")
         # (No agent runs here, so the status is "degraded" throughout: the storage says why.)
-        assert (await (await client.get("/healthz")).json())["storage"] == {
+        assert (await (await client.get("/api/health")).json())["storage"] == {
             "design_systems": {"ok": True}
         }
         data_dir.rename(tmp_path / "moved")
@@ -450,8 +451,9 @@ async def test_an_unusable_data_dir_is_a_clear_503_and_healthz_says_degraded(
             assert response.status == 503
             assert "NotADirectoryError" in (await response.json())["detail"]
 
-        health = await (await client.get("/healthz")).json()
+        health = await (await client.get("/api/health")).json()
         assert health["status"] == "degraded"
+        assert await (await client.get("/healthz")).json() == {"status": "degraded"}
         store = health["storage"]["design_systems"]
         assert store["ok"] is False
         assert store["op"] == "read"
@@ -460,14 +462,38 @@ async def test_an_unusable_data_dir_is_a_clear_503_and_healthz_says_degraded(
         assert 's2c_storage_healthy{store="design_systems"} 0.0' in metrics
         assert 's2c_storage_errors_total{op="read",store="design_systems"}' in metrics
 
-        # Recovery: the directory is back; the next /healthz probe finds it writable.
+        # Recovery: the directory is back; the next health probe finds it writable.
         data_dir.unlink()
         (tmp_path / "moved").rename(data_dir)
-        health = await (await client.get("/healthz")).json()
+        health = await (await client.get("/api/health")).json()
         assert health["storage"] == {"design_systems": {"ok": True}}
         metrics = await (await client.get("/metrics")).text()
         assert 's2c_storage_healthy{store="design_systems"} 1.0' in metrics
         assert [s["name"] for s in await listed(client)] == ["Kept"]
+    finally:
+        await client.close()
+
+
+async def test_with_a_token_public_healthz_says_only_its_status(tmp_path: Path) -> None:
+    # Issue 35: /healthz carried the tool list and the unavailable reasons (a browser's
+    # launch error, a store's error and path) that the token protects on other routes.
+    token = "healthz-test-token-0123456789"
+    settings = GatewaySettings(data_dir=tmp_path, access=AccessSettings(token=token))
+    client: Client = TestClient(TestServer(create_app(settings)))
+    await client.start_server()
+    try:
+        # No agent runs here: "degraded", and the detail says why.
+        public = await client.get("/healthz")
+        refused = await client.get("/api/health")
+        detail = await client.get("/api/health", headers={"Authorization": f"Bearer {token}"})
+
+        assert public.status == 200
+        assert await public.json() == {"status": "degraded"}
+        assert refused.status == 401
+        health = await detail.json()
+        assert health["status"] == "degraded"
+        assert health["storage"] == {"design_systems": {"ok": True}}
+        assert health["capabilities"]["error"] == "agent unavailable"
     finally:
         await client.close()
 

@@ -392,7 +392,7 @@ def _old_tokens(code: str) -> list[tuple[str, str, str]]:
 
 
 def _tokens(code: str) -> list[tuple[str, str, str]]:
-    from services.gateway.export_markup import RawText, scan_markup
+    from services.common.markup import RawText, scan_markup
 
     return [
         ("raw", t.name, code[t.start : t.end])

@@ -1,6 +1,6 @@
 """A tool worker whose browser cannot launch says so: in its gRPC health, its metrics, its
-ListTools answer, the gateway's /healthz and /api/capabilities, and each variant's status
-line, while every other tool (and the generation) goes on.
+ListTools answer, the gateway's /healthz ("degraded"), /api/health and /api/capabilities
+(why), and each variant's status line, while every other tool (and the generation) goes on.
 
 The host has a working Chromium, so the broken one is staged: S2C_CHROMIUM_PATH names an
 executable that exits at once, as a browser missing a library does.
@@ -90,8 +90,9 @@ async def test_a_browser_that_does_not_launch_is_reported_everywhere(
     assert "s2c_browser_healthy 0.0" in metrics
     assert "s2c_browser_launch_failures_total 1.0" in metrics
 
-    health: Any = await get_json(f"{suite.http_url}/healthz")
+    health: Any = await get_json(f"{suite.http_url}/api/health")
     capabilities: Any = await get_json(f"{suite.http_url}/api/capabilities")
+    assert await get_json(f"{suite.http_url}/healthz") == {"status": "degraded"}
     assert health["status"] == "degraded"
     assert health["capabilities"]["unavailable"] == {"screenshot_preview": reason}
     assert capabilities["screenshot_preview"] is False
@@ -116,7 +117,7 @@ async def test_a_browser_that_does_not_launch_is_reported_everywhere(
 async def test_screenshots_turned_off_degrade_nothing(tmp_path: Path) -> None:
     # As configured (S2C_SCREENSHOTS=0), not broken: no browser health, nothing unavailable.
     async with running_suite(tmp_path) as suite:
-        health: Any = await get_json(f"{suite.http_url}/healthz")
+        health: Any = await get_json(f"{suite.http_url}/api/health")
         assert health["status"] == "ok"
         assert health["capabilities"]["screenshot_preview"] is False
         assert health["capabilities"]["unavailable"] == {}
@@ -133,7 +134,7 @@ async def test_a_working_browser_degrades_nothing(tmp_path: Path) -> None:
     async with running_suite(tmp_path, tools=ToolsSettings()) as suite:
         port = suite.tools.port
         assert await browser_status(port, Status.SERVING) == Status.SERVING
-        health: Any = await get_json(f"{suite.http_url}/healthz")
+        health: Any = await get_json(f"{suite.http_url}/api/health")
         assert health["status"] == "ok"
         assert health["capabilities"]["screenshot_preview"] is True
         assert health["capabilities"]["unavailable"] == {}

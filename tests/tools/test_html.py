@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from services.common.html import extract_html_content
 
@@ -115,3 +119,30 @@ def test_adversarial_400kb_inputs_stay_linear(text: str) -> None:
     result = extract_html_content(text)
     assert isinstance(result, str)
     assert len(result) <= len(text)
+
+
+# The document regexes before issue 35: linear only up to their bounded attribute runs,
+# which every later `<html ` of an unterminated run read again (about 1 s a megabyte).
+_OLD_DOCTYPE = re.compile(r"<!DOCTYPE\s+html\b[^>]{0,1024}>", re.IGNORECASE)
+_OLD_HTML_OPEN = re.compile(r"<html(?=[\s>])[^>]{0,4096}>", re.IGNORECASE)
+_HTML_CLOSE = re.compile(r"</html\s*>", re.IGNORECASE)
+
+
+def _old_document(text: str) -> str | None:
+    doctype = _OLD_DOCTYPE.search(text)
+    opened = _OLD_HTML_OPEN.search(text, doctype.end()) if doctype else None
+    close = _HTML_CLOSE.search(text, opened.end()) if opened else None
+    if doctype and close:
+        return text[doctype.start() : close.end()]
+    opened = _OLD_HTML_OPEN.search(text)
+    close = _HTML_CLOSE.search(text, opened.end()) if opened else None
+    return text[opened.start() : close.end()] if opened and close else None
+
+
+_PIECES = ["<html", "<HTML", "<htmlx", " ", "\t", ">", "<!DOCTYPE", "<!doctype html>", "html"]
+_PIECES += ["</html>", "</HTML >", "x", "a" * 1100, "a" * 4000]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=14).map("".join))
+def test_the_document_is_the_one_the_old_regexes_found(text: str) -> None:
+    assert extract_html_content(text) == (_old_document(text) or text)

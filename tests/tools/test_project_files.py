@@ -4,6 +4,8 @@ stylesheets and scripts."""
 
 from __future__ import annotations
 
+import pytest
+
 from services.common.tool_types import FileState
 from services.tools.file_tools import create_file, edit_file
 from services.tools.preview_tool import page_to_render
@@ -101,18 +103,58 @@ async def test_a_second_file_counts_the_first_against_the_limit() -> None:
     assert fits.ok
 
 
-def test_a_preview_renders_the_page_with_its_own_stylesheet_and_script() -> None:
+async def test_a_preview_renders_the_page_with_its_own_stylesheet_and_script() -> None:
     script = FileState("js/app.js", "document.title = '</script>'")
     page = FileState(
         "index.html", INDEX.content.replace("<body>", '<body><script src="js/app.js"></script>')
     )
-    shown, html = page_to_render(page, (page, PRICING, CSS, script))
+    shown, html = await page_to_render(page, (page, PRICING, CSS, script))
     assert shown == page
     assert "<style>h1 { color: red }</style>" in html
     assert "<script>document.title = '<\\/script>'</script>" in html
     # A stylesheet is not a page: the entry page is rendered instead.
-    shown, _ = page_to_render(CSS, (PRICING, INDEX, CSS))
+    shown, _ = await page_to_render(CSS, (PRICING, INDEX, CSS))
     assert shown == INDEX
     # A link to a file the project lacks is left as it is.
-    _, lone = page_to_render(INDEX, ())
+    _, lone = await page_to_render(INDEX, ())
     assert '<link rel="stylesheet" href="site.css">' in lone
+
+
+@pytest.mark.timeout(60)
+async def test_a_page_of_unclosed_tags_is_inlined_in_one_scan() -> None:
+    # Issue 35: 15 KB of `<link rel=stylesheet ` held a worker's loop for 50 s (the
+    # regexes backtracked cubically); these 100 KB would have taken days. No timed
+    # assertion: before the fix this never ends, which the timeout catches.
+    script = FileState("js/app.js", "run()")
+    hostile = "<link rel=stylesheet " * 2900 + '<script src="js/app.js" ' * 2000
+    real = '<link rel="stylesheet" href="site.css"><script defer src="js/app.js"></script>'
+    page = FileState("index.html", real + hostile)
+
+    _, html = await page_to_render(page, (page, CSS, script))
+
+    # The fragments never close, so (as in a browser) none of them is a tag.
+    assert html == "<style>h1 { color: red }</style><script defer>run()</script>" + hostile
+
+
+async def test_links_are_read_as_a_browser_reads_them() -> None:
+    # Any attribute order, rel as a token list, references resolved from the page's folder
+    # and unescaped; comments, other hosts and scripts with a body are left alone.
+    css = FileState("css/site.css", "p {}")
+    page = FileState(
+        "pages/about.html",
+        '<LINK HREF="../css/site.css?v=2" REL="alternate stylesheet">'
+        "<!-- <link rel=stylesheet href=../css/site.css> -->"
+        '<link rel="stylesheet" href="https://cdn.test/css/site.css">'
+        '<link rel=icon href="../css/site.css">'
+        '<script src="../js/a&#46;js" type="module"></script >'
+        '<script src="../js/a.js">inline()</script>',
+    )
+    _, html = await page_to_render(page, (page, css, FileState("js/a.js", "x = '</SCRIPT>'")))
+    assert html == (
+        "<style>p {}</style>"
+        "<!-- <link rel=stylesheet href=../css/site.css> -->"
+        '<link rel="stylesheet" href="https://cdn.test/css/site.css">'
+        '<link rel=icon href="../css/site.css">'
+        "<script type=\"module\">x = '<\\/SCRIPT>'</script>"
+        '<script src="../js/a.js">inline()</script>'
+    )
