@@ -103,7 +103,9 @@ class Planner:
         violations += meta_violations(
             len(request.prompt.images), request.prompt.image_meta, self._settings.max_pages
         )
-        violations += project_violations(request.files, self._settings.max_project_bytes)
+        violations += project_violations(
+            request.files, self._settings.max_project_bytes, self._settings.max_project_files
+        )
         violations += self._image_violations(request, asked)
         if violations:
             raise InvalidRequest(violations)
@@ -140,7 +142,7 @@ class Planner:
             credentials=credentials,
             models=tuple(models),
             variant_count=count,
-            tools=tool_context(request, settings.max_project_bytes),
+            tools=tool_context(request, settings.max_project_bytes, settings.max_project_files),
             refusal=refusal,
         )
 
@@ -196,7 +198,9 @@ class Planner:
         return list(dict.fromkeys(ids))
 
 
-def tool_context(request: GenerationRequest, max_project_bytes: int = 0) -> ToolContext:
+def tool_context(
+    request: GenerationRequest, max_project_bytes: int = 0, max_project_files: int = 0
+) -> ToolContext:
     return ToolContext(
         input_images=input_images(request),
         option_codes=request.option_codes,
@@ -206,6 +210,7 @@ def tool_context(request: GenerationRequest, max_project_bytes: int = 0) -> Tool
         asset_base_url=request.asset_base_url,
         viewport_widths=page_plan(len(request.prompt.images), request.prompt.image_meta).widths,
         max_project_bytes=max_project_bytes,
+        max_project_files=max_project_files,
         image_tags=image_tags(request),
     )
 
