@@ -42,7 +42,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from services.common.tracing import outgoing_metadata, tracer
 from services.gateway.access import FrameLimitedWebSocketResponse
 from services.gateway.agents import GENERATION_ID_HEADER, Agent, AgentPool, UnknownOwner
-from services.gateway.bodies import parse_json
+from services.gateway.bodies import TooManyValues, parse_json
 from services.gateway.frames import FrameBuilder, frame
 from services.gateway.keys import (
     AGENTS_KEY,
@@ -133,6 +133,8 @@ async def _read_params(
         raise ParamsError(
             f"Invalid params: not valid JSON ({exc.msg} at position {exc.pos})"
         ) from None
+    except TooManyValues as exc:
+        raise ParamsError(f"Invalid params: {exc}") from None
     except (ValueError, RecursionError):
         # Numbers too long to convert, or nesting too deep for the parser.
         raise ParamsError(

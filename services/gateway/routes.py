@@ -27,7 +27,7 @@ from services.common.project_limits import too_many_files
 from services.common.project_paths import path_problem
 from services.common.storage import StorageHealth
 from services.common.tracing import outgoing_metadata
-from services.gateway.bodies import parse_json, read_capped
+from services.gateway.bodies import TooManyValues, parse_json, read_capped
 from services.gateway.design_systems import (
     STORE_NAME,
     Clock,
@@ -156,6 +156,8 @@ async def _json_body(request: web.Request, max_bytes: int) -> object:
         return await parse_json(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"Request body is not valid JSON: {exc}") from exc
+    except TooManyValues as exc:
+        raise ApiError(413, f"Request body is too large: {exc}") from None
     except (RecursionError, ValueError):
         # Nesting deeper than the parser's recursion allows, or an integer too long to
         # convert: JSON, but not one any route takes.

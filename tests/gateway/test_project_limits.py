@@ -11,7 +11,12 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from services.gateway.bodies import PARSE_ON_LOOP_BYTES, parse_json
+from services.gateway.bodies import (
+    MAX_JSON_VALUES,
+    PARSE_ON_LOOP_BYTES,
+    TooManyValues,
+    parse_json,
+)
 from services.gateway.export import Asset, _zip
 from services.gateway.export_markup import CpuBudget, ExportTooComplex
 from services.gateway.params import ParamsError, parse_params
@@ -54,17 +59,30 @@ async def test_an_export_of_more_files_than_a_project_holds_is_refused(tmp_path:
 async def test_a_large_frame_is_parsed_while_the_loop_goes_on() -> None:
     # On the loop, the parse would finish in the task's first step: the ticker would
     # count once. In a thread, the ticker runs again while the task waits for it.
-    frame = json.dumps({"files": {f"f{i}.js": "\ud800x" for i in range(PARSE_ON_LOOP_BYTES)}})
+    files = {f"f{i}.js": "\ud800" + "x" * 1000 for i in range(PARSE_ON_LOOP_BYTES // 1000)}
+    frame = json.dumps({"files": files})
     parsing = asyncio.create_task(parse_json(frame, clean=True))
     ticks = 0
     while not parsing.done():
         ticks += 1
         await asyncio.sleep(0)
     assert ticks > 1
-    files = parsing.result()["files"]
-    assert len(files) == PARSE_ON_LOOP_BYTES
-    assert files["f0.js"] == "\ufffdx"  # cleaned in the thread too
+    assert len(parsing.result()["files"]) == len(files)
+    assert parsing.result()["files"]["f0.js"] == "\ufffd" + "x" * 1000  # cleaned there too
     assert await parse_json('{"a": "\\ud800"}', clean=True) == {"a": "\ufffd"}
+
+
+async def test_a_large_text_of_more_values_than_any_frame_holds_is_refused_unparsed() -> None:
+    # json.loads holds the GIL throughout: in a thread too, a million values stop the loop.
+    values = "[" + "0," * MAX_JSON_VALUES + "0]" + " " * PARSE_ON_LOOP_BYTES
+    with pytest.raises(TooManyValues) as refused:
+        await parse_json(values)
+    assert str(refused.value) == "the JSON holds more than 100000 values, the most it may"
+    # Marks inside strings (escaped quotes and backslashes included) are text, not values.
+    text = {"a\\": "," * MAX_JSON_VALUES, 'b"': '\\"[{:' * MAX_JSON_VALUES}
+    assert await parse_json(json.dumps(text).encode()) == text
+    with pytest.raises(TooManyValues):
+        await parse_json(json.dumps(list(range(MAX_JSON_VALUES))).encode())
 
 
 def test_the_archive_is_written_within_the_exports_budget() -> None:
