@@ -11,6 +11,7 @@ from services.agent import events as ev
 from services.agent.domain import FileState
 from services.agent.engine import CostBudget, EngineError, VariantEngine
 from services.agent.providers.scripted import Say, ScriptedSession, ScriptedTurn, call_tool
+from services.agent.settings import AgentSettings
 from services.agent.tooling import ToolContext
 from services.common.project_limits import MAX_FILE_BYTES
 from tests.agent.test_engine import InProcessTools
@@ -105,3 +106,13 @@ async def test_a_text_mode_page_is_held_to_what_the_other_files_leave_of_the_pro
         "files leave of 100 (S2C_MAX_PROJECT_BYTES)."
     )
     assert [p.text for _, p in emitted if isinstance(p, ev.CodeDelta)] == ["y" * 40]
+
+
+def test_the_bounds_are_settings_of_the_agent() -> None:
+    default = AgentSettings()
+    assert (default.max_project_files, default.max_tool_calls_per_turn) == (64, 16)
+    env = {"S2C_MAX_PROJECT_FILES": "7", "S2C_MAX_TOOL_CALLS_PER_TURN": "5"}
+    settings = AgentSettings.from_env(env)
+    assert (settings.max_project_files, settings.max_tool_calls_per_turn) == (7, 5)
+    with pytest.raises(ValueError, match="S2C_MAX_TOOL_CALLS_PER_TURN must be > 0"):
+        AgentSettings.from_env({"S2C_MAX_TOOL_CALLS_PER_TURN": "0"})
