@@ -130,7 +130,7 @@ def code_bytes(result: WsResult, variant: int) -> int:
 
 
 async def test_a_text_mode_page_stops_at_a_files_limit_and_goes_no_further(stack: Stack) -> None:
-    page = "<p>" + "x" * (3 << 20) + "</p>"  # 3 MiB, past a file's 2 MiB
+    page = "<p>" + "x" * (MAX_FILE_BYTES + (128 << 10)) + "</p>"  # past a file's 2 MiB
     answer = f"Here.\n```html\n{page}\n```\n"
     pieces = [answer[i : i + (64 << 10)] for i in range(0, len(answer), 64 << 10)]
     stack.model.add_chat(*[chat_turn([Text(pieces)]) for _ in range(VARIANTS)])
