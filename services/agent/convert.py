@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import assert_never, get_args
 
 from google.protobuf import timestamp_pb2
@@ -110,11 +110,14 @@ def _check_create_input(request: pb.GenerateCodeRequest) -> list[FieldViolation]
 
 
 def request_from_proto(
-    request: pb.GenerateCodeRequest,
+    request: pb.GenerateCodeRequest, max_files: int = 0
 ) -> tuple[GenerationRequest, list[FieldViolation]]:
     """The domain request, and what is wrong with the proto's fields (an unknown enum
     value stands in as its default), so the planner reports them with its own
-    (planning.py: model ids and credentials are its to check)."""
+    (planning.py: model ids, credentials and the project are its to check).
+
+    Of `files`, at most `max_files` + 1 are read (0: all): one past the bound is enough
+    for the planner to refuse, and a million would take seconds of the event loop."""
     violations: list[FieldViolation] = []
     if request.generation_id and not _GENERATION_ID.fullmatch(request.generation_id):
         violations.append(
@@ -174,7 +177,7 @@ def request_from_proto(
         ),
         history=tuple(history),
         file_state=file_state,
-        files=tuple(FileState(f.path, f.content) for f in request.files),
+        files=_project(request.files, max_files),
         option_codes=tuple(request.option_codes),
         asset_extraction_enabled=(
             request.asset_extraction_enabled
@@ -193,6 +196,12 @@ def request_from_proto(
         asset_base_url=request.asset_base_url.rstrip("/"),
     )
     return domain, violations
+
+
+def _project(files: Sequence[common_pb2.FileState], max_files: int) -> tuple[FileState, ...]:
+    """`files` as domain values: all of them, or (with a bound) at most one past it."""
+    kept = files[: max_files + 1] if max_files > 0 else files
+    return tuple(FileState(f.path, f.content) for f in kept)
 
 
 def usage_to_proto(usage: ev.Usage) -> common_pb2.Usage:

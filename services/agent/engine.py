@@ -29,7 +29,7 @@ from services.agent.events import (
     Usage,
 )
 from services.agent.fence import FenceScanner, Piece
-from services.agent.pages import entry_file
+from services.agent.pages import entry_file, page_room
 from services.agent.providers.base import (
     WHOLE_ARGUMENTS_CHARS,
     ExecutedTool,
@@ -41,6 +41,7 @@ from services.agent.providers.base import (
 from services.agent.providers.replay import replay_arguments
 from services.agent.tooling import ToolContext, ToolExecutor
 from services.common.html import extract_html_content
+from services.common.project_limits import too_many_files, utf8_size
 from services.common.project_paths import ProjectPaths
 from services.common.text import clean_text
 from services.common.tool_summaries import summarize_text, summarize_tool_input
@@ -48,6 +49,10 @@ from services.common.tracing import tracer
 
 DEFAULT_PATH = "index.html"
 COMPARE_TOOL = "compare_with_reference"
+# Turns in which a variant's model may ask for more calls than a turn may make: the
+# calls past the bound are dropped (and the model told), and past this many such turns
+# the variant stops: a model that floods after being told once will not stop on its own.
+MAX_FLOODED_TURNS = 3
 
 # (event_id, payload); the variant index is bound by whoever owns the callback.
 Emit = Callable[[str, Payload], None]
@@ -164,6 +169,7 @@ class VariantEngine:
     # come first); `file` is the one the model last wrote, which a call without a path
     # works on.
     files: dict[str, FileState] = field(default_factory=dict)
+    flooded_turns: int = 0  # turns that asked for more calls than max_tool_calls_per_turn
 
     def __post_init__(self) -> None:
         if self.file is not None and self.file.path not in self.files:
@@ -191,19 +197,54 @@ class VariantEngine:
                 if not turn.tool_calls:
                     return self._finalize(turn.assistant_text, stream.page)
                 limit = self.max_tool_calls_per_turn
-                executed = [await self._run_tool(call, stream) for call in turn.tool_calls[:limit]]
-                # Extra calls are answered, not run, so the model can go on with fewer.
-                message = f"Too many tool calls in one turn (limit {limit}); this call was not run."
-                executed += [
-                    self._refuse(call, message, stream) for call in turn.tool_calls[limit:]
-                ]
+                kept = turn.tool_calls[:limit]
+                dropped = len(turn.tool_calls) - len(kept) + turn.dropped_calls
+                if dropped:
+                    self._flooded(limit)
+                executed = [await self._run_tool(call, stream) for call in kept]
+                if dropped:
+                    # Calls past the bound are neither run nor kept in the conversation
+                    # (providers/replay.py): the model is told once, with the last result.
+                    last = executed[-1]
+                    note = (
+                        f"{dropped} more tool calls of this turn were dropped, not run: at "
+                        f"most {limit} run per turn. Ask again for what still needs doing."
+                    )
+                    executed[-1] = replace(last, result={**last.result, "dropped_calls": note})
                 self.session.append_tool_results(turn, executed)
             raise EngineError(f"Agent exceeded max tool turns ({self.max_turns}).")
         finally:
             await self.session.close()
 
+    def _flooded(self, limit: int) -> None:
+        self.flooded_turns += 1
+        if self.flooded_turns >= MAX_FLOODED_TURNS:
+            raise EngineError(
+                f"Stopped: the model asked for more than {limit} tool calls in one turn "
+                f"{self.flooded_turns} times; at most {limit} run per turn "
+                "(S2C_MAX_TOOL_CALLS_PER_TURN)."
+            )
+
+    def takes_file(self, path: str) -> bool:
+        """Whether the project may hold a file at `path`: one it has, or one more."""
+        limit = self.context.max_project_files
+        return path in self.files or not limit or len(self.files) < limit
+
+    def _new_file_refusal(self, call: ToolCall) -> str | None:
+        """Why a create_file may not add the file it names, or None when it may."""
+        path = call.arguments.get("path") or (self.file.path if self.file else DEFAULT_PATH)
+        if call.name != "create_file" or not isinstance(path, str) or self.takes_file(path):
+            return None
+        limit = self.context.max_project_files
+        return (
+            f"Too many files: {too_many_files(len(self.files) + 1, limit)}. Write the "
+            "content into one of the project's files instead."
+        )
+
     async def _run_tool(self, call: ToolCall, stream: _TurnStream) -> ExecutedTool:
         self.budget.check(self.session)
+        if (refusal := self._new_file_refusal(call)) is not None:
+            return self._refuse(call, refusal, stream)
         if call.name == COMPARE_TOOL:
             self.compares += 1
             if self.compares > self.max_compares:
@@ -291,6 +332,9 @@ class _TurnStream:
         self._thinking_id = _event_id("thinking", engine.index)
         self._previews: dict[str, _Preview] = {}
         self.started_calls: set[str] = set()
+        # Every call that streamed, the first `max_tool_calls_per_turn` only: the engine
+        # runs no others, so their content never previews.
+        self._calls: set[str] = set()
         # The file each create_file's preview streamed into, by call id.
         self.streamed_paths: dict[str, str] = {}
         self.page = _PagePreview(engine) if engine.text_mode else None
@@ -305,7 +349,7 @@ class _TurnStream:
         elif isinstance(event, ThinkingDelta):
             if event.text:
                 emit(self._thinking_id, ThinkingDelta(clean_text(event.text)))
-        elif event.name == "create_file":
+        elif self._counted(event.call_id) and event.name == "create_file":
             preview = self._previews.get(event.call_id)
             if preview is None:
                 preview = self._previews[event.call_id] = _Preview(event.call_id, self._engine)
@@ -313,6 +357,15 @@ class _TurnStream:
                 self.started_calls.add(event.call_id)
                 if preview.path is not None:
                     self.streamed_paths[event.call_id] = preview.path
+
+    def _counted(self, call_id: str) -> bool:
+        """Whether `call_id` is among the calls the engine will run (the first ones)."""
+        if call_id in self._calls:
+            return True
+        if len(self._calls) >= self._engine.max_tool_calls_per_turn:
+            return False
+        self._calls.add(call_id)
+        return True
 
     async def end(self) -> None:
         """The turn's stream ended: what a text-mode scanner still held goes out."""
@@ -361,12 +414,24 @@ class _PagePreview(_CodeStream):
         self.path = file.path if file else DEFAULT_PATH
         self._parts: list[str] = []
         self._length = 0
+        self._bytes = 0
+        self._room, self._rule = page_room(
+            engine.files.values(), self.path, engine.context.max_project_bytes
+        )
 
     @property
     def text(self) -> str:
         return "".join(self._parts)
 
     async def feed(self, text: str) -> None:
+        """Previews `text`, the page's next piece; EngineError (which stops the stream)
+        when it would take the page past its room: nothing past it is shown or kept."""
+        self._bytes += utf8_size(text)
+        if self._bytes > self._room:
+            raise EngineError(
+                f"Stopped: the page in the model's answer grew past {self._room} bytes, "
+                f"{self._rule}."
+            )
         offset = self._length
         if not offset:
             summary = {
@@ -402,8 +467,10 @@ class _Preview(_CodeStream):
                 path = self._scanner.value("path") or (file.path if file else DEFAULT_PATH)
                 # Only a path the tools accept: any other fails the call, and its content
                 # must not show up in a client's view of the project, not even for a moment.
+                # Nor a file past the project's count, which the engine refuses.
                 problem = ProjectPaths(self._engine.files).problem(path)
-                self.path = path if problem is None else None
+                fits = problem is None and self._engine.takes_file(path)
+                self.path = path if fits else None
                 summary = {
                     "path": path,
                     "contentLength": len(fragment.text),

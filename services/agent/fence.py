@@ -42,7 +42,9 @@ class FenceScanner:
     def __init__(self) -> None:
         self._state = _State.PROSE
         self._held = ""  # text that may still be (part of) a fence
-        self._info = ""
+        # The info string's pieces: joined once, at its newline (appending to a string
+        # would copy it on every delta of an info string that never ends).
+        self._info: list[str] = []
         self._page_length = 0
         # At a block's first line, where a closing fence needs no newline before it.
         self._block_start = False
@@ -72,7 +74,8 @@ class FenceScanner:
             held = held.rstrip("`").removesuffix("\n")
             return self._page(held)
         if self._state is _State.INFO:
-            return [] if self._info_is_page() else [Piece(False, FENCE + self._info + held)]
+            info = "".join(self._info)
+            return [] if _is_page(info) else [Piece(False, FENCE + info + held)]
         return [Piece(False, held)] if held else []
 
     def _step(self, text: str, out: list[Piece]) -> str:
@@ -84,14 +87,15 @@ class FenceScanner:
         if state is _State.INFO:
             newline = text.find("\n")
             if newline < 0:
-                self._info += text
+                self._info.append(text)
                 return ""
-            self._info += text[:newline]
-            if self._info_is_page():
+            self._info.append(text[:newline])
+            info, self._info = "".join(self._info), []
+            if _is_page(info):
                 self._state = _State.PAGE
             else:
                 self._state = _State.OTHER
-                out.append(Piece(False, FENCE + self._info + "\n"))
+                out.append(Piece(False, FENCE + info + "\n"))
             self._block_start = True
             return text[newline + 1 :]
         if state is _State.PROSE:
@@ -114,7 +118,7 @@ class FenceScanner:
         if state is _State.PROSE:
             if at:
                 out.append(Piece(False, text[:at]))
-            self._state, self._info = _State.INFO, ""
+            self._state, self._info = _State.INFO, []
             return text[at + len(FENCE) :]
         # A closing fence: the newline before it belongs to the fence, not the block.
         body = text[:at]
@@ -139,8 +143,10 @@ class FenceScanner:
         self._page_length += len(text)
         return [Piece(True, text)]
 
-    def _info_is_page(self) -> bool:
-        return self._info.strip().lower() in _PAGE_INFOS
+
+def _is_page(info: str) -> bool:
+    """Whether a fence with this info string opens the page's block."""
+    return info.strip().lower() in _PAGE_INFOS
 
 
 def _partial_fence(text: str, in_block: bool) -> int:

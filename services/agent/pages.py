@@ -9,13 +9,21 @@ images of several pages ask for one linked HTML file per page. The entry page is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from services.agent.domain import FileState, ImageMeta
 from services.common import project_paths
 from services.common.errors import FieldViolation
 from services.common.page_tags import page_problem, too_many_tags, width_problem
+from services.common.project_limits import (
+    BYTES_ENV,
+    MAX_FILE_BYTES,
+    project_bytes,
+    too_many_bytes,
+    too_many_files,
+    utf8_size,
+)
 from services.common.project_paths import ProjectPaths, fold
 
 ENTRY_PATH = project_paths.ENTRY_PATH
@@ -98,10 +106,13 @@ def entry_file(files: Sequence[FileState]) -> FileState | None:
 
 
 def project_violations(
-    files: Sequence[FileState], max_project_bytes: int, field: str = "files"
+    files: Sequence[FileState], max_bytes: int, max_files: int = 0, field: str = "files"
 ) -> list[FieldViolation]:
-    """What is wrong with an update's project: bad, repeated or case-twin paths, or too
-    many bytes."""
+    """What is wrong with an update's project: too many files (then nothing else is
+    looked at), bad, repeated or case-twin paths, or too many bytes. 0: no such bound."""
+    if max_files and len(files) > max_files:
+        # The request's files are read only up to one past the bound (convert.py).
+        return [FieldViolation(field, too_many_files(f"more than {max_files}", max_files))]
     out: list[FieldViolation] = []
     seen = ProjectPaths()
     for i, file in enumerate(files):
@@ -111,7 +122,20 @@ def project_violations(
         elif file.path in seen:
             out.append(FieldViolation(f"{field}[{i}].path", f"{file.path} is given twice"))
         seen.add(file.path)
-    size = sum(len(file.content.encode("utf-8", "surrogatepass")) for file in files)
-    if max_project_bytes > 0 and size > max_project_bytes:
-        out.append(FieldViolation(field, f"{size} bytes together; at most {max_project_bytes}"))
+    size = project_bytes(files)
+    if max_bytes > 0 and size > max_bytes:
+        out.append(FieldViolation(field, too_many_bytes(size, max_bytes)))
     return out
+
+
+def page_room(files: Iterable[FileState], path: str, max_project_bytes: int) -> tuple[int, str]:
+    """The most UTF-8 bytes a page written to `path` of the project `files` may hold, and
+    the limit saying so: one file's, or what the other files leave of the project's."""
+    room, rule = MAX_FILE_BYTES, "the most one file may hold"
+    if max_project_bytes > 0:
+        others = project_bytes(f for f in files if f.path != path)
+        left = max_project_bytes - others - utf8_size(path)
+        if left < room:
+            room = max(0, left)
+            rule = f"what the project's other files leave of {max_project_bytes} ({BYTES_ENV})"
+    return room, rule

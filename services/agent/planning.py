@@ -107,7 +107,9 @@ class Planner:
         violations += meta_violations(
             len(request.prompt.images), request.prompt.image_meta, self._settings.max_pages
         )
-        violations += project_violations(request.files, self._settings.max_project_bytes)
+        violations += project_violations(
+            request.files, self._settings.max_project_bytes, self._settings.max_project_files
+        )
         if request.file_state is not None and (problem := path_problem(request.file_state.path)):
             violations.append(FieldViolation("file_state.path", f"not a project path: {problem}"))
         violations += self._image_violations(request, asked)
@@ -146,7 +148,7 @@ class Planner:
             credentials=credentials,
             models=tuple(models),
             variant_count=count,
-            tools=tool_context(request, settings.max_project_bytes),
+            tools=tool_context(request, settings.max_project_bytes, settings.max_project_files),
             refusal=refusal,
         )
 
@@ -216,7 +218,9 @@ class Planner:
         return list(dict.fromkeys(ids))
 
 
-def tool_context(request: GenerationRequest, max_project_bytes: int = 0) -> ToolContext:
+def tool_context(
+    request: GenerationRequest, max_project_bytes: int = 0, max_project_files: int = 0
+) -> ToolContext:
     return ToolContext(
         input_images=input_images(request),
         option_codes=request.option_codes,
@@ -226,6 +230,7 @@ def tool_context(request: GenerationRequest, max_project_bytes: int = 0) -> Tool
         asset_base_url=request.asset_base_url,
         viewport_widths=page_plan(len(request.prompt.images), request.prompt.image_meta).widths,
         max_project_bytes=max_project_bytes,
+        max_project_files=max_project_files,
         image_tags=image_tags(request),
     )
 

@@ -102,7 +102,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 yield message
 
     async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
-        domain, found = request_from_proto(request)
+        domain, found = request_from_proto(request, self._settings.max_project_files)
         # Read from the images' headers, before any provider or tool decodes one.
         found += await asyncio.to_thread(image_violations, domain, self._settings.images)
         try:

@@ -22,6 +22,12 @@ from services.common.credentials import (
     request_base_urls_allowed,
 )
 from services.common.images import ImageLimits
+from services.common.project_limits import (
+    BYTES_ENV,
+    DEFAULT_MAX_PROJECT_BYTES,
+    DEFAULT_MAX_PROJECT_FILES,
+    FILES_ENV,
+)
 from services.common.security import GrpcSecurity
 
 
@@ -99,6 +105,8 @@ class AgentSettings:
     max_total_cost_usd: float | None = None  # over all of a generation's variants; off
     demo_pace_s: float = 0.06
     max_turns: int = 30
+    # The calls one model turn may make (S2C_MAX_TOOL_CALLS_PER_TURN): the providers parse
+    # no more, the engine runs no more; the model is told how many it lost.
     max_tool_calls_per_turn: int = 16
     # A generation that runs longer than this is stopped (its clients may set a shorter
     # gRPC deadline; the earlier one wins).
@@ -139,10 +147,12 @@ class AgentSettings:
     # The pixels one image may decode to (S2C_IMAGE_MAX_PIXELS): requests carrying a
     # larger one are refused, tool images past it are left out (common/images.py).
     images: ImageLimits = field(default_factory=ImageLimits)
-    # The most pages a create's tagged images may name (S2C_MAX_PAGES), and the most UTF-8
-    # bytes all files of one variant may hold together (S2C_MAX_PROJECT_BYTES).
+    # The most pages a create's tagged images may name (S2C_MAX_PAGES), the most UTF-8
+    # bytes all files of one variant may hold together, paths included
+    # (S2C_MAX_PROJECT_BYTES), and the most files it may hold (S2C_MAX_PROJECT_FILES).
     max_pages: int = 12
-    max_project_bytes: int = 8 << 20
+    max_project_bytes: int = DEFAULT_MAX_PROJECT_BYTES
+    max_project_files: int = DEFAULT_MAX_PROJECT_FILES
 
     def endpoint(self, name: str) -> ModelEndpoint | None:
         return next((e for e in self.endpoints if e.name == name), None)
@@ -188,5 +198,13 @@ class AgentSettings:
             max_running_variants=settings_env.bound(env, "S2C_MAX_RUNNING_VARIANTS", "120", int),
             images=ImageLimits.from_env(env),
             max_pages=settings_env.bound(env, "S2C_MAX_PAGES", "12", int),
-            max_project_bytes=settings_env.bound(env, "S2C_MAX_PROJECT_BYTES", str(8 << 20), int),
+            max_project_bytes=settings_env.bound(
+                env, BYTES_ENV, str(DEFAULT_MAX_PROJECT_BYTES), int
+            ),
+            max_project_files=settings_env.bound(
+                env, FILES_ENV, str(DEFAULT_MAX_PROJECT_FILES), int
+            ),
+            max_tool_calls_per_turn=int(
+                settings_env.positive(env, "S2C_MAX_TOOL_CALLS_PER_TURN", 16)
+            ),
         )

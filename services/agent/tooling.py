@@ -30,6 +30,9 @@ class ToolContext:
     # Widths the input screenshots were taken at: screenshot_preview captures each.
     viewport_widths: tuple[int, ...] = ()
     max_project_bytes: int = 0  # all of a variant's files together; 0: the worker's limit
+    # The most files a variant's project may hold (the engine refuses a create_file of one
+    # more; the workers never see this); 0: no bound.
+    max_project_files: int = 0
     # Every file of the variant's project before the call (set by the engine per call).
     files: tuple[FileState, ...] = ()
     # What each input image shows (compare_with_reference picks the page's own).

@@ -37,7 +37,13 @@ from services.common import netguard
 from services.common.babel_cdn import normalize_babel_cdn
 from services.common.vendor import VendorCatalog
 from services.gateway.bodies import read_capped
-from services.gateway.export_markup import IMAGE_EXTS, CpuBudget, path_ext, rewrite_references
+from services.gateway.export_markup import (
+    IMAGE_EXTS,
+    CpuBudget,
+    ExportTooComplex,
+    path_ext,
+    rewrite_references,
+)
 from services.gateway.export_vendor import bundle_runtimes
 
 log = logging.getLogger(__name__)
@@ -409,7 +415,7 @@ async def build_export(
                 page, bundle = bundle_runtimes(page, runtimes, up)
                 bundled.update(bundle.files)
             out[path] = page
-        return _zip(out, files, bundled)
+        return _zip(out, files, bundled, budget)
 
     return await _off_loop(finish, deadline, cpu_slots)
 
@@ -437,14 +443,24 @@ def _loop_time(deadline: float) -> float:
 
 
 def _zip(
-    pages: Mapping[str, str], files: Sequence[tuple[str, Asset]], extra: Mapping[str, bytes]
+    pages: Mapping[str, str],
+    files: Sequence[tuple[str, Asset]],
+    extra: Mapping[str, bytes],
+    budget: CpuBudget,
 ) -> bytes:
+    """The archive, within what is left of `budget` (checked between entries: each is
+    at most an asset's size), else ExportTooComplex."""
+    started = time.thread_time()
+    entries: list[tuple[str, str | bytes]] = [
+        *pages.items(),
+        *((name, asset.data) for name, asset in files),
+        *sorted(extra.items()),
+    ]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path, page in pages.items():
-            archive.writestr(path, page)
-        for name, asset in files:
-            archive.writestr(name, asset.data)
-        for name, data in sorted(extra.items()):
+        for name, data in entries:
+            if budget.over(time.thread_time() - started):
+                raise ExportTooComplex()
             archive.writestr(name, data)
+    budget.spend(time.thread_time() - started)
     return buffer.getvalue()

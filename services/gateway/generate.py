@@ -39,10 +39,10 @@ import grpc
 from aiohttp import WSMsgType, web
 from s2c.agent.v1 import agent_service_pb2 as pb
 
-from services.common.text import clean_json
 from services.common.tracing import outgoing_metadata, tracer
 from services.gateway.access import FrameLimitedWebSocketResponse
 from services.gateway.agents import GENERATION_ID_HEADER, Agent, AgentPool, UnknownOwner
+from services.gateway.bodies import TooManyValues, parse_json
 from services.gateway.frames import FrameBuilder, frame
 from services.gateway.keys import (
     AGENTS_KEY,
@@ -128,11 +128,13 @@ async def _read_params(
             f"Invalid params: expected a JSON text frame, got a {message.type.name.lower()} frame"
         )
     try:
-        params = clean_json(json.loads(message.data))
+        params = await parse_json(message.data, clean=True)
     except json.JSONDecodeError as exc:
         raise ParamsError(
             f"Invalid params: not valid JSON ({exc.msg} at position {exc.pos})"
         ) from None
+    except TooManyValues as exc:
+        raise ParamsError(f"Invalid params: {exc}") from None
     except (ValueError, RecursionError):
         # Numbers too long to convert, or nesting too deep for the parser.
         raise ParamsError(
@@ -204,7 +206,11 @@ async def _generate(
             # If it is down, the browser learns which agent holds its generation.
             agent_addr = f"{agent.addr} (the agent that holds this generation)"
         else:
-            generate_request = parse_params(params, asset_base_url=asset_base_url(request))
+            generate_request = parse_params(
+                params,
+                asset_base_url=asset_base_url(request),
+                max_files=settings.max_project_files,
+            )
             agent, call, generation_id = await _admitted(request.app[AGENTS_KEY], generate_request)
             admitted = bool(generation_id)
             # A refused generation has no id to resume: the relay reports the refusal.

@@ -9,6 +9,7 @@ from s2c.common.v1 import common_pb2
 
 from services.common.credentials import CREDENTIALS, key_problem
 from services.common.page_tags import page_problem, too_many_tags, width_problem
+from services.common.project_limits import too_many_files
 from services.common.proto_enums import enum_values
 
 STACKS = enum_values(pb.Stack)
@@ -169,10 +170,13 @@ def _read_image_meta(prompt: dict[str, Any], request: pb.GenerateCodeRequest) ->
             tag.page = page
 
 
-def _read_files(params: dict[str, Any], request: pb.GenerateCodeRequest) -> None:
-    """`files`: an update's whole project, `{path: content}` (the agent checks paths)."""
-    files = _optional(params, "files", dict)
-    for path, content in (files or {}).items():
+def _read_files(params: dict[str, Any], request: pb.GenerateCodeRequest, max_files: int) -> None:
+    """`files`: an update's whole project, `{path: content}` (the agent checks paths and
+    bytes); more than `max_files` (0: no bound) are refused before any is read."""
+    files = _optional(params, "files", dict) or {}
+    if max_files and len(files) > max_files:
+        raise ParamsError(f"Invalid params: files: {too_many_files(len(files), max_files)}")
+    for path, content in files.items():
         if not isinstance(content, str):
             raise ParamsError(
                 f"Invalid params: files[{_show(path)}] must be a string, got {kind_of(content)}"
@@ -180,7 +184,7 @@ def _read_files(params: dict[str, Any], request: pb.GenerateCodeRequest) -> None
         request.files.append(common_pb2.FileState(path=path, content=content))
 
 
-def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
+def parse_params(params: Any, *, asset_base_url: str, max_files: int = 0) -> pb.GenerateCodeRequest:
     if not isinstance(params, dict):
         raise ParamsError("Invalid params: expected a JSON object")
     stack = params.get("generatedCodeConfig")
@@ -223,7 +227,7 @@ def parse_params(params: Any, *, asset_base_url: str) -> pb.GenerateCodeRequest:
             request.file_state.CopyFrom(
                 common_pb2.FileState(path=path or "index.html", content=content)
             )
-    _read_files(params, request)
+    _read_files(params, request, max_files)
     codes = _optional(params, "optionCodes", list)
     # Upstream: null becomes "" and anything else goes through str().
     request.option_codes.extend("" if c is None else str(c) for c in codes or [])

@@ -23,10 +23,11 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.errors import bad_request_violations
+from services.common.project_limits import too_many_files
 from services.common.project_paths import ProjectPaths
 from services.common.storage import StorageHealth
 from services.common.tracing import outgoing_metadata
-from services.gateway.bodies import read_capped
+from services.gateway.bodies import TooManyValues, parse_json, read_capped
 from services.gateway.design_systems import (
     STORE_NAME,
     Clock,
@@ -56,8 +57,6 @@ MAX_SCREENSHOT_BODY_BYTES = 64 * 1024
 # Export transforms running at once: they share one GIL with the event loop, so more
 # would only slow every other request down without finishing any sooner.
 EXPORT_CPU_SLOTS = 2
-# Bodies up to this size are parsed on the event loop; larger ones in a worker thread.
-_PARSE_ON_LOOP_BYTES = 256 * 1024
 
 # A backstop only: the tool worker bounds each capture by its own deadline
 # (S2C_CAPTURE_TIMEOUT_S, default 30 s) and answers when it passes.
@@ -154,11 +153,11 @@ async def _json_body(request: web.Request, max_bytes: int) -> object:
     if raw is None:
         raise ApiError(413, f"Request body is too large (max {max_bytes} bytes)")
     try:
-        if len(raw) <= _PARSE_ON_LOOP_BYTES:
-            return json.loads(raw)
-        return await asyncio.to_thread(json.loads, raw)
+        return await parse_json(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"Request body is not valid JSON: {exc}") from exc
+    except TooManyValues as exc:
+        raise ApiError(413, f"Request body is too large: {exc}") from None
     except (RecursionError, ValueError):
         # Nesting deeper than the parser's recursion allows, or an integer too long to
         # convert: JSON, but not one any route takes.
@@ -230,7 +229,7 @@ class _Routes:
 
     async def export(self, request: web.Request) -> web.StreamResponse:
         fields = _json_object(await _json_body(request, self._policy.max_body_bytes))
-        code = _export_code(fields)
+        code = _export_code(fields, self._settings.max_project_files)
         offline = fields.get("offline", False)
         if not isinstance(offline, bool):
             raise ApiError(400, "offline must be true or false")
@@ -357,14 +356,17 @@ def add_routes(
         app.router.add_route(method, path, _api(handler))
 
 
-def _export_code(fields: Mapping[str, Any]) -> str | dict[str, str]:
-    """What to export: `code` (one page) or `files` (a project, by relative path)."""
+def _export_code(fields: Mapping[str, Any], max_files: int) -> str | dict[str, str]:
+    """What to export: `code` (one page) or `files` (a project, by relative path, at most
+    `max_files` of them: 0, no bound)."""
     code, files = fields.get("code"), fields.get("files")
     if code is not None and files is not None:
         raise ApiError(400, "Give either code (one page) or files (a project), not both")
     if files is not None:
         if not isinstance(files, dict) or not files:
             raise ApiError(400, "files must be a non-empty object of path to content")
+        if max_files and len(files) > max_files:
+            raise ApiError(413, f"files: {too_many_files(len(files), max_files)}")
         seen = ProjectPaths()
         for path, content in files.items():
             problem = seen.problem(path)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.common import settings_env
+from services.common.project_limits import DEFAULT_MAX_PROJECT_FILES, FILES_ENV
 from services.common.security import GrpcSecurity
 from services.common.vendor import DEFAULT_VENDOR_DIR, vendor_dir_from_env
 from services.gateway.access import AccessSettings
@@ -44,6 +45,9 @@ class GatewaySettings:
     export: ExportPolicy = field(default_factory=ExportPolicy)
     # The vendored CDN copies served at /vendor/ and bundled by exports (S2C_VENDOR_DIR).
     vendor_dir: Path = DEFAULT_VENDOR_DIR
+    # The most files an update's `files` and an export may hold (S2C_MAX_PROJECT_FILES,
+    # the agents' bound too): checked before any file is looked at; 0: no bound.
+    max_project_files: int = DEFAULT_MAX_PROJECT_FILES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -62,5 +66,8 @@ class GatewaySettings:
             ),
             http_idle_timeout_s=settings_env.positive(
                 env, "S2C_HTTP_IDLE_TIMEOUT_S", 15.0, unit=_SECONDS
+            ),
+            max_project_files=settings_env.bound(
+                env, FILES_ENV, str(DEFAULT_MAX_PROJECT_FILES), int
             ),
         )

@@ -12,7 +12,8 @@ the file it names among the project's (`ToolContext.files`), else the current on
 the model's argument is judged; the current file's path is the agent's own. A file's UTF-8
 size is capped (`max_file_bytes`) for create_file and, at every step, for edit_file: a
 replace-all can multiply a file's size, so the size is checked before the replacement is
-built. All files together are capped too (`ToolContext.max_project_bytes`), after the call.
+built. All files together, their paths included, are capped too
+(`ToolContext.max_project_bytes`, services/common/project_limits.py), after the call.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.common.html import extract_html_content
+from services.common.project_limits import file_bytes, project_bytes, utf8_size
 from services.common.project_paths import ProjectPaths, is_html
 from services.common.project_paths import path_problem as path_problem
 from services.common.tool_summaries import summarize_text
@@ -91,10 +93,6 @@ def _bad_path(value: Any, problem: str) -> ToolOutcome:
     return failure(f"{PATH_RULE}; got {shown} ({problem})", "Invalid path")
 
 
-def utf8_size(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def file_too_large(size: int, limit: int) -> ToolOutcome:
     return failure(
         f"File too large: {size} bytes; the limit is {_human_bytes(limit)}.",
@@ -113,12 +111,13 @@ def project_too_large(
         return None
     # A project of one file comes as `current` alone (`ctx.files` is then empty).
     project = ctx.files or ((current,) if current is not None else ())
-    size = utf8_size(content) + sum(utf8_size(f.content) for f in project if f.path != path)
+    others = project_bytes(f for f in project if f.path != path)
+    size = file_bytes(FileState(path, content)) + others
     if size <= limit:
         return None
     return failure(
-        f"Project too large: its files would hold {size} bytes together; the limit is "
-        f"{_human_bytes(limit)}.",
+        f"Project too large: its files would hold {size} bytes together, paths included; "
+        f"the limit is {_human_bytes(limit)}.",
         "Project too large",
         size_bytes=size,
         limit_bytes=limit,

@@ -15,6 +15,7 @@ from services.common.credentials import (
     request_base_urls_allowed,
 )
 from services.common.images import ImageLimits
+from services.common.project_limits import MAX_FILE_BYTES
 from services.common.security import GrpcSecurity
 from services.common.vendor import DEFAULT_VENDOR_DIR, vendor_dir_from_env
 from services.tools.capture import CaptureSettings
@@ -39,7 +40,7 @@ DEFAULT_TOOL_TIMEOUTS_S: Mapping[str, float] = MappingProxyType(
         "retrieve_option": 10.0,
     }
 )
-DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
+DEFAULT_MAX_FILE_BYTES = MAX_FILE_BYTES  # a text-mode page is held to the same
 # Agents balance over the workers a DNS name resolves to, but only resolve it again when a
 # connection goes away: closing each one after a minute lets workers added since get calls.
 DEFAULT_MAX_CONNECTION_AGE_S = 60.0

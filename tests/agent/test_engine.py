@@ -349,19 +349,42 @@ async def test_a_paused_stream_still_flushes_the_preview() -> None:
     assert code == "x" * 50 + "y" * 2000
 
 
-async def test_tool_calls_beyond_the_per_turn_limit_are_answered_not_run() -> None:
+async def test_tool_calls_beyond_the_per_turn_limit_are_dropped_and_the_model_told_once() -> None:
     calls = tuple(call_tool(f"r{i}", "retrieve_option", {"option_number": 1}) for i in range(5))
     turns = [ScriptedTurn(calls), ScriptedTurn((Say(("ok",)),))]
     tools = InProcessTools()
     factory = scripted(turns)
     manager = GenerationManager(replace(settings(), max_tool_calls_per_turn=2), tools, factory)
-    await run(manager, request(variant_count=1, option_codes=("<p>a</p>",)))
+    events = await run(manager, request(variant_count=1, option_codes=("<p>a</p>",)))
     assert tools.calls == ["retrieve_option", "retrieve_option"]
+    # Only the calls run go back into the conversation; the last result says the rest.
     appended = factory.sessions[0].tool_results[0]
-    assert [r.ok for r in appended] == [True, True, False, False, False]
-    assert appended[-1].result == {
-        "error": "Too many tool calls in one turn (limit 2); this call was not run."
-    }
+    assert [(r.call.id, r.ok) for r in appended] == [("r0", True), ("r1", True)]
+    assert "dropped_calls" not in appended[0].result
+    assert appended[-1].result["dropped_calls"] == (
+        "3 more tool calls of this turn were dropped, not run: at most 2 run per turn. "
+        "Ask again for what still needs doing."
+    )
+    # The browser sees only the calls that ran.
+    started = [e.event_id for e in events if isinstance(e.payload, ev.ToolStart)]
+    assert started == ["r0", "r1"]
+
+
+async def test_a_model_that_keeps_flooding_tool_calls_is_stopped_naming_the_bound() -> None:
+    calls = tuple(call_tool(f"r{i}", "retrieve_option", {"option_number": 1}) for i in range(3))
+    tools = InProcessTools()
+    manager = GenerationManager(
+        replace(settings(), max_tool_calls_per_turn=2),
+        tools,
+        lambda wanted: ScriptedSession(lambda turn, results: ScriptedTurn(calls)),
+    )
+    events = await run(manager, request(variant_count=1, option_codes=("<p>a</p>",)))
+    [failure] = [e.payload for e in events if isinstance(e.payload, ev.VariantError)]
+    assert failure.message == (
+        "Stopped: the model asked for more than 2 tool calls in one turn 3 times; at most 2 "
+        "run per turn (S2C_MAX_TOOL_CALLS_PER_TURN)."
+    )
+    assert len(tools.calls) == 2 * 2  # two turns ran their first two calls; the third none
 
 
 async def test_a_generation_past_its_deadline_is_stopped_with_a_clear_error() -> None:

@@ -59,3 +59,11 @@ def test_backticks_inside_a_line_of_the_page_are_the_pages(size: int) -> None:
 @pytest.mark.parametrize("size", [1, 2, 1000])
 def test_an_empty_block_closes_at_once(size: int) -> None:
     assert scan(cuts("A:\n```html\n```\nB", size)) == ("", "A:\n\nB")
+
+
+def test_an_info_string_read_over_many_deltas_is_kept_whole() -> None:
+    # Its pieces are joined once, at its newline or the answer's end (linear in its length).
+    info = "html " + "x" * 5000
+    assert scan(["A ```", *info, "\nB\n```"]) == ("", f"A ```{info}\nB\n```")
+    assert scan(["```", *" HTML ", "\n<p>"]) == ("<p>", "")
+    assert scan(["```", *info]) == ("", f"```{info}")

@@ -56,7 +56,8 @@ def test_an_updates_project_is_held_to_its_paths_and_total_size() -> None:
     assert [(v.field, v.description) for v in project_violations(files, 5)] == [
         ("files[1].path", "index.html is given twice"),
         ("files[2].path", "not a project path: .. segments are not allowed"),
-        ("files", "6 bytes together; at most 5"),
+        # The paths count: 10 + 2, 10 + 2, 9 + 2 (é is two bytes).
+        ("files", "35 bytes together, paths included; at most 5 (S2C_MAX_PROJECT_BYTES)"),
     ]
     assert project_violations(files[:1], 0) == []
 
@@ -83,4 +84,17 @@ def test_page_tags_may_not_name_a_device_or_a_case_twin() -> None:
             "prompt.image_meta[2].page",
             "con is a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9)",
         ),
+    ]
+
+
+def test_an_updates_project_is_held_to_its_file_count_before_anything_else() -> None:
+    files = [FileState(f"../{i}", "") for i in range(4)]
+    assert [(v.field, v.description) for v in project_violations(files, 5, 3)] == [
+        ("files", "more than 3 files; a project holds at most 3 (S2C_MAX_PROJECT_FILES)")
+    ]
+    # At the bound, each path is looked at.
+    assert [v.field for v in project_violations(files[:3], 0, 3)] == [
+        "files[0].path",
+        "files[1].path",
+        "files[2].path",
     ]

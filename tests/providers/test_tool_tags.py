@@ -6,6 +6,9 @@ import json
 
 import pytest
 
+from services.agent.providers.base import ProviderName
+from services.agent.providers.openai_chat import _TurnReader
+from services.agent.providers.sse import SseEvent
 from services.agent.providers.tool_tags import TextCall, ToolTagScanner, parse_call
 
 CALL = {"name": "create_file", "arguments": {"path": "index.html", "content": "<p>a</p>"}}
@@ -55,3 +58,16 @@ def test_arguments_as_json_text_or_as_parameters_are_read_too() -> None:
     params = {"name": "screenshot_preview", "parameters": {}}
     assert parse_call(json.dumps(params)) == TextCall("screenshot_preview", "{}")
     assert parse_call('{"arguments": {}}') is None
+
+
+def test_a_turn_keeps_no_more_calls_than_it_may_make_and_counts_the_rest() -> None:
+    reader = _TurnReader(ProviderName("Local", "OPENAI_API_KEY"), "", tool_tags=True, max_calls=2)
+    tags = f"<tool_call>{json.dumps(CALL)}</tool_call>" * 5
+    native = [{"index": i, "id": f"n{i}", "function": {"name": "edit_file"}} for i in range(3)]
+    chunks = [{"content": tags}, {"tool_calls": native}, {"tool_calls": native[2:]}]
+    reader.feed(
+        [SseEvent("", json.dumps({"choices": [{"delta": delta}]}).encode()) for delta in chunks]
+    )
+    reader.end()
+    assert [p.name for p in reader.calls.values()] == ["create_file", "create_file"]
+    assert reader.dropped == 3 + 3  # the other tags, and each index of the server's calls

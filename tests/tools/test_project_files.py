@@ -80,8 +80,14 @@ async def test_a_stylesheet_is_kept_as_written() -> None:
     assert outcome.updated_file == FileState("site.css", raw)
 
 
+def size(*files: FileState) -> int:
+    """What `files` count toward a project's bytes: their paths and contents."""
+    return sum(len(f.path) + len(f.content) for f in files)
+
+
 async def test_the_project_is_held_to_its_total_size() -> None:
-    others = len(INDEX.content) + len(PRICING.content)  # site.css is the file replaced
+    # site.css is the file replaced: its path counts, its old content does not.
+    others = size(INDEX, PRICING) + len("site.css")
     limit = ToolContext(files=SITE.files, max_project_bytes=others + 10)
     fits = await create_file({"path": "site.css", "content": "x" * 10}, INDEX, limit)
     assert fits.ok
@@ -96,7 +102,7 @@ async def test_the_project_is_held_to_its_total_size() -> None:
 
 async def test_a_second_file_counts_the_first_against_the_limit() -> None:
     # A project of one file comes without `files`: the current file is the whole project.
-    limit = ToolContext(max_project_bytes=len(INDEX.content) + 10)
+    limit = ToolContext(max_project_bytes=size(INDEX) + len("pricing.html") + 10)
     over = await create_file({"path": "pricing.html", "content": "x" * 11}, INDEX, limit)
     assert over.summary == {"error": "Project too large"}
     fits = await create_file({"path": "pricing.html", "content": "x" * 10}, INDEX, limit)

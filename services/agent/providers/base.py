@@ -85,6 +85,9 @@ class ProviderTurn:
     tool_calls: list[ToolCall]
     usage: Usage
     native: Any = field(default=None, repr=False)  # opaque to everyone but the session
+    # Calls past SessionConfig.max_tool_calls, dropped as they were parsed: neither in
+    # `tool_calls` nor in `native`, so they never reach the conversation again.
+    dropped_calls: int = 0
 
 
 class ProviderError(Exception):
@@ -143,6 +146,9 @@ class SessionConfig:
     tools: tuple[ToolSpec, ...]
     price: Price | None = None  # the model's (registry.py); None: unpriced
     max_output_tokens: int = 50_000
+    # The calls one turn may make (S2C_MAX_TOOL_CALLS_PER_TURN): a session that parses
+    # calls out of text keeps no more (ProviderTurn.dropped_calls); the engine runs no more.
+    max_tool_calls: int = 16
     # SDK-level retries happen before any byte of the turn streamed, so they never
     # replay output the user already saw.
     max_retries: int = 2

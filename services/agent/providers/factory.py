@@ -123,6 +123,7 @@ class ProviderSessions:
             price=spec.price,
             max_retries=self.settings.provider_max_retries,
             images=self.images,
+            max_tool_calls=self.settings.max_tool_calls_per_turn,
         )
         if spec.max_output_tokens is not None:
             config = replace(config, max_output_tokens=spec.max_output_tokens)

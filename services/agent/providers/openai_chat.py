@@ -119,7 +119,9 @@ class _TurnReader:
     """One streamed completion: its chunks become StreamEvents (a batch's consecutive
     deltas merged); tool-call fragments are joined by their stream index."""
 
-    def __init__(self, name: ProviderName, api_key: str, *, tool_tags: bool = False) -> None:
+    def __init__(
+        self, name: ProviderName, api_key: str, *, tool_tags: bool = False, max_calls: int = 16
+    ) -> None:
         self._name = name
         self._api_key = api_key
         self._out = DeltaMerger()
@@ -127,6 +129,12 @@ class _TurnReader:
         self._tags = ToolTagScanner() if tool_tags else None
         self.text: list[str] = []
         self.calls: dict[int, _PendingCall] = {}  # by stream index
+        # Calls past `max_calls` are dropped as they come (a model that writes a thousand
+        # tags would otherwise replay them all in every later request): the stream
+        # indices of the server's own, and how many written as tags.
+        self._max_calls = max_calls
+        self._dropped_indices: set[int] = set()
+        self._dropped_tags = 0
         self.usage: dict[str, Any] | None = None
         self.finished = False
         self.failure: ProviderError | None = None
@@ -160,11 +168,18 @@ class _TurnReader:
                         self._take(self._tags.feed(content))
                 for fragment in delta.get("tool_calls") or ():
                     pending = self._pending(fragment)
+                    if pending is None:
+                        continue
                     piece = (fragment.get("function") or {}).get("arguments")
                     if piece:
                         pending.arguments.append(piece)
                         out.arguments(pending.call_id, pending.name, piece)
         return out.take()
+
+    @property
+    def dropped(self) -> int:
+        """The calls past `max_calls` that were not kept."""
+        return len(self._dropped_indices) + self._dropped_tags
 
     def end(self) -> list[StreamEvent]:
         """The stream ended: what the tag scanner still held, as events."""
@@ -179,17 +194,24 @@ class _TurnReader:
                     self.text.append(item)
                     self._out.text(item)
                 continue
+            if len(self.calls) >= self._max_calls:
+                self._dropped_tags += 1
+                continue
             # After the server's own calls, in the order written.
             index = _TEXT_CALLS + len(self.calls)
             call_id = f"call_text_{len(self.calls)}_{secrets.token_hex(4)}"
             self.calls[index] = _PendingCall(call_id, item.name, [item.arguments])
             self._out.arguments(call_id, item.name, item.arguments)
 
-    def _pending(self, fragment: dict[str, Any]) -> _PendingCall:
+    def _pending(self, fragment: dict[str, Any]) -> _PendingCall | None:
+        """The call `fragment` is part of; None: one past `max_calls`, dropped."""
         index = fragment["index"]
         fn = fragment.get("function") or {}
         pending = self.calls.get(index)
         if pending is None:
+            if index in self._dropped_indices or len(self.calls) >= self._max_calls:
+                self._dropped_indices.add(index)
+                return None
             # The first fragment names the call; a server that omits the id still
             # needs one to pair the result with the call.
             call_id = fragment.get("id") or f"call_{index}_{secrets.token_hex(4)}"
@@ -212,7 +234,12 @@ class OpenAIChatSession(openai_common.OpenAISession):
 
     async def stream_turn(self, on_event: OnEvent) -> ProviderTurn:
         config = self._config
-        reader = _TurnReader(config.provider, config.api_key, tool_tags=bool(self._tools))
+        reader = _TurnReader(
+            config.provider,
+            config.api_key,
+            tool_tags=bool(self._tools),
+            max_calls=config.max_tool_calls,
+        )
         # The SDK builds and sends the request and checks the status; the body is read
         # raw (openai_common.read_stream), as the SDK's typed chunks cost ~50x more.
         request = self._client.chat.completions.with_streaming_response.create(
@@ -255,7 +282,7 @@ class OpenAIChatSession(openai_common.OpenAISession):
         native: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": text}
         if pending:
             native["tool_calls"] = [_call_param(p) for p in pending]
-        return ProviderTurn(assistant_text=text, tool_calls=calls, usage=usage, native=native)
+        return ProviderTurn(text, calls, usage, native, dropped_calls=reader.dropped)
 
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
         self._messages.append(

@@ -6,6 +6,10 @@ of the variant would bill the page again as input on each turn. The engine decid
 placeholder; each session swaps it into its own native turn with the one adapter for
 its API below, so the rule lives once and the sessions stay one line apart from it.
 
+A call the engine did not answer (one past the calls a turn may make) is not replayed at
+all: every API wants an answer for each call it is shown, and a flood of them would grow
+every later request.
+
 Which APIs accept a changed call (docs/provider-wire-formats.md, "Prompt caching"):
 the signatures that guard reasoning (Anthropic thinking blocks, OpenAI encrypted
 reasoning items, Gemini thought signatures) travel unchanged; only the arguments of
@@ -45,51 +49,63 @@ def replay_arguments(call: ToolCall, ok: bool) -> dict[str, Any] | None:
     return {**call.arguments, "content": note}
 
 
-def _by_id(executed: Sequence[ExecutedTool]) -> dict[str, dict[str, Any]]:
-    return {e.call.id: e.replay_arguments for e in executed if e.replay_arguments is not None}
+def _by_id(executed: Sequence[ExecutedTool]) -> dict[str, dict[str, Any] | None]:
+    """The answered calls by id: their replay arguments (None: as called)."""
+    return {e.call.id: e.replay_arguments for e in executed}
 
 
 def anthropic_blocks(blocks: Sequence[Any], executed: Sequence[ExecutedTool]) -> list[Any]:
-    """Anthropic assistant content: `tool_use` blocks get their replay input."""
+    """Anthropic assistant content: `tool_use` blocks get their replay input; those
+    not answered are left out."""
     swap = _by_id(executed)
-    return [
-        {**b, "input": swap[b["id"]]}
-        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in swap
-        else b
-        for b in blocks
-    ]
+    out: list[Any] = []
+    for b in blocks:
+        if isinstance(b, dict) and b.get("type") == "tool_use":
+            if b.get("id") not in swap:
+                continue
+            if (replayed := swap[b["id"]]) is not None:
+                b = {**b, "input": replayed}
+        out.append(b)
+    return out
 
 
 def responses_items(items: Sequence[Any], executed: Sequence[ExecutedTool]) -> list[Any]:
-    """OpenAI Responses output items: `function_call` items get their replay arguments."""
+    """OpenAI Responses output items: `function_call` items get their replay arguments;
+    those not answered are left out."""
     swap = _by_id(executed)
-    return [
-        {**i, "arguments": json.dumps(swap[i["call_id"]])}
-        if isinstance(i, dict) and i.get("type") == "function_call" and i.get("call_id") in swap
-        else i
-        for i in items
-    ]
+    out: list[Any] = []
+    for i in items:
+        if isinstance(i, dict) and i.get("type") == "function_call":
+            if i.get("call_id") not in swap:
+                continue
+            if (replayed := swap[i["call_id"]]) is not None:
+                i = {**i, "arguments": json.dumps(replayed)}
+        out.append(i)
+    return out
 
 
 def chat_message(message: Mapping[str, Any], executed: Sequence[ExecutedTool]) -> dict[str, Any]:
-    """A Chat Completions assistant message: its `tool_calls` get their replay arguments."""
+    """A Chat Completions assistant message: its `tool_calls` get their replay arguments;
+    those not answered are left out."""
     swap = _by_id(executed)
     calls = message.get("tool_calls")
-    if not swap or not isinstance(calls, list):
+    if not isinstance(calls, list):
         return dict(message)
     replayed = [
-        {**c, "function": {**c["function"], "arguments": json.dumps(swap[c["id"]])}}
-        if c.get("id") in swap
-        else c
+        c
+        if (arguments := swap[c["id"]]) is None
+        else {**c, "function": {**c["function"], "arguments": json.dumps(arguments)}}
         for c in calls
+        if c.get("id") in swap
     ]
     return {**message, "tool_calls": replayed}
 
 
 def gemini_parts(parts: Sequence[Any], executed: Sequence[ExecutedTool]) -> list[Any]:
     """Gemini model parts: a `function_call` part gets its replay args, keeping the
-    part's thought signature. Gemini may send no call ids, so calls pair with
-    `executed` in order (the engine answers them in the order they came)."""
+    part's thought signature; parts past the answered calls are left out. Gemini may
+    send no call ids, so calls pair with `executed` in order (the engine answers them in
+    the order they came, the first ones of the turn)."""
     out: list[Any] = []
     index = 0
     for part in parts:
@@ -97,9 +113,11 @@ def gemini_parts(parts: Sequence[Any], executed: Sequence[ExecutedTool]) -> list
         if call is None:
             out.append(part)
             continue
-        done = executed[index] if index < len(executed) else None
+        if index >= len(executed):
+            continue
+        done = executed[index]
         index += 1
-        if done is None or done.replay_arguments is None or done.call.name != call.name:
+        if done.replay_arguments is None or done.call.name != call.name:
             out.append(part)
             continue
         new_call = call.model_copy(update={"args": done.replay_arguments})
