@@ -82,6 +82,8 @@ def compare_outcome(outcome: FidelityOutcome) -> ToolOutcome:
         "image_part_index": 0,
         "image_display_name": IMAGE_NAME,
     }
+    if outcome.note:
+        details["note"] = outcome.note
     shown = "data:image/png;base64," + base64.b64encode(outcome.comparison_png).decode("ascii")
     return ToolOutcome(
         ok=True,

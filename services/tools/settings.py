@@ -17,6 +17,7 @@ from services.common.credentials import (
 from services.common.images import ImageLimits
 from services.common.security import GrpcSecurity
 from services.common.vendor import DEFAULT_VENDOR_DIR, vendor_dir_from_env
+from services.fidelity.score import MAX_BLOCKS
 from services.tools.capture import CaptureSettings
 from services.tools.egress_routes import ENV_NAME as TEST_EGRESS_ROUTES_ENV
 from services.tools.egress_routes import parse_routes
@@ -76,6 +77,8 @@ class ToolsSettings:
     test_egress_routes: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     # Each client connection is closed after about this long (0: never); see the grace.
     max_connection_age_s: float = DEFAULT_MAX_CONNECTION_AGE_S
+    # The most text blocks of each page a fidelity score matches (S2C_FIDELITY_MAX_BLOCKS).
+    fidelity_max_blocks: int = MAX_BLOCKS
 
     @property
     def max_connection_age_grace_s(self) -> float:
@@ -107,6 +110,9 @@ class ToolsSettings:
                 env, "S2C_TOOLS_MAX_CONNECTION_AGE_S", str(DEFAULT_MAX_CONNECTION_AGE_S), float
             ),
             vendor_dir=vendor_dir_from_env(env),
+            fidelity_max_blocks=int(
+                settings_env.positive(env, "S2C_FIDELITY_MAX_BLOCKS", MAX_BLOCKS)
+            ),
         )
 
 

@@ -71,7 +71,9 @@ class ToolWorker:
             )
             handlers["screenshot_preview"] = screenshot_preview_handler(self.screenshotter)
         self.capturer = UrlCapturer(self.screenshotter, settings.capture)
-        self.fidelity = FidelityScorer(self.screenshotter, self.images)
+        self.fidelity = FidelityScorer(
+            self.screenshotter, self.images, max_blocks=settings.fidelity_max_blocks
+        )
         if self.screenshotter is not None:
             handlers["compare_with_reference"] = compare_handler(
                 self.fidelity, settings.tool_timeouts_s.get(COMPARE, 60.0)
