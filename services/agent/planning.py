@@ -135,8 +135,9 @@ class Planner:
             except ModelSelectionError as exc:
                 refusal = str(exc)
         generation_id = request.generation_id or f"{self.name}-{uuid.uuid4().hex}"
+        request = replace(request, generation_id=generation_id)
         return GenerationPlan(
-            request=replace(request, generation_id=generation_id),
+            request=request,
             credentials=credentials,
             models=tuple(models),
             variant_count=count,
@@ -207,6 +208,7 @@ def tool_context(request: GenerationRequest, max_project_bytes: int = 0) -> Tool
         viewport_widths=page_plan(len(request.prompt.images), request.prompt.image_meta).widths,
         max_project_bytes=max_project_bytes,
         image_tags=image_tags(request),
+        owner=request.generation_id,
     )
 
 

@@ -50,6 +50,7 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
                 width=tag.viewport_width,
                 timeout_s=timeout_s,
                 with_regions=True,
+                owner=context.owner,
             )
         except ScoringError as exc:
             return failure(f"Cannot compare: {exc}", "Cannot compare")

@@ -103,9 +103,11 @@ class FidelityScorer:
         width: int,
         timeout_s: float,
         with_regions: bool = False,
+        owner: str = "",
     ) -> FidelityOutcome:
         """Scores `page` of a project of `files` as it renders (its own .css/.js inlined,
-        as screenshot_preview shows it); the outcome names the page."""
+        as screenshot_preview shows it); the outcome names the page. `owner` (a
+        generation) shares the score renders fairly with other owners."""
         problem = path_problem(page.path) or (None if is_html(page.path) else "not an HTML page")
         if problem is not None:
             raise ScoringError(f"path: {problem}")
@@ -116,6 +118,7 @@ class FidelityScorer:
             width=width,
             timeout_s=timeout_s,
             with_regions=with_regions,
+            owner=owner,
         )
         return replace(outcome, path=page.path)
 
@@ -128,6 +131,7 @@ class FidelityScorer:
         width: int,
         timeout_s: float,
         with_regions: bool = False,
+        owner: str = "",
     ) -> FidelityOutcome:
         image = decode_image_data_url(image_url)
         if image is None:
@@ -139,7 +143,9 @@ class FidelityScorer:
         # The whole score's limit: its work in threads checks it (`Stop`) and ends there.
         stop = Stop(time.monotonic() + timeout_s)
         try:
-            return await self._score(image.data, code, image_index, width, stop, with_regions)
+            return await self._score(
+                image.data, code, image_index, width, stop, with_regions, owner
+            )
         except Stopped:
             reason = f"not scored within its limit of {timeout_s:g} s"
             return FidelityOutcome(image_index, width, unavailable_reason=reason)
@@ -152,6 +158,7 @@ class FidelityScorer:
         width: int,
         stop: Stop,
         with_regions: bool,
+        owner: str,
     ) -> FidelityOutcome:
         key = ("fidelity-reference", hashlib.sha256(image).hexdigest())
         try:
@@ -173,7 +180,7 @@ class FidelityScorer:
             return FidelityOutcome(image_index, width, unavailable_reason=unavailable)
         try:
             png, data = await self._screenshotter.render_for_score(
-                code, width, height, EXTRACT_JS, timeout_s=_remaining(stop)
+                code, width, height, EXTRACT_JS, timeout_s=_remaining(stop), owner=owner
             )
         except Exception as exc:  # any failed render is "unavailable", never a zero
             log.info("fidelity render failed", extra={"reason": str(exc)[:200]})
