@@ -34,7 +34,7 @@ from services.agent.models import (
     takes_video,
     variant_count,
 )
-from services.agent.pages import meta_violations, page_plan, project_violations
+from services.agent.pages import meta_violations, page_plan, project_violations, render_violations
 from services.agent.providers import registry
 from services.agent.settings import AgentSettings
 from services.agent.tooling import ToolContext
@@ -104,6 +104,11 @@ class Planner:
             len(request.prompt.images), request.prompt.image_meta, self._settings.max_pages
         )
         violations += project_violations(request.files, self._settings.max_project_bytes)
+        violations += render_violations(
+            page_plan(len(request.prompt.images), request.prompt.image_meta),
+            variant_count(request.generation_type, request.input_mode, request.variant_count),
+            self._settings.max_renders,
+        )
         violations += self._image_violations(request, asked)
         if violations:
             raise InvalidRequest(violations)

@@ -143,6 +143,10 @@ class AgentSettings:
     # bytes all files of one variant may hold together (S2C_MAX_PROJECT_BYTES).
     max_pages: int = 12
     max_project_bytes: int = 8 << 20
+    # The most renders one round of previews of a request may take: widths × pages ×
+    # options (S2C_MAX_RENDERS; pages.render_violations). 0: no bound. 64: eight pages at
+    # desktop and mobile for four options; twenty tagged widths for four are refused.
+    max_renders: int = 64
 
     def endpoint(self, name: str) -> ModelEndpoint | None:
         return next((e for e in self.endpoints if e.name == name), None)
@@ -189,4 +193,5 @@ class AgentSettings:
             images=ImageLimits.from_env(env),
             max_pages=settings_env.bound(env, "S2C_MAX_PAGES", "12", int),
             max_project_bytes=settings_env.bound(env, "S2C_MAX_PROJECT_BYTES", str(8 << 20), int),
+            max_renders=settings_env.bound(env, "S2C_MAX_RENDERS", "64", int),
         )
