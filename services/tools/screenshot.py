@@ -375,6 +375,10 @@ class Screenshotter:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(0.0, loaded_by - time.monotonic())):
                     await page.evaluate("document.fonts.ready.then(() => true)")
+            # What has not come by now never will in time: stop it, as a reader would, or the
+            # screenshot (which waits for the page's fonts) holds the place to the limit.
+            with contextlib.suppress(PlaywrightError):
+                await page.evaluate("window.stop()")
             if self.settings.settle_ms > 0:
                 await asyncio.sleep(self.settings.settle_ms / 1000)  # let late layout land
             yield page
