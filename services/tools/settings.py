@@ -79,6 +79,11 @@ class ToolsSettings:
     max_connection_age_s: float = DEFAULT_MAX_CONNECTION_AGE_S
     # The most text blocks of each page a fidelity score matches (S2C_FIDELITY_MAX_BLOCKS).
     fidelity_max_blocks: int = MAX_BLOCKS
+    # The browser's places (screenshot.py, slots.py): previews of all owners at once
+    # (S2C_PREVIEW_MAX_CAPTURES), and fidelity score renders, in places of their own
+    # (S2C_FIDELITY_MAX_RENDERS).
+    preview_max_captures: int = 4
+    fidelity_max_renders: int = 2
 
     @property
     def max_connection_age_grace_s(self) -> float:
@@ -113,6 +118,8 @@ class ToolsSettings:
             fidelity_max_blocks=int(
                 settings_env.positive(env, "S2C_FIDELITY_MAX_BLOCKS", MAX_BLOCKS)
             ),
+            preview_max_captures=int(settings_env.positive(env, "S2C_PREVIEW_MAX_CAPTURES", 4)),
+            fidelity_max_renders=int(settings_env.positive(env, "S2C_FIDELITY_MAX_RENDERS", 2)),
         )
 
 

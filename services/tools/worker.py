@@ -63,6 +63,8 @@ class ToolWorker:
                     chromium_path=settings.chromium_path,
                     max_width_px=settings.capture.max_width_px,
                     max_height_px=settings.capture.max_height_px,
+                    max_total_captures=settings.preview_max_captures,
+                    max_score_renders=settings.fidelity_max_renders,
                 ),
                 resolver=routes.resolver if routes.routes else None,
                 upstream_opener=routes.opener if routes.routes else None,
