@@ -22,7 +22,8 @@ from collections.abc import Awaitable, Callable
 from playwright.async_api import Browser, async_playwright
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from services.tools.screenshot import VIEWPORTS, ScreenshotSettings, Screenshotter
+from services.tools.screenshot import ScreenshotSettings, Screenshotter
+from services.tools.viewports import VIEWPORTS
 
 # Upstream's launch (plus the flags this sandbox needs); no proxy, no routing.
 BASELINE_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"]

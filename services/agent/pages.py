@@ -94,6 +94,35 @@ def meta_violations(
     return out
 
 
+# The captures of a preview when no image gives a width: desktop and mobile.
+DEFAULT_PREVIEW_WIDTHS = 2
+
+
+def render_violations(
+    plan: PagePlan, options: int, max_renders: int, field: str = "prompt.image_meta"
+) -> list[FieldViolation]:
+    """A request whose options would each capture every page at every width taking more
+    than `max_renders` renders (0: no bound): twenty tagged widths made one preview forty
+    pages at once and the machine ran out of memory (issue 35)."""
+    widths = len(plan.widths) or DEFAULT_PREVIEW_WIDTHS
+    renders = widths * max(1, len(plan.pages)) * options
+    if not max_renders or renders <= max_renders:
+        return []
+    pages = max(1, len(plan.pages))
+    shown = f"{_count(widths, 'width')} × {_count(pages, 'page')} × {_count(options, 'option')}"
+    return [
+        FieldViolation(
+            field,
+            f"{shown} is {renders} renders per round of previews; at most {max_renders} "
+            "(S2C_MAX_RENDERS): tag fewer widths or pages, or ask for fewer options",
+        )
+    ]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def entry_file(files: Sequence[FileState]) -> FileState | None:
     """The project's entry page: `index.html`, else its first HTML file, else its first."""
     for file in files:

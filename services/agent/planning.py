@@ -33,7 +33,7 @@ from services.agent.models import (
     takes_video,
     variant_count,
 )
-from services.agent.pages import meta_violations, page_plan, project_violations
+from services.agent.pages import meta_violations, page_plan, project_violations, render_violations
 from services.agent.providers import registry
 from services.agent.settings import AgentSettings
 from services.agent.tooling import ToolContext
@@ -112,6 +112,11 @@ class Planner:
         )
         if request.file_state is not None and (problem := path_problem(request.file_state.path)):
             violations.append(FieldViolation("file_state.path", f"not a project path: {problem}"))
+        violations += render_violations(
+            page_plan(len(request.prompt.images), request.prompt.image_meta),
+            variant_count(request.generation_type, request.input_mode, request.variant_count),
+            self._settings.max_renders,
+        )
         violations += self._image_violations(request, asked)
         if violations:
             raise InvalidRequest(violations)
@@ -143,8 +148,9 @@ class Planner:
             except ModelSelectionError as exc:
                 refusal = str(exc)
         generation_id = request.generation_id or generation_ids.mint(self.name)
+        request = replace(request, generation_id=generation_id)
         return GenerationPlan(
-            request=replace(request, generation_id=generation_id),
+            request=request,
             credentials=credentials,
             models=tuple(models),
             variant_count=count,
@@ -232,6 +238,7 @@ def tool_context(
         max_project_bytes=max_project_bytes,
         max_project_files=max_project_files,
         image_tags=image_tags(request),
+        owner=request.generation_id,
     )
 
 

@@ -232,6 +232,7 @@ class Runner:
             image_tags(plan.request),
             limit_s=limit_s,
             deadline=generation.deadline,
+            owner=plan.id,
         )
         for score in state.fidelity:
             emit("", score)

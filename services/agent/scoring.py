@@ -31,6 +31,7 @@ async def score_variant(
     *,
     limit_s: float,
     deadline: float,
+    owner: str = "",
 ) -> tuple[Fidelity, ...]:
     """One score per input image (the first MAX_SCORED_IMAGES), each the metrics or why
     there are none; waits at most `limit_s`, and never past `deadline` (monotonic)."""
@@ -56,6 +57,7 @@ async def score_variant(
                     path=page.path,
                     files=tuple(f for f in project if f is not page),
                     viewport_width=tag.viewport_width,
+                    owner=owner,
                 )
             return answer.fidelity
         except TimeoutError:

@@ -153,6 +153,10 @@ class AgentSettings:
     max_pages: int = 12
     max_project_bytes: int = DEFAULT_MAX_PROJECT_BYTES
     max_project_files: int = DEFAULT_MAX_PROJECT_FILES
+    # The most renders one round of previews of a request may take: widths × pages ×
+    # options (S2C_MAX_RENDERS; pages.render_violations). 0: no bound. 96: twelve pages
+    # (S2C_MAX_PAGES) at desktop and mobile for four options.
+    max_renders: int = 96
 
     def endpoint(self, name: str) -> ModelEndpoint | None:
         return next((e for e in self.endpoints if e.name == name), None)
@@ -207,4 +211,5 @@ class AgentSettings:
             max_tool_calls_per_turn=int(
                 settings_env.positive(env, "S2C_MAX_TOOL_CALLS_PER_TURN", 16)
             ),
+            max_renders=settings_env.bound(env, "S2C_MAX_RENDERS", "96", int),
         )

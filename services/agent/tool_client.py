@@ -25,8 +25,8 @@ from services.common.errors import FieldViolation, bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 from services.common.structs import from_struct, to_struct
-from services.common.tool_types import CapturedImage
-from services.common.tracing import outgoing_metadata
+from services.common.tool_types import OWNER_METADATA, CapturedImage
+from services.common.tracing import Metadata, outgoing_metadata
 
 _SERVICE_CONFIG = json.dumps(
     {
@@ -166,7 +166,7 @@ class GrpcToolExecutor:
             timeout = max(0.1, min(timeout, context.time_left_s))
         try:
             response = await self._stub.ExecuteTool(
-                request, timeout=timeout, wait_for_ready=True, metadata=outgoing_metadata()
+                request, timeout=timeout, wait_for_ready=True, metadata=_metadata(context.owner)
             )
         except grpc.aio.AioRpcError as exc:
             raise self._error(exc) from None
@@ -214,6 +214,7 @@ class GrpcToolExecutor:
         path: str = "",
         files: tuple[FileState, ...] = (),
         viewport_width: int = 0,
+        owner: str = "",
     ) -> FidelityAnswer:
         request = pb.ScoreFidelityRequest(
             code=code,
@@ -229,7 +230,7 @@ class GrpcToolExecutor:
                 request,
                 timeout=max(0.1, timeout_s),
                 wait_for_ready=True,
-                metadata=outgoing_metadata(),
+                metadata=_metadata(owner),
             )
         except grpc.aio.AioRpcError as exc:
             raise self._error(exc) from None
@@ -250,6 +251,12 @@ class GrpcToolExecutor:
         return ToolServiceError(
             f"Tool service at {self._target} failed: {exc.code().name}: {exc.details()}"
         )
+
+
+def _metadata(owner: str) -> Metadata:
+    """The trace context, and whom the call is for (the workers' fair share of their
+    browser: services/tools/slots.py)."""
+    return [*outgoing_metadata(), (OWNER_METADATA, owner)] if owner else outgoing_metadata()
 
 
 def _tool_credentials(credentials: Credentials) -> common_pb2.Credentials:

@@ -37,6 +37,7 @@ class ToolContext:
     files: tuple[FileState, ...] = ()
     # What each input image shows (compare_with_reference picks the page's own).
     image_tags: tuple[ImageTag, ...] = ()
+    owner: str = ""  # the generation: the workers share their browser fairly by it
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,7 @@ class FidelityClient(Protocol):
         path: str = "",
         files: tuple[FileState, ...] = (),
         viewport_width: int = 0,
+        owner: str = "",
     ) -> FidelityAnswer:
         """Scores the page `code` (at `path` in a project of `files`) against the data-URL
         `image`, at `viewport_width` (0: the image's own); raises ToolServiceError when no

@@ -7,6 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# gRPC metadata of the agent's tool calls and scores: who they are for (the generation),
+# so a worker shares its browser fairly between owners (services/tools/slots.py).
+OWNER_METADATA = "s2c-owner"
+
 
 @dataclass(frozen=True, slots=True)
 class FileState:

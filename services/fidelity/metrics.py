@@ -19,6 +19,8 @@ from scipy.optimize import linear_sum_assignment
 from skimage.color import deltaE_ciede2000, rgb2lab
 from skimage.metrics import structural_similarity
 
+from services.fidelity.stop import Stop
+
 # Pairs whose texts are less alike than this are not the same block (Design2Code's 0.5).
 MATCH_THRESHOLD = 0.5
 # Ties in text similarity (three "Learn more" links) are broken by distance, so that
@@ -84,15 +86,20 @@ def _centres(page: PageBlocks) -> NDArray[np.float64]:
     ).reshape(-1, 2)
 
 
-def match_blocks(ref: PageBlocks, cand: PageBlocks) -> list[tuple[int, int, float]]:
+def match_blocks(
+    ref: PageBlocks, cand: PageBlocks, stop: Stop | None = None
+) -> list[tuple[int, int, float]]:
     """The one-to-one pairing (reference index, candidate index, text similarity) that
-    maximises the summed text similarity; pairs under MATCH_THRESHOLD are dropped."""
+    maximises the summed text similarity; pairs under MATCH_THRESHOLD are dropped.
+    `stop` is checked before each comparison (Stopped): there are N × M of them."""
     if not ref.blocks or not cand.blocks:
         return []
-    sim = np.array(
-        [[text_similarity(r.text, c.text) for c in cand.blocks] for r in ref.blocks],
-        dtype=np.float64,
-    )
+    stop = stop or Stop()
+    sim = np.empty((len(ref.blocks), len(cand.blocks)), dtype=np.float64)
+    for i, r in enumerate(ref.blocks):
+        for j, c in enumerate(cand.blocks):
+            stop.check()
+            sim[i, j] = text_similarity(r.text, c.text)
     rc, cc = _centres(ref), _centres(cand)
     distance = np.abs(rc[:, None, :] - cc[None, :, :]).max(axis=2)
     rows, cols = linear_sum_assignment(sim - POSITION_TIE_BREAK * distance, maximize=True)
@@ -109,11 +116,13 @@ def _areas(page: PageBlocks) -> NDArray[np.float64]:
     return np.array([b.w * b.h / area for b in page.blocks], dtype=np.float64)
 
 
-def block_scores(ref: PageBlocks, cand: PageBlocks) -> tuple[float, float, float, float]:
+def block_scores(
+    ref: PageBlocks, cand: PageBlocks, stop: Stop | None = None
+) -> tuple[float, float, float, float]:
     """(block_match, text, position, color) of `cand` against `ref`."""
     if not ref.blocks and not cand.blocks:
         return 1.0, 1.0, 1.0, 1.0  # two pages without text agree on all of it
-    pairs = match_blocks(ref, cand)
+    pairs = match_blocks(ref, cand, stop)
     if not pairs:
         return 0.0, 0.0, 0.0, 0.0
     ri = np.array([p[0] for p in pairs])

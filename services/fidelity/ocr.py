@@ -11,15 +11,17 @@ import io
 import os
 import shutil
 import subprocess
+import tempfile
+import time
 from dataclasses import dataclass
 
 import numpy as np
-import pytesseract
 from numpy.typing import NDArray
 from PIL import Image, ImageFilter
 
 from services.fidelity.lines import Word, group_words
 from services.fidelity.metrics import Color, PageBlocks
+from services.fidelity.stop import Stop
 
 # Tesseract's own confidence (0-100) under which a "word" is noise: an icon, a check mark
 # or a photo's texture read as letters.
@@ -31,6 +33,9 @@ DEFAULT_TIMEOUT_S = 20.0
 # Otsu threshold (method 1) keeps light text on coloured cards and dark bands that a
 # global threshold turns into one blob. Both measured on evalsets/basic: docs/fidelity.md.
 TESSERACT_CONFIG = "--oem 1 --psm 11 -c thresholding_method=1"
+TESSERACT = "tesseract"
+# How often a running Tesseract is checked on: a stopped score kills it within this.
+POLL_S = 0.05
 
 
 # The neighbourhood (px) whose mean luminance tells a dark background from a light one.
@@ -50,7 +55,7 @@ class OcrPage:
 
 
 def tesseract_available() -> bool:
-    return shutil.which(pytesseract.pytesseract.tesseract_cmd) is not None
+    return shutil.which(TESSERACT) is not None
 
 
 def _flat_rgb(png: bytes) -> Image.Image:
@@ -95,37 +100,69 @@ def dark_on_light(image: Image.Image) -> Image.Image:
     return Image.fromarray(flipped.astype(np.uint8), mode="L")
 
 
-def ocr_page(png: bytes, timeout_s: float = DEFAULT_TIMEOUT_S) -> OcrPage:
-    """The OCR blocks of a screenshot (blocking: run it in a thread)."""
+def ocr_page(png: bytes, timeout_s: float = DEFAULT_TIMEOUT_S, stop: Stop | None = None) -> OcrPage:
+    """The OCR blocks of a screenshot (blocking: run it in a thread). Raises Stopped when
+    `stop` is set or reached, once Tesseract has really ended."""
+    stop = stop or Stop()
     image = _flat_rgb(png)
-    # Tesseract's OpenMP threads cost about four times the CPU on a screenshot for no gain
-    # in wall time on a shared machine; the variable is read by the tesseract process.
-    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
-    try:
-        data = pytesseract.image_to_data(
-            dark_on_light(image),
-            lang="eng",
-            config=TESSERACT_CONFIG,
-            output_type=pytesseract.Output.DICT,
-            timeout=timeout_s,
-        )
-    except pytesseract.TesseractNotFoundError:
-        raise OcrError("tesseract is not installed (Debian's tesseract-ocr)") from None
-    except RuntimeError as exc:  # pytesseract's timeout
-        raise OcrError(f"OCR did not finish in {timeout_s:.0f} s: {exc}") from None
-    except (pytesseract.TesseractError, subprocess.SubprocessError, OSError) as exc:
-        raise OcrError(f"OCR failed: {exc}") from None
+    stop.check()
+    data = _tesseract(dark_on_light(image), timeout_s, stop)
+    stop.check()
     pixels = np.asarray(image, dtype=np.uint8)
     words: list[Word] = []
-    for i, raw in enumerate(data["text"]):
-        text = str(raw).strip()
-        if not text or float(data["conf"][i]) < MIN_CONFIDENCE:
+    for row in data:
+        stop.check()
+        text = row.get("text", "").strip()
+        if not text or float(row["conf"]) < MIN_CONFIDENCE:
             continue
         if not any(ch.isalnum() for ch in text):
             continue
-        x, y, w, h = (int(data[k][i]) for k in ("left", "top", "width", "height"))
+        x, y, w, h = (int(row[k]) for k in ("left", "top", "width", "height"))
         if w < 1 or h < 1:
             continue
         words.append(Word(text, x, y, w, h, word_color(pixels, x, y, w, h)))
     page = group_words(words, float(image.width), float(image.height))
     return OcrPage(page, tuple(words))
+
+
+def _tesseract(image: Image.Image, timeout_s: float, stop: Stop) -> list[dict[str, str]]:
+    """Tesseract's TSV rows for `image`. Its own process, polled: killed and waited for
+    when the time is up or `stop` says so, so it never outlives the score that ran it."""
+    # Tesseract's OpenMP threads cost about four times the CPU on a screenshot for no
+    # gain in wall time on a shared machine.
+    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    command = [TESSERACT, "stdin", "stdout", "-l", "eng", *TESSERACT_CONFIG.split(), "tsv"]
+    # Its input from a file, not a pipe: polling with communicate() can then only read.
+    with tempfile.TemporaryFile() as source:
+        image.save(source, format="PPM")  # uncompressed: nothing to spend on encoding
+        source.seek(0)
+        try:
+            process = subprocess.Popen(
+                command, stdin=source, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+            )
+        except FileNotFoundError:
+            raise OcrError("tesseract is not installed (Debian's tesseract-ocr)") from None
+        except OSError as exc:
+            raise OcrError(f"OCR failed: {exc}") from None
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                out, err = process.communicate(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                stop.check()
+                if time.monotonic() >= deadline:
+                    raise OcrError(f"OCR did not finish in {timeout_s:.0f} s") from None
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.communicate()  # reaps it: the slot is freed only once it is gone
+    if process.returncode != 0:
+        reason = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        raise OcrError(f"OCR failed: tesseract exited with {process.returncode}: {reason[0]}")
+    lines = out.decode(errors="replace").splitlines()
+    if not lines:
+        return []
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"), strict=False)) for line in lines[1:]]

@@ -50,6 +50,7 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
                 width=tag.viewport_width,
                 timeout_s=timeout_s,
                 with_regions=True,
+                owner=context.owner,
             )
         except ScoringError as exc:
             return failure(f"Cannot compare: {exc}", "Cannot compare")
@@ -82,6 +83,8 @@ def compare_outcome(outcome: FidelityOutcome) -> ToolOutcome:
         "image_part_index": 0,
         "image_display_name": IMAGE_NAME,
     }
+    if outcome.note:
+        details["note"] = outcome.note
     shown = "data:image/png;base64," + base64.b64encode(outcome.comparison_png).decode("ascii")
     return ToolOutcome(
         ok=True,

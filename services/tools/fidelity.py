@@ -10,11 +10,14 @@ it (the variants of a generation score against the same screenshot).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import io
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from services.common.images import ImageDecoder, ImageRefused
 from services.common.project_paths import is_html, path_problem
@@ -24,7 +27,8 @@ from services.fidelity.dom import EXTRACT_JS, words_from_js
 from services.fidelity.metrics import Scores
 from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_available
 from services.fidelity.regions import Region, side_by_side, worst_regions
-from services.fidelity.score import PngScore, png_size, score_png
+from services.fidelity.score import MAX_BLOCKS, PngScore, png_size, score_png
+from services.fidelity.stop import Stop, Stopped
 from services.tools.preview_tool import project_html
 from services.tools.screenshot import Screenshotter
 
@@ -38,6 +42,8 @@ MAX_WIDTH = 4096
 MIN_HEIGHT = 200
 MAX_VIEWPORT_HEIGHT = 1200
 
+R = TypeVar("R")
+
 
 @dataclass(frozen=True, slots=True)
 class FidelityOutcome:
@@ -48,6 +54,7 @@ class FidelityOutcome:
     regions: tuple[Region, ...] = ()
     comparison_png: bytes = b""
     path: str = ""  # the project file scored; empty: the entry page
+    note: str = ""  # what the score left out (a page over the match's bound)
 
 
 @dataclass(frozen=True)
@@ -63,9 +70,16 @@ class ScoringError(Exception):
 
 
 class FidelityScorer:
-    def __init__(self, screenshotter: Screenshotter | None, images: ImageDecoder) -> None:
+    def __init__(
+        self,
+        screenshotter: Screenshotter | None,
+        images: ImageDecoder,
+        *,
+        max_blocks: int = MAX_BLOCKS,
+    ) -> None:
         self._screenshotter = screenshotter
         self._images = images
+        self._max_blocks = max_blocks
         # OCR and the metrics take a core each while they run: as many at once as the
         # browser renders at once, so scores cannot crowd out the previews' CPU.
         captures = screenshotter.settings.max_concurrent_captures if screenshotter else 1
@@ -89,9 +103,11 @@ class FidelityScorer:
         width: int,
         timeout_s: float,
         with_regions: bool = False,
+        owner: str = "",
     ) -> FidelityOutcome:
         """Scores `page` of a project of `files` as it renders (its own .css/.js inlined,
-        as screenshot_preview shows it); the outcome names the page."""
+        as screenshot_preview shows it); the outcome names the page. `owner` (a
+        generation) shares the score renders fairly with other owners."""
         problem = path_problem(page.path) or (None if is_html(page.path) else "not an HTML page")
         if problem is not None:
             raise ScoringError(f"path: {problem}")
@@ -102,6 +118,7 @@ class FidelityScorer:
             width=width,
             timeout_s=timeout_s,
             with_regions=with_regions,
+            owner=owner,
         )
         return replace(outcome, path=page.path)
 
@@ -114,6 +131,7 @@ class FidelityScorer:
         width: int,
         timeout_s: float,
         with_regions: bool = False,
+        owner: str = "",
     ) -> FidelityOutcome:
         image = decode_image_data_url(image_url)
         if image is None:
@@ -122,11 +140,31 @@ class FidelityScorer:
             raise ScoringError("code: empty")
         if width and not MIN_WIDTH <= width <= MAX_WIDTH:
             raise ScoringError(f"viewport_width: must be 0 or {MIN_WIDTH}-{MAX_WIDTH}")
-        key = ("fidelity-reference", hashlib.sha256(image.data).hexdigest())
+        # The whole score's limit: its work in threads checks it (`Stop`) and ends there.
+        stop = Stop(time.monotonic() + timeout_s)
+        try:
+            return await self._score(
+                image.data, code, image_index, width, stop, with_regions, owner
+            )
+        except Stopped:
+            reason = f"not scored within its limit of {timeout_s:g} s"
+            return FidelityOutcome(image_index, width, unavailable_reason=reason)
+
+    async def _score(
+        self,
+        image: bytes,
+        code: str,
+        image_index: int,
+        width: int,
+        stop: Stop,
+        with_regions: bool,
+        owner: str,
+    ) -> FidelityOutcome:
+        key = ("fidelity-reference", hashlib.sha256(image).hexdigest())
         try:
             async with self._cpu_slots:
-                reference = await asyncio.to_thread(
-                    self._images.shared, key, lambda: self._read(image.data)
+                reference = await _in_thread(
+                    stop, lambda: self._images.shared(key, lambda: self._read(image, stop))
                 )
         except ImageRefused as exc:
             raise ScoringError(f"image: {exc}") from None
@@ -142,34 +180,60 @@ class FidelityScorer:
             return FidelityOutcome(image_index, width, unavailable_reason=unavailable)
         try:
             png, data = await self._screenshotter.render_for_score(
-                code, width, height, EXTRACT_JS, timeout_s=timeout_s
+                code, width, height, EXTRACT_JS, timeout_s=_remaining(stop), owner=owner
             )
         except Exception as exc:  # any failed render is "unavailable", never a zero
             log.info("fidelity render failed", extra={"reason": str(exc)[:200]})
             reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
             return FidelityOutcome(image_index, width, unavailable_reason=f"no render: {reason}")
         async with self._cpu_slots:
-            result = await asyncio.to_thread(_score, reference, data, png)
+            result = await _in_thread(
+                stop, lambda: _score(reference, data, png, self._max_blocks, stop)
+            )
+            if result.note:
+                log.info("fidelity match bounded", extra={"note": result.note})
             if not with_regions:
-                return FidelityOutcome(image_index, width, result.scores)
-            comparison = await asyncio.to_thread(side_by_side, reference.png, png)
+                return FidelityOutcome(image_index, width, result.scores, note=result.note)
+            comparison = await _in_thread(stop, lambda: side_by_side(reference.png, png))
         return FidelityOutcome(
             image_index,
             width,
             result.scores,
             regions=tuple(worst_regions(result)),
             comparison_png=comparison,
+            note=result.note,
         )
 
-    def _read(self, data: bytes) -> _Reference:
+    def _read(self, data: bytes, stop: Stop) -> _Reference:
         with self._images.open(data, flatten=True, upright=True) as decoded:
             out = io.BytesIO()
             decoded.save(out, format="PNG")
         png = out.getvalue()
-        return _Reference(png, ocr_page(png))
+        return _Reference(png, ocr_page(png, stop=stop))
 
 
-def _score(reference: _Reference, data: Any, png: bytes) -> PngScore:
+def _score(reference: _Reference, data: Any, png: bytes, max_blocks: int, stop: Stop) -> PngScore:
     # OCR sees only what the (height-limited) screenshot shows; so does the comparison.
     words = words_from_js(data, png_size(png)[1])
-    return score_png(reference.ocr, reference.png, words, png)
+    return score_png(reference.ocr, reference.png, words, png, max_blocks=max_blocks, stop=stop)
+
+
+def _remaining(stop: Stop) -> float:
+    return max(0.0, stop.deadline - time.monotonic())
+
+
+async def _in_thread(stop: Stop, work: Callable[[], R]) -> R:
+    """`work()` in a thread. Cancelled, it sets `stop` and waits for the thread to end (the
+    work checks `stop` every few milliseconds) before it lets the cancellation go on: the
+    caller's slot is freed only once the work has stopped, and no CPU is spent after."""
+    future = asyncio.ensure_future(asyncio.to_thread(work))
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        stop.set()
+        while not future.done():
+            with contextlib.suppress(asyncio.CancelledError):  # raised below, after the wait
+                await asyncio.wait({future})
+        if not future.cancelled():
+            future.exception()  # retrieved: Stopped, as asked
+        raise

@@ -13,8 +13,9 @@ from urllib.parse import quote, unquote, urljoin, urlsplit
 from services.common.markup import RawText, Tag, attribute_values, attributes, scan_markup
 from services.common.project_paths import ENTRY_PATH, is_html
 from services.common.tool_types import FileState, MediaPart
-from services.tools.screenshot import VIEWPORTS, Capture, Screenshotter, width_viewport
+from services.tools.screenshot import Screenshotter
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
+from services.tools.viewports import VIEWPORTS, Capture, width_viewport
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def screenshot_preview_handler(shooter: Screenshotter) -> ToolHandler:
         widths = context.viewport_widths
         viewports = tuple(width_viewport(w) for w in widths) if widths else VIEWPORTS
         try:
-            captures = await shooter.capture(html, viewports=viewports)
+            captures = await shooter.capture(html, viewports=viewports, owner=context.owner)
         except Exception as exc:
             log.warning("screenshot_preview failed", exc_info=True)
             return failure(f"Screenshot failed: {exc}", "Screenshot failed")

@@ -46,6 +46,8 @@ from services.tools.egress_proxy import (
     ProxyObserver,
     UpstreamOpener,
 )
+from services.tools.slots import FairSlots
+from services.tools.viewports import DESKTOP, VIEWPORTS, Capture, Viewport
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,9 @@ _CHROMIUM_ARGS = (
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 _CLOSE_TIMEOUT_S = 5.0
+# The pages one capture renders at once: the default desktop and mobile pair together, a
+# screenshot's many tagged widths two by two (twenty at once took 2.3 GB, issue 35).
+PAGES_AT_ONCE = 2
 _PAGE_SIZE_JS = (
     "() => [Math.max(document.documentElement.scrollWidth, "
     "document.body ? document.body.scrollWidth : 0), "
@@ -77,45 +82,22 @@ class ScreenshotSettings:
     page_load_timeout_s: float = 15.0
     capture_timeout_s: float = 30.0
     settle_ms: int = 250
-    # Each capture renders two pages at once; more pages than cores only adds contention, so
-    # further captures queue (inside their own time limit) rather than slow everyone down.
+    # Each capture renders up to two pages at once (`PAGES_AT_ONCE`); more pages than cores
+    # only adds contention, so further captures queue (inside their own time limit). One
+    # owner (a generation) runs at most this many captures at once...
     max_concurrent_captures: int = 2
+    # ...and all owners together this many (S2C_PREVIEW_MAX_CAPTURES): a client's pages
+    # waiting on assets that never come leave places to the others (slots.py).
+    max_total_captures: int = 4
+    # Fidelity scores render in places of their own, one per owner at a time, so a score
+    # never takes a preview's place (S2C_FIDELITY_MAX_RENDERS).
+    max_score_renders: int = 2
     # After a failed probe, how long `probe()` answers False before it tries a launch again.
     probe_retry_s: float = 60.0
     # A full page larger than this is clipped to it: Chromium renders only the clip (a
     # page 30000 px wide used to take gigabytes). The same limits as URL captures'.
     max_width_px: int = 1280
     max_height_px: int = 16384
-
-
-@dataclass(frozen=True, slots=True)
-class Viewport:
-    name: str
-    width: int
-    height: int
-
-    @property
-    def display_name(self) -> str:
-        return f"preview_{self.name}.png"
-
-
-DESKTOP = Viewport("desktop", 1280, 832)
-MOBILE = Viewport("mobile", 342, 684)
-VIEWPORTS = (DESKTOP, MOBILE)
-
-
-def width_viewport(width: int) -> Viewport:
-    """The viewport a screenshot taken at `width` CSS pixels is compared with: that width,
-    at a height typical of such a screen (only the first screen; captures are full-page)."""
-    height = 832 if width >= 1024 else 1024 if width >= 600 else 844
-    return Viewport(f"{width}px", width, height)
-
-
-@dataclass(frozen=True, slots=True)
-class Capture:
-    viewport: Viewport
-    png: bytes
-    full_page: bool = True
 
 
 class ScreenshotError(Exception):
@@ -152,7 +134,9 @@ class Screenshotter:
         self._guard = AddressGuard(resolver=resolver)
         self._proxy = EgressProxy(self._guard, opener=upstream_opener, observer=proxy_observer)
         self._lock = asyncio.Lock()
-        self._slots = asyncio.Semaphore(max(1, self.settings.max_concurrent_captures))
+        settings = self.settings
+        self._slots = FairSlots(settings.max_total_captures, settings.max_concurrent_captures)
+        self._score_slots = FairSlots(settings.max_score_renders, 1)
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._probe_result: bool | None = None
@@ -191,9 +175,10 @@ class Screenshotter:
         *,
         timeout_s: float | None = None,
         viewports: Sequence[Viewport] = VIEWPORTS,
+        owner: str = "",
     ) -> list[Capture]:
         """Captures of `html` at each viewport (desktop then mobile by default), rendered
-        concurrently.
+        PAGES_AT_ONCE at a time in one of `owner`'s places.
 
         `timeout_s` can only shorten the configured capture limit, e.g. to honour the
         caller's remaining gRPC deadline.
@@ -202,11 +187,16 @@ class Screenshotter:
         limit_s = self.settings.capture_timeout_s
         if timeout_s is not None:
             limit_s = min(limit_s, timeout_s)
+        shots: list[asyncio.Task[Capture]] = []
         try:
-            async with asyncio.timeout(limit_s), self._slots:
+            async with asyncio.timeout(limit_s), self._slots.hold(owner):
                 browser = await self._ready_browser()
-                async with asyncio.TaskGroup() as group:
-                    shots = [group.create_task(self._shoot(browser, html, vp)) for vp in viewports]
+                for start in range(0, len(viewports), PAGES_AT_ONCE):
+                    async with asyncio.TaskGroup() as group:
+                        shots += [
+                            group.create_task(self._shoot(browser, html, vp))
+                            for vp in viewports[start : start + PAGES_AT_ONCE]
+                        ]
         except TimeoutError as exc:
             raise ScreenshotError(f"capture timed out after {limit_s:g}s") from exc
         except ExceptionGroup as group_error:
@@ -224,7 +214,7 @@ class Screenshotter:
         evaluation are reported as such instead.
         """
         html = normalize_babel_cdn(html)
-        async with asyncio.timeout(self.settings.capture_timeout_s), self._slots:
+        async with asyncio.timeout(self.settings.capture_timeout_s), self._slots.hold(""):
             browser = await self._ready_browser()
             async with self._rendered(browser, html, DESKTOP) as page:
                 self._restock()
@@ -242,16 +232,23 @@ class Screenshotter:
                 return results
 
     async def render_for_score(
-        self, html: str, width: int, height: int, expression: str, *, timeout_s: float
+        self,
+        html: str,
+        width: int,
+        height: int,
+        expression: str,
+        *,
+        timeout_s: float,
+        owner: str = "",
     ) -> tuple[bytes, Any]:
         """A full-page PNG of `html` at `width` × `height` and `expression` evaluated in
-        it: the fidelity score's render (services/tools/fidelity.py). The same slots,
-        routing, proxy, load limits and pixel limits as a preview's."""
+        it: the fidelity score's render (services/tools/fidelity.py). The same routing,
+        proxy, load and pixel limits as a preview's, in places of the scores' own."""
         html = normalize_babel_cdn(html)
         viewport = Viewport("fidelity", width, height)
         limit_s = min(self.settings.capture_timeout_s, timeout_s)
         try:
-            async with asyncio.timeout(limit_s), self._slots:
+            async with asyncio.timeout(limit_s), self._score_slots.hold(owner):
                 browser = await self._ready_browser()
                 async with self._rendered(browser, html, viewport) as page:
                     data = await page.evaluate(expression)
@@ -365,15 +362,23 @@ class Screenshotter:
     ) -> AsyncIterator[Page]:
         page = await self._take_page(browser, viewport)
         try:
-            load_timeout_s = self.settings.page_load_timeout_s
+            # One budget for the page's loads and its fonts together: a stylesheet and a
+            # font that never answer hold the place for it once, not twice.
+            loaded_by = time.monotonic() + self.settings.page_load_timeout_s
             # A slow or never-idle page is still worth a screenshot of what did render.
             with contextlib.suppress(PlaywrightTimeoutError):
                 await page.set_content(
-                    html, wait_until="networkidle", timeout=load_timeout_s * 1000
+                    html,
+                    wait_until="networkidle",
+                    timeout=self.settings.page_load_timeout_s * 1000,
                 )
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(load_timeout_s):
+                async with asyncio.timeout(max(0.0, loaded_by - time.monotonic())):
                     await page.evaluate("document.fonts.ready.then(() => true)")
+            # What has not come by now never will in time: stop it, as a reader would, or the
+            # screenshot (which waits for the page's fonts) holds the place to the limit.
+            with contextlib.suppress(PlaywrightError):
+                await page.evaluate("window.stop()")
             if self.settings.settle_ms > 0:
                 await asyncio.sleep(self.settings.settle_ms / 1000)  # let late layout land
             yield page

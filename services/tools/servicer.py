@@ -17,7 +17,7 @@ from services.common.errors import FieldViolation, InvalidRequest, abort, abort_
 from services.common.project_paths import ENTRY_PATH
 from services.common.proto_enums import enum_names
 from services.common.structs import from_struct, to_struct
-from services.common.tool_types import FileState, ImageTag, MediaPart, ToolCall
+from services.common.tool_types import OWNER_METADATA, FileState, ImageTag, MediaPart, ToolCall
 from services.common.tracing import incoming_context, tracer
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
 from services.tools.fidelity import ScoringError
@@ -92,7 +92,7 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             context=incoming_context(context.invocation_metadata()),
             attributes={"s2c.tool_call_id": call.id},
         ) as span:
-            outcome = await self._execute(call, file, ctx, request.files)
+            outcome = await self._execute(call, file, ctx, request.files, _owner(context))
             span.set_attribute("s2c.ok", outcome.ok)
         response = pb.ExecuteToolResponse(
             ok=outcome.ok,
@@ -151,6 +151,7 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                     width=request.viewport_width,
                     timeout_s=remaining if remaining is not None else 60.0,
                     with_regions=request.with_regions,
+                    owner=_owner(context),
                 )
             except ScoringError as exc:
                 field, _, message = str(exc).partition(": ")
@@ -163,6 +164,7 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
         file: FileState | None,
         ctx: pb.ToolContext,
         files: Iterable[common_pb2.FileState],
+        owner: str,
     ) -> ToolOutcome:
         return await self._worker.execute(
             call,
@@ -177,6 +179,7 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                 viewport_widths=tuple(ctx.viewport_widths),
                 max_project_bytes=ctx.max_project_bytes,
                 image_tags=tuple(ImageTag(t.path, t.viewport_width) for t in ctx.image_tags),
+                owner=owner,
             ),
         )
 
@@ -192,6 +195,14 @@ _CAPTURE_CODES = {
     CaptureErrorKind.LOAD_FAILED: grpc.StatusCode.FAILED_PRECONDITION,
     CaptureErrorKind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
 }
+
+
+def _owner(context: Context) -> str:
+    """Whom the call is for, as the agent names it; empty: a caller that did not say."""
+    for key, value in context.invocation_metadata() or ():
+        if key == OWNER_METADATA and isinstance(value, str):
+            return value[:MAX_ID_LENGTH]
+    return ""
 
 
 def _flags(flags: pb.ToolFlags) -> ToolFlags:

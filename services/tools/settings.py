@@ -18,6 +18,7 @@ from services.common.images import ImageLimits
 from services.common.project_limits import MAX_FILE_BYTES
 from services.common.security import GrpcSecurity
 from services.common.vendor import DEFAULT_VENDOR_DIR, vendor_dir_from_env
+from services.fidelity.score import MAX_BLOCKS
 from services.tools.capture import CaptureSettings
 from services.tools.egress_routes import ENV_NAME as TEST_EGRESS_ROUTES_ENV
 from services.tools.egress_routes import parse_routes
@@ -77,6 +78,13 @@ class ToolsSettings:
     test_egress_routes: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     # Each client connection is closed after about this long (0: never); see the grace.
     max_connection_age_s: float = DEFAULT_MAX_CONNECTION_AGE_S
+    # The most text blocks of each page a fidelity score matches (S2C_FIDELITY_MAX_BLOCKS).
+    fidelity_max_blocks: int = MAX_BLOCKS
+    # The browser's places (screenshot.py, slots.py): previews of all owners at once
+    # (S2C_PREVIEW_MAX_CAPTURES), and fidelity score renders, in places of their own
+    # (S2C_FIDELITY_MAX_RENDERS).
+    preview_max_captures: int = 4
+    fidelity_max_renders: int = 2
 
     @property
     def max_connection_age_grace_s(self) -> float:
@@ -108,6 +116,11 @@ class ToolsSettings:
                 env, "S2C_TOOLS_MAX_CONNECTION_AGE_S", str(DEFAULT_MAX_CONNECTION_AGE_S), float
             ),
             vendor_dir=vendor_dir_from_env(env),
+            fidelity_max_blocks=int(
+                settings_env.positive(env, "S2C_FIDELITY_MAX_BLOCKS", MAX_BLOCKS)
+            ),
+            preview_max_captures=int(settings_env.positive(env, "S2C_PREVIEW_MAX_CAPTURES", 4)),
+            fidelity_max_renders=int(settings_env.positive(env, "S2C_FIDELITY_MAX_RENDERS", 2)),
         )
 
 

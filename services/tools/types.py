@@ -37,6 +37,7 @@ class ToolContext:
     max_project_bytes: int = 0  # all files together; 0: the worker's own limit
     # What each input image shows, aligned with input_images (may be shorter).
     image_tags: tuple[ImageTag, ...] = ()
+    owner: str = ""  # whom the call is for (a generation): its share of the browser
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,8 @@ class ToolWorker:
                     chromium_path=settings.chromium_path,
                     max_width_px=settings.capture.max_width_px,
                     max_height_px=settings.capture.max_height_px,
+                    max_total_captures=settings.preview_max_captures,
+                    max_score_renders=settings.fidelity_max_renders,
                 ),
                 resolver=routes.resolver if routes.routes else None,
                 upstream_opener=routes.opener if routes.routes else None,
@@ -71,7 +73,9 @@ class ToolWorker:
             )
             handlers["screenshot_preview"] = screenshot_preview_handler(self.screenshotter)
         self.capturer = UrlCapturer(self.screenshotter, settings.capture)
-        self.fidelity = FidelityScorer(self.screenshotter, self.images)
+        self.fidelity = FidelityScorer(
+            self.screenshotter, self.images, max_blocks=settings.fidelity_max_blocks
+        )
         if self.screenshotter is not None:
             handlers["compare_with_reference"] = compare_handler(
                 self.fidelity, settings.tool_timeouts_s.get(COMPARE, 60.0)

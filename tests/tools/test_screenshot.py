@@ -21,8 +21,9 @@ from PIL import Image
 from services.common.babel_cdn import PINNED_BABEL_URL
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
 from services.tools.preview_tool import RESULT_CONTENT, screenshot_preview_handler
-from services.tools.screenshot import Capture, ScreenshotSettings, Screenshotter
+from services.tools.screenshot import ScreenshotSettings, Screenshotter
 from services.tools.types import FileState, ToolContext
+from services.tools.viewports import Capture
 from tests.offline_pages import REACT_PAGE, RED, tailwind_page
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
