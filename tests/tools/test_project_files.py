@@ -130,7 +130,7 @@ async def test_links_are_read_as_a_browser_reads_them() -> None:
         '<LINK HREF="../css/site.css?v=2" REL="alternate stylesheet">'
         "<!-- <link rel=stylesheet href=../css/site.css> -->"
         '<link rel="stylesheet" href="https://cdn.test/css/site.css">'
-        '<link rel=icon href="../css/site.css">'
+        '<link rel=icon href="../css/site.css"><link rel=stylesheet href="http://[x">'
         '<script src="../js/a&#46;js" type="module"></script >'
         '<script src="../js/a.js">inline()</script>',
     )
@@ -139,7 +139,7 @@ async def test_links_are_read_as_a_browser_reads_them() -> None:
         "<style>p {}</style>"
         "<!-- <link rel=stylesheet href=../css/site.css> -->"
         '<link rel="stylesheet" href="https://cdn.test/css/site.css">'
-        '<link rel=icon href="../css/site.css">'
+        '<link rel=icon href="../css/site.css"><link rel=stylesheet href="http://[x">'
         "<script type=\"module\">x = '<\\/SCRIPT>'</script>"
         '<script src="../js/a.js">inline()</script>'
     )
