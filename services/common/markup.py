@@ -40,8 +40,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 # Same character classes and flags as the grammar above, so non-ASCII letters that
-# IGNORECASE folds (ſ, K, İ, ı) are treated identically.
-_RAW_OPEN = re.compile(r"<(script|style)\b", re.IGNORECASE)
+# IGNORECASE folds (ſ, K, İ, ı) are treated identically. Which element `<ſcript` opens
+# is the group that matched: `.lower()` leaves the long s as it is.
+_RAW_OPEN = re.compile(r"<(?:(script)|style)\b", re.IGNORECASE)
 _NAME_RUN = re.compile(r"[^\s/>]*")
 _EVENT = re.compile(r"[\"'>]")
 _RAW_CLOSE = {
@@ -164,7 +165,7 @@ class _Scanner:
                 pos = plain.end()
                 continue
             if raw is not None:
-                name = raw.group(1).lower()
+                name = "script" if raw.group(1) else "style"
                 gt = self._tag_end(self._events.next(raw.end()))
                 if gt != _NONE:
                     close = self._raw_close[name].next(gt + 1)

@@ -63,7 +63,10 @@ def inline_project(page: FileState, files: tuple[FileState, ...]) -> str:
         # a query); another host is not the project's.
         if href is None:
             return None
-        url = urlsplit(urljoin(page_url, href.strip()))
+        try:
+            url = urlsplit(urljoin(page_url, href.strip()))
+        except ValueError:  # not a URL (`http://[x`): a browser loads nothing either
+            return None
         return project.get(unquote(url.path)[1:]) if url.netloc == _ORIGIN else None
 
     pieces: list[str] = []

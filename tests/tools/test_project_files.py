@@ -151,7 +151,7 @@ async def test_links_are_read_as_a_browser_reads_them() -> None:
         '<LINK HREF="../css/site.css?v=2" REL="alternate stylesheet">'
         "<!-- <link rel=stylesheet href=../css/site.css> -->"
         '<link rel="stylesheet" href="https://cdn.test/css/site.css">'
-        '<link rel=icon href="../css/site.css">'
+        '<link rel=icon href="../css/site.css"><link rel=stylesheet href="http://[x">'
         '<script src="../js/a&#46;js" type="module"></script >'
         '<script src="../js/a.js">inline()</script>',
     )
@@ -160,7 +160,15 @@ async def test_links_are_read_as_a_browser_reads_them() -> None:
         "<style>p {}</style>"
         "<!-- <link rel=stylesheet href=../css/site.css> -->"
         '<link rel="stylesheet" href="https://cdn.test/css/site.css">'
-        '<link rel=icon href="../css/site.css">'
+        '<link rel=icon href="../css/site.css"><link rel=stylesheet href="http://[x">'
         "<script type=\"module\">x = '<\\/SCRIPT>'</script>"
         '<script src="../js/a.js">inline()</script>'
     )
+
+
+async def test_a_tag_name_that_case_folds_to_script_is_read_as_the_scan_reads_it() -> None:
+    # `<ſcript` (a long s) matches `script` case-insensitively; the scanner looked its
+    # closing tag up by the name as written and raised KeyError.
+    page = FileState("index.html", '<ſcript src="b.js"></ſcript><ſtyle>x</style>')
+    _, html = await page_to_render(page, (page, FileState("b.js", "run()")))
+    assert html == "<script>run()</script><ſtyle>x</style>"
