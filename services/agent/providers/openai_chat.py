@@ -120,7 +120,7 @@ class _TurnReader:
     deltas merged); tool-call fragments are joined by their stream index."""
 
     def __init__(
-        self, name: ProviderName, api_key: str, *, tool_tags: bool = False, max_calls: int = 16
+        self, name: ProviderName, api_key: str, *, max_calls: int, tool_tags: bool = False
     ) -> None:
         self._name = name
         self._api_key = api_key
