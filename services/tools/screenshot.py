@@ -26,7 +26,6 @@ from typing import Any
 
 from playwright.async_api import (
     Browser,
-    FloatRect,
     Page,
     Playwright,
     Route,
@@ -47,7 +46,7 @@ from services.tools.egress_proxy import (
     UpstreamOpener,
 )
 from services.tools.slots import FairSlots
-from services.tools.viewports import DESKTOP, VIEWPORTS, Capture, Viewport
+from services.tools.viewports import DESKTOP, VIEWPORTS, Capture, Viewport, page_clip
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +67,6 @@ _CLOSE_TIMEOUT_S = 5.0
 # The pages one capture renders at once: the default desktop and mobile pair together, a
 # screenshot's many tagged widths two by two (twenty at once took 2.3 GB, issue 35).
 PAGES_AT_ONCE = 2
-_PAGE_SIZE_JS = (
-    "() => [Math.max(document.documentElement.scrollWidth, "
-    "document.body ? document.body.scrollWidth : 0), "
-    "Math.max(document.documentElement.scrollHeight, "
-    "document.body ? document.body.scrollHeight : 0)]"
-)
 
 
 @dataclass(frozen=True)
@@ -474,25 +467,6 @@ class Screenshotter:
             log.info("websocket route failed (the page may be gone); closed", exc_info=True)
             with contextlib.suppress(Exception):
                 await socket.close(code=1011, reason="the preview sandbox failed")
-
-
-async def page_clip(page: Page, max_width: int, max_height: int) -> FloatRect | None:
-    """The area of a full-page screenshot, when the page is larger than the limits allow
-    (from its top left); None when the whole page fits."""
-    try:
-        size = await page.evaluate(_PAGE_SIZE_JS)
-        width, height = int(size[0]), int(size[1])
-    except (PlaywrightError, TypeError, ValueError, IndexError):
-        # A page that broke its own DOM: only the limits are known to be safe.
-        width, height = max_width + 1, max_height + 1
-    if width <= max_width and height <= max_height:
-        return None
-    return {
-        "x": 0,
-        "y": 0,
-        "width": min(max(width, 1), max_width),
-        "height": min(max(height, 1), max_height),
-    }
 
 
 async def _quietly(closing: Any) -> None:
