@@ -73,6 +73,8 @@ class ToolServiceServicer:
 
     def ExecuteTool(self, request, context):
         """Executes one tool call. Idempotent by `call.id` within a worker's memory.
+        Errors: INVALID_ARGUMENT (a malformed call), FAILED_PRECONDITION (an input image
+        sent by reference whose bytes this worker does not hold: see `ToolContext.images`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -96,7 +98,9 @@ class ToolServiceServicer:
         the screenshot's width under the previews' browser slots and limits, reads the
         screenshot by OCR and compares. A page that cannot be scored is an answer with
         `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
-        (no code, an image that is not a decodable data URL, a width out of range).
+        (no code, an image that is not a decodable data URL, a width out of range),
+        FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
+        them, see `ToolContext.images`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
