@@ -191,6 +191,7 @@ def request_from_proto(
         models=tuple(request.models),
         variant_count=request.variant_count,
         asset_base_url=request.asset_base_url.rstrip("/"),
+        score_fidelity=request.score_fidelity,
     )
     return domain, violations
 

@@ -59,6 +59,8 @@ class GenerationPlan:
     variant_count: int
     tools: ToolContext  # what every tool call carries (the request's own credentials)
     refusal: str = ""
+    # Score the finished variants against the input images (`needs_scores`).
+    scores: bool = False
 
     @property
     def id(self) -> str:
@@ -142,6 +144,7 @@ class Planner:
             variant_count=count,
             tools=tool_context(request, settings.max_project_bytes),
             refusal=refusal,
+            scores=needs_scores(request),
         )
 
     def _video_violations(
@@ -194,6 +197,14 @@ class Planner:
             p.alone[0] for p in registry.KEYED if p.alone and settings.credentials.key(p.credential)
         ]
         return list(dict.fromkeys(ids))
+
+
+def needs_scores(request: GenerationRequest) -> bool:
+    """Whether the variants are scored: only when someone uses the score, never for a
+    client that would drop it (a score costs renders and OCR on the tool workers). Today
+    that is the client showing it (`score_fidelity`); refinement towards the screenshot,
+    which scores every round, will be the second reason, decided here."""
+    return request.score_fidelity
 
 
 def tool_context(request: GenerationRequest, max_project_bytes: int = 0) -> ToolContext:

@@ -223,7 +223,9 @@ class Runner:
         one `fidelity` event per image: the scores, or why there are none."""
         client, limit_s = self._fidelity, self._settings.fidelity_timeout_s
         images = input_images(plan.request)
-        if client is None or limit_s <= 0 or not images or not state.code.strip():
+        if not plan.scores or client is None or limit_s <= 0:
+            return
+        if not images or not state.code.strip():
             return
         state.fidelity = await score_variant(
             client,

@@ -14,6 +14,7 @@ from services.gateway.design_systems import DesignSystemLimits
 from services.gateway.export import ExportPolicy
 
 _SECONDS = "number of seconds"
+_TRUE = frozenset({"1", "true", "yes", "on"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,9 @@ class GatewaySettings:
     export: ExportPolicy = field(default_factory=ExportPolicy)
     # The vendored CDN copies served at /vendor/ and bundled by exports (S2C_VENDOR_DIR).
     vendor_dir: Path = DEFAULT_VENDOR_DIR
+    # Score the generations of sockets that did not ask for scores (the upstream UI), for
+    # the run record (S2C_SCORE_UNASKED); such a socket still closes as its variants end.
+    score_unasked: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -63,4 +67,5 @@ class GatewaySettings:
             http_idle_timeout_s=settings_env.positive(
                 env, "S2C_HTTP_IDLE_TIMEOUT_S", 15.0, unit=_SECONDS
             ),
+            score_unasked=env.get("S2C_SCORE_UNASKED", "0").strip().lower() in _TRUE,
         )

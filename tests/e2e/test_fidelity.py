@@ -25,12 +25,14 @@ from s2c.tools.v1 import tool_service_pb2 as tpb
 from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
 
 from services.agent.settings import AgentSettings
+from services.gateway.access import AccessSettings
+from services.gateway.settings import GatewaySettings
 from services.tools.screenshot import Screenshotter
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM
 from tests.eval.test_scores import BLOCKS, Spec, page
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
-from tests.suite import Suite, generation_events, running_suite
+from tests.suite import Suite, create_params, generation_events, run_ws, running_suite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -64,7 +66,16 @@ async def suite(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> A
         preview_replay_s=0.0,
     )
     tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
-    async with running_suite(tmp_path_factory.mktemp("fidelity"), agent=agent, tools=tools) as s:
+    # The operator scores every generation (S2C_SCORE_UNASKED): an upstream socket must
+    # still close without waiting for the scores.
+    gateway = GatewaySettings(
+        access=AccessSettings(
+            max_concurrent_per_client=0, starts_per_minute=0, max_waiting_per_client=0
+        ),
+        score_unasked=True,
+    )
+    data_dir = tmp_path_factory.mktemp("fidelity")
+    async with running_suite(data_dir, agent=agent, tools=tools, gateway=gateway) as s:
         yield s
 
 
@@ -102,6 +113,7 @@ def image_create(images: list[str], variant_count: int) -> pb.GenerateCodeReques
         input_mode=pb.INPUT_MODE_IMAGE,
         stack=pb.STACK_HTML_CSS,
         variant_count=variant_count,
+        score_fidelity=True,  # as our clients ask: unasked, nothing is scored
     )
     request.prompt.images.extend(images)
     return request
@@ -269,3 +281,41 @@ async def test_each_screenshot_is_scored_against_its_own_page_at_its_width(
         600,
     )
     assert details["scores"]["color"] >= 0.9
+
+
+async def test_an_upstream_socket_closes_at_its_last_variant_complete(
+    suite: Suite, fake: FakeOpenAI, screenshot: str
+) -> None:
+    # The upstream UI's params: no scoreFidelity, no count (the default four options).
+    fake.add_chat(*[chat_turn([create(page, "call_1")]) for page in (SAME, OTHER, SAME, OTHER)])
+    fake.add_chat(*[chat_turn([Text(["Built it."])])] * 4)
+    prompt = {"text": "", "images": [screenshot], "videos": []}
+    result = await run_ws(
+        suite.ws_url, create_params(generatedCodeConfig="html_css", prompt=prompt)
+    )
+    assert result.close_code == 1000
+    # Closed right after the last option completed: no score was waited for.
+    assert result.frames[-1]["type"] == "variantComplete"
+    assert len(result.of("variantComplete")) == 4
+    assert result.of("fidelity") == []
+    # The operator's scores go on without the socket, into the record, not cancelled.
+    generation = max(suite.agent.manager.generations(), key=lambda g: g.started_monotonic)
+    assert generation.task is not None
+    await generation.task
+    assert generation.status == "completed"
+    assert all(v.fidelity and v.fidelity[0].unavailable_reason == "" for v in generation.variants)
+
+
+async def test_our_ui_socket_waits_for_its_scores(
+    suite: Suite, fake: FakeOpenAI, screenshot: str
+) -> None:
+    fake.add_chat(*[chat_turn([create(SAME, "call_1")])] * 4)
+    fake.add_chat(*[chat_turn([Text(["Built it."])])] * 4)
+    prompt = {"text": "", "images": [screenshot], "videos": []}
+    params = create_params(generatedCodeConfig="html_css", prompt=prompt, scoreFidelity=True)
+    result = await run_ws(suite.ws_url, params)
+    assert result.close_code == 1000
+    kinds = [f["type"] for f in result.frames]
+    assert kinds.count("variantComplete") == 4
+    assert kinds[-1] == "fidelity"
+    assert len(result.of("fidelity")) == 4
