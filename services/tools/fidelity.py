@@ -10,16 +10,15 @@ it (the variants of a generation score against the same screenshot).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import io
 import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
 from services.common.images import ImageDecoder, ImageRefused
+from services.common.input_images import InputImage
 from services.common.project_paths import is_html, path_problem
 from services.common.tool_types import FileState
-from services.common.uploads import decode_image_data_url
 from services.fidelity.dom import EXTRACT_JS, words_from_js
 from services.fidelity.metrics import Scores
 from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_available
@@ -83,7 +82,7 @@ class FidelityScorer:
         self,
         page: FileState,
         files: tuple[FileState, ...],
-        image_url: str,
+        image: InputImage,
         *,
         image_index: int,
         width: int,
@@ -97,7 +96,7 @@ class FidelityScorer:
             raise ScoringError(f"path: {problem}")
         outcome = await self.score(
             inline_project(page, files),
-            image_url,
+            image,
             image_index=image_index,
             width=width,
             timeout_s=timeout_s,
@@ -108,21 +107,18 @@ class FidelityScorer:
     async def score(
         self,
         code: str,
-        image_url: str,
+        image: InputImage,
         *,
         image_index: int,
         width: int,
         timeout_s: float,
         with_regions: bool = False,
     ) -> FidelityOutcome:
-        image = decode_image_data_url(image_url)
-        if image is None:
-            raise ScoringError("image: not a data URL of a PNG, JPEG, GIF or WebP image")
         if not code.strip():
             raise ScoringError("code: empty")
         if width and not MIN_WIDTH <= width <= MAX_WIDTH:
             raise ScoringError(f"viewport_width: must be 0 or {MIN_WIDTH}-{MAX_WIDTH}")
-        key = ("fidelity-reference", hashlib.sha256(image.data).hexdigest())
+        key = ("fidelity-reference", image.sha256)
         try:
             async with self._cpu_slots:
                 reference = await asyncio.to_thread(

@@ -43,6 +43,7 @@ DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 # Agents balance over the workers a DNS name resolves to, but only resolve it again when a
 # connection goes away: closing each one after a minute lets workers added since get calls.
 DEFAULT_MAX_CONNECTION_AGE_S = 60.0
+DEFAULT_IMAGE_CACHE_BYTES = 256 << 20
 # How much longer than the longest call a closing connection is kept, so none is cut.
 CONNECTION_GRACE_MARGIN_S = 10.0
 
@@ -76,6 +77,9 @@ class ToolsSettings:
     test_egress_routes: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     # Each client connection is closed after about this long (0: never); see the grace.
     max_connection_age_s: float = DEFAULT_MAX_CONNECTION_AGE_S
+    # The input images the worker keeps for the generations it serves, by hash
+    # (image_store.py; S2C_TOOLS_IMAGE_CACHE_MB), and the fidelity scorer's OCR of them.
+    image_cache_bytes: int = DEFAULT_IMAGE_CACHE_BYTES
 
     @property
     def max_connection_age_grace_s(self) -> float:
@@ -107,6 +111,10 @@ class ToolsSettings:
                 env, "S2C_TOOLS_MAX_CONNECTION_AGE_S", str(DEFAULT_MAX_CONNECTION_AGE_S), float
             ),
             vendor_dir=vendor_dir_from_env(env),
+            image_cache_bytes=settings_env.bound(
+                env, "S2C_TOOLS_IMAGE_CACHE_MB", str(DEFAULT_IMAGE_CACHE_BYTES >> 20), int
+            )
+            << 20,
         )
 
 

@@ -25,6 +25,7 @@ from s2c.tools.v1 import tool_service_pb2 as tpb
 from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
 
 from services.agent.settings import AgentSettings
+from services.common.input_images import parse_input_image
 from services.gateway.access import AccessSettings
 from services.gateway.settings import GatewaySettings
 from services.tools.screenshot import Screenshotter
@@ -178,15 +179,16 @@ async def test_the_page_of_the_screenshot_scores_higher_and_compare_finds_region
 async def test_a_page_that_cannot_render_is_unavailable_with_the_reason(
     suite: Suite, screenshot: str
 ) -> None:
+    image = parse_input_image(screenshot)
     outcome = await suite.tools.worker.fidelity.score(
-        HANGING, screenshot, image_index=0, width=0, timeout_s=1.0
+        HANGING, image, image_index=0, width=0, timeout_s=1.0
     )
     assert outcome.scores is None
     assert outcome.unavailable_reason.startswith("no render:"), outcome
     assert "timed out" in outcome.unavailable_reason
     # The browser is still usable afterwards: the same page scores.
     again = await suite.tools.worker.fidelity.score(
-        SAME, screenshot, image_index=0, width=0, timeout_s=30.0
+        SAME, image, image_index=0, width=0, timeout_s=30.0
     )
     assert again.scores is not None
     assert again.scores.text is not None

@@ -27,7 +27,8 @@ if _version_not_supported:
 
 class ToolServiceStub:
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     def __init__(self, channel):
@@ -60,7 +61,8 @@ class ToolServiceStub:
 
 class ToolServiceServicer:
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     def ListTools(self, request, context):
@@ -139,7 +141,8 @@ def add_ToolServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class ToolService:
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     @staticmethod

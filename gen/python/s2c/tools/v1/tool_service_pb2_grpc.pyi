@@ -28,7 +28,8 @@ GRPC_VERSION: str
 
 class ToolServiceStub:
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     @_typing.overload
@@ -66,7 +67,8 @@ class ToolServiceStub:
 @_typing.type_check_only
 class ToolServiceAsyncStub(ToolServiceStub):
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -100,7 +102,8 @@ class ToolServiceAsyncStub(ToolServiceStub):
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     @_abc_1.abstractmethod
