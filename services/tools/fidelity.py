@@ -3,13 +3,15 @@ against it by the shared scoring code (services/fidelity, docs/eval.md).
 
 The render goes through the previews' Screenshotter: the same browser slots, offline
 routing of CDN runtimes, egress proxy, load and pixel limits. The screenshot is decoded
-within the process's image budget and read by OCR once per image while any caller holds
-it (the variants of a generation score against the same screenshot).
+within the process's image budget and read by OCR once per image, and an identical page
+is scored once (score_cache.py): every option and round of a generation scores against
+the same screenshot.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import logging
 from dataclasses import dataclass, replace
@@ -25,6 +27,7 @@ from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_availab
 from services.fidelity.regions import Region, side_by_side, worst_regions
 from services.fidelity.score import PngScore, png_size, score_png
 from services.tools.preview_tool import inline_project
+from services.tools.score_cache import MAX_READINGS, MAX_SCORES, KeptResults
 from services.tools.screenshot import Screenshotter
 
 log = logging.getLogger(__name__)
@@ -51,7 +54,7 @@ class FidelityOutcome:
 
 @dataclass(frozen=True)
 class _Reference:
-    """A decoded screenshot and its OCR (weakly shared: see ImageDecoder.shared)."""
+    """A decoded screenshot and its OCR (kept per image hash: score_cache.py)."""
 
     png: bytes
     ocr: OcrPage
@@ -69,6 +72,9 @@ class FidelityScorer:
         # browser renders at once, so scores cannot crowd out the previews' CPU.
         captures = screenshotter.settings.max_concurrent_captures if screenshotter else 1
         self._cpu_slots = asyncio.Semaphore(max(1, captures))
+        # Each screenshot read once, each page scored once (score_cache.py).
+        self._readings: KeptResults[_Reference] = KeptResults(MAX_READINGS)
+        self._scores: KeptResults[FidelityOutcome] = KeptResults(MAX_SCORES)
 
     def available(self) -> str:
         """Why this worker cannot score (empty when it can)."""
@@ -118,12 +124,26 @@ class FidelityScorer:
             raise ScoringError("code: empty")
         if width and not MIN_WIDTH <= width <= MAX_WIDTH:
             raise ScoringError(f"viewport_width: must be 0 or {MIN_WIDTH}-{MAX_WIDTH}")
-        key = ("fidelity-reference", image.sha256)
-        try:
+        # An identical page against the same screenshot at the same width scores the same.
+        key = (hashlib.sha256(code.encode()).hexdigest(), image.sha256, width, with_regions)
+        outcome = await self._scores.get(
+            key,
+            lambda: self._score(code, image, width, timeout_s, with_regions),
+            lambda scored: scored.scores is not None,
+        )
+        return replace(outcome, image_index=image_index)
+
+    async def _score(
+        self, code: str, image: InputImage, width: int, timeout_s: float, with_regions: bool
+    ) -> FidelityOutcome:
+        image_index = 0  # the caller's is set on the (kept) outcome
+
+        async def read() -> _Reference:
             async with self._cpu_slots:
-                reference = await asyncio.to_thread(
-                    self._images.shared, key, lambda: self._read(image.data)
-                )
+                return await asyncio.to_thread(self._read, image.data)
+
+        try:
+            reference = await self._readings.get(image.sha256, read, lambda _: True)
         except ImageRefused as exc:
             raise ScoringError(f"image: {exc}") from None
         except OcrError as exc:

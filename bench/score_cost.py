@@ -1,0 +1,303 @@
+"""What a live fidelity score costs, and what the image path costs around it (issue 36).
+
+Table 1: CPU of one score of a 1280×800 screenshot — this process, Tesseract and the
+browser (Chromium and Playwright's driver, every process under this one) — through the
+tool worker's FidelityScorer. The baseline, measured in the same run, is a scorer that
+keeps nothing (a fresh one per score): the screenshot decoded and read by OCR again, the
+page rendered again, as before the scorer kept readings and scores. Then with the
+screenshot already read, for an option whose page differs and for one identical to a page
+already scored; and for a generation of four options, identical or all different.
+
+Table 2: bytes of one ExecuteToolRequest at 1 and 4 input images of 2 MB: the images as
+data URLs in every call (the `input_images` field the agent sent before), against named by
+hash (`images`), and the one call per worker that lacks them (its bytes sent again).
+
+Table 3: decodes and parses per image per generation: the agent's data-URL parses (plan,
+then four provider sessions and four options' tool calls) and the scorer's decodes of the
+screenshot for four options scored in two rounds, against a scorer that keeps nothing.
+
+Run alone: .venv/bin/python bench/score_cost.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import cProfile
+import os
+import pstats
+import resource
+import statistics
+from collections.abc import Awaitable
+from typing import Any
+
+from s2c.tools.v1 import tool_service_pb2 as pb
+
+from services.agent.domain import GenerationRequest, Prompt
+from services.agent.planning import Planner
+from services.agent.providers import anthropic, base
+from services.agent.settings import AgentSettings
+from services.agent.tool_client import GrpcToolExecutor
+from services.agent.tooling import ToolContext
+from services.common.images import ImageDecoder, ImageLimits
+from services.common.input_images import InputImage
+from services.common.tool_types import ToolCall
+from services.eval.sets import load_set
+from services.tools.fidelity import FidelityScorer
+from services.tools.screenshot import ScreenshotSettings, Screenshotter
+
+CHROMIUM = "/usr/bin/chromium"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+IMAGE_BYTES = 2 << 20
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds of this process, its reaped children (Tesseract) and every live process
+    under it (the browser), read from /proc."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        parents[int(name)] = int(fields[1])
+        times[int(name)] = sum(int(v) for v in fields[11:15]) / CLK_TCK
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        found = {pid for pid, parent in parents.items() if parent in mine} - mine
+        grew = bool(found)
+        mine |= found
+    return total + sum(times[pid] for pid in mine if pid != os.getpid())
+
+
+async def cpu_of(run: Awaitable[Any]) -> float:
+    start = tree_cpu_s()
+    await run
+    return tree_cpu_s() - start
+
+
+def variant(html: str, n: int) -> str:
+    """The page with one word changed: another option's page, never a kept score."""
+    return html.replace("</body>", f"<p>Option {n}</p></body>", 1)
+
+
+async def score_cpu(runs: int) -> None:
+    ref = next(r for r in load_set("basic").items if r.id == "landing")
+    html = ref.path.read_text(encoding="utf-8")
+    shooter = Screenshotter(ScreenshotSettings(chromium_path=CHROMIUM))
+    fresh: list[float] = []
+    try:
+        png, _ = await shooter.render_for_score(html, 1280, 800, "() => 0", timeout_s=30)
+        image = InputImage.of("image/png", png)
+
+        def scorer() -> FidelityScorer:
+            return FidelityScorer(shooter, ImageDecoder(ImageLimits()))
+
+        async def score(s: FidelityScorer, page: str) -> None:
+            outcome = await s.score(page, image, image_index=0, width=0, timeout_s=30)
+            assert outcome.scores is not None, outcome.unavailable_reason
+
+        for n in range(runs):
+            fresh.append(await cpu_of(score(scorer(), variant(html, n))))
+        kept = scorer()
+        await score(kept, html)
+        other = [await cpu_of(score(kept, variant(html, 100 + n))) for n in range(runs)]
+        same = [await cpu_of(score(kept, html)) for _ in range(runs)]
+
+        async def options(pages: list[str], keep: bool) -> None:
+            shared = scorer()
+            await asyncio.gather(*(score(shared if keep else scorer(), p) for p in pages))
+
+        four_same = [variant(html, 200)] * 4
+        four_other = [variant(html, 300 + n) for n in range(4)]
+        base4_same = await cpu_of(options(four_same, False))
+        new4_same = await cpu_of(options(four_same, True))
+        base4_other = await cpu_of(options(four_other, False))
+        new4_other = await cpu_of(options(four_other, True))
+    finally:
+        await shooter.close()
+    base1 = statistics.median(fresh)
+    print(f"CPU of a score, 1280x800 screenshot (worker + Tesseract + browser; median of {runs})")
+    print(f"{'case':52} {'cpu s':>6} {'vs keeping nothing':>19}")
+    rows = [
+        ("one score, keeping nothing (baseline)", base1, base1),
+        ("another option's page, screenshot already read", statistics.median(other), base1),
+        ("an identical page, already scored", statistics.median(same), base1),
+        ("4 identical options, keeping nothing (baseline)", base4_same, base4_same),
+        ("4 identical options, one scorer", new4_same, base4_same),
+        ("4 different options, keeping nothing (baseline)", base4_other, base4_other),
+        ("4 different options, one scorer", new4_other, base4_other),
+    ]
+    for case, cpu, against in rows:
+        print(f"{case:52} {cpu:6.2f} {cpu / max(against, 1e-9):18.2f}x")
+    print()
+
+
+class _Recorder:
+    """Stands in for the tool service: records each request's size; answers the first
+    call naming images it has not seen as a worker that lacks them does."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+        self.held: set[str] = set()
+
+    async def ExecuteTool(self, request: pb.ExecuteToolRequest, **_: Any) -> Any:
+        self.sizes.append(request.ByteSize())
+        self.held |= {i.sha256 for i in request.context.images if i.data}
+        missing = [i.sha256 for i in request.context.images if i.sha256 not in self.held]
+        if missing:
+            raise _not_held(missing)
+        return pb.ExecuteToolResponse(ok=True)
+
+
+def _not_held(digests: list[str]) -> Exception:
+    import grpc
+    from google.rpc import error_details_pb2, status_pb2
+
+    from services.common.input_images import NOT_HELD_DOMAIN, NOT_HELD_REASON
+
+    info = error_details_pb2.ErrorInfo(
+        reason=NOT_HELD_REASON, domain=NOT_HELD_DOMAIN, metadata={"sha256": ",".join(digests)}
+    )
+    detail = status_pb2.Status(
+        code=grpc.StatusCode.FAILED_PRECONDITION.value[0], message="not held"
+    )
+    detail.details.add().Pack(info)
+    metadata = grpc.aio.Metadata(
+        ("grpc-status-details-bin", detail.SerializeToString()),
+    )
+    return grpc.aio.AioRpcError(
+        grpc.StatusCode.FAILED_PRECONDITION, grpc.aio.Metadata(), metadata, "not held"
+    )
+
+
+async def call_bytes() -> None:
+    print("Bytes of one ExecuteToolRequest (create_file of a 4 KB page)")
+    head = f"{'images':>6} {'data URLs':>11} {'by hash':>9} {'ratio':>7}"
+    print(f"{head} {'first call to a worker':>23}")
+    call = ToolCall("call_1", "create_file", {"path": "index.html", "content": "x" * 4096})
+    for count in (1, 4):
+        images = tuple(InputImage.of("image/png", os.urandom(IMAGE_BYTES)) for _ in range(count))
+        urls = ["data:image/png;base64," + base64.b64encode(i.data).decode() for i in images]
+        before = pb.ExecuteToolRequest(
+            call=pb.ToolCall(id=call.id, name=call.name),
+            context=pb.ToolContext(input_images=urls),
+        )
+        before.call.arguments.update(call.arguments)
+        executor = GrpcToolExecutor("127.0.0.1:9")
+        recorder = _Recorder()
+        executor._stub = recorder  # type: ignore[assignment]
+        try:
+            await executor.execute(call, None, ToolContext(input_images=images))  # miss, resend
+            first = sum(recorder.sizes)
+            recorder.sizes.clear()
+            await executor.execute(call, None, ToolContext(input_images=images))
+        finally:
+            await executor.close()
+        after = recorder.sizes[0]
+        print(
+            f"{count:6} {before.ByteSize():11} {after:9} "
+            f"{after / before.ByteSize():6.4f}x {first:23}"
+        )
+    print()
+
+
+def decode_counts(scorer_decodes: dict[str, int]) -> None:
+    """Parses in the agent: one plan, then four sessions' prompts as Anthropic builds them
+    (calls of the one data-URL parser, counted by the profiler: nothing is patched)."""
+    url = "data:image/png;base64," + base64.b64encode(os.urandom(1024)).decode()
+    request = GenerationRequest("g", prompt=Prompt(images=(url,)), score_fidelity=True)
+    profile = cProfile.Profile()
+    profile.enable()
+    plan = Planner(AgentSettings()).plan(request)
+    for _ in range(4):
+        config = base.SessionConfig(
+            provider=base.ProviderName("Anthropic", "ANTHROPIC_API_KEY"),
+            model_id="m",
+            api_name="m",
+            effort=None,
+            api_key="k",
+            base_url=None,
+            messages=(base.PromptMessage("system", "s"), base.PromptMessage("user", "", (url,))),
+            tools=(),
+            prepared=plan.images_by_url(),
+        )
+        anthropic.AnthropicSession(config)
+    profile.disable()
+    stats = pstats.Stats(profile)
+    parses = sum(
+        calls
+        for (path, _, name), (calls, *_) in stats.stats.items()  # type: ignore[attr-defined]
+        if name == "parse_data_url"
+    )
+    print("Per input image, per generation of 4 options")
+    print(f"{'what':50} {'count':>5}")
+    print(f"{'data-URL parses in the agent (plan + 4 sessions)':50} {parses:5}")
+    for case, count in scorer_decodes.items():
+        print(f"{case:50} {count:5}")
+
+
+async def scorer_decodes() -> dict[str, int]:
+    """Decodes of the screenshot for 4 options scored in 2 rounds (8 scores)."""
+    ref = next(r for r in load_set("basic").items if r.id == "pricing")
+    html = ref.path.read_text(encoding="utf-8")
+    shooter = Screenshotter(ScreenshotSettings(chromium_path=CHROMIUM))
+    counts: dict[str, int] = {}
+    try:
+        png, _ = await shooter.render_for_score(html, 1280, 800, "() => 0", timeout_s=30)
+        image = InputImage.of("image/png", png)
+        for case, keep in (
+            ("screenshot decodes, keeping nothing", False),
+            ("screenshot decodes, one scorer", True),
+        ):
+            decoder = _CountingDecoder(ImageLimits())
+            shared = FidelityScorer(shooter, decoder)
+            for round_ in range(2):
+                scorers = [shared if keep else FidelityScorer(shooter, decoder) for _ in range(4)]
+                await asyncio.gather(
+                    *(
+                        s.score(
+                            variant(html, 10 * round_ + n),
+                            image,
+                            image_index=0,
+                            width=0,
+                            timeout_s=30,
+                        )
+                        for n, s in enumerate(scorers)
+                    )
+                )
+            counts[case] = decoder.opened
+    finally:
+        await shooter.close()
+    return counts
+
+
+class _CountingDecoder(ImageDecoder):
+    opened = 0
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        self.opened += 1
+        return super().open(*args, **kwargs)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    await score_cpu(args.runs)
+    await call_bytes()
+    decode_counts(await scorer_decodes())
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
