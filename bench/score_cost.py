@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import base64
 import cProfile
+import io
 import os
 import pstats
 import resource
@@ -32,6 +33,7 @@ import statistics
 from collections.abc import Awaitable
 from typing import Any
 
+from PIL import Image, PngImagePlugin
 from s2c.tools.v1 import tool_service_pb2 as pb
 
 from services.agent.domain import GenerationRequest, Prompt
@@ -91,55 +93,89 @@ def variant(html: str, n: int) -> str:
     return html.replace("</body>", f"<p>Option {n}</p></body>", 1)
 
 
+class _Unkept(Screenshotter):
+    """The baseline's browser: a fresh context for every render, as before pages were kept
+    for a screenshot's renders (score_pages.py)."""
+
+    async def render_for_score(
+        self, html: str, width: int, height: int, expression: str, **kw: Any
+    ) -> tuple[bytes, Any]:
+        kw.pop("keep_for", None)
+        return await super().render_for_score(html, width, height, expression, **kw)
+
+
+def another_copy(png: bytes, n: int) -> InputImage:
+    """The same screenshot saved again (other bytes, another hash): one never seen."""
+    with Image.open(io.BytesIO(png)) as opened:
+        out = io.BytesIO()
+        opened.save(out, "PNG", compress_level=1 + n % 9, pnginfo=_note(n))
+    return InputImage.of("image/png", out.getvalue())
+
+
+def _note(n: int) -> PngImagePlugin.PngInfo:
+    info = PngImagePlugin.PngInfo()
+    info.add_text("copy", str(n))
+    return info
+
+
 async def score_cpu(runs: int) -> None:
     ref = next(r for r in load_set("basic").items if r.id == "landing")
     html = ref.path.read_text(encoding="utf-8")
-    shooter = Screenshotter(ScreenshotSettings(chromium_path=CHROMIUM))
-    fresh: list[float] = []
+    settings = ScreenshotSettings(chromium_path=CHROMIUM)
+    shooter, unkept = Screenshotter(settings), _Unkept(settings)
     try:
         png, _ = await shooter.render_for_score(html, 1280, 800, "() => 0", timeout_s=30)
+        await unkept.render_for_score(html, 1280, 800, "() => 0", timeout_s=30)
         image = InputImage.of("image/png", png)
 
-        def scorer() -> FidelityScorer:
-            return FidelityScorer(shooter, ImageDecoder(ImageLimits()))
+        def scorer(browser: Screenshotter) -> FidelityScorer:
+            return FidelityScorer(browser, ImageDecoder(ImageLimits()))
 
-        async def score(s: FidelityScorer, page: str) -> None:
-            outcome = await s.score(page, image, image_index=0, width=0, timeout_s=30)
+        async def score(s: FidelityScorer, page: str, against: InputImage = image) -> None:
+            outcome = await s.score(page, against, image_index=0, width=0, timeout_s=30)
             assert outcome.scores is not None, outcome.unavailable_reason
 
-        for n in range(runs):
-            fresh.append(await cpu_of(score(scorer(), variant(html, n))))
-        kept = scorer()
+        base = [await cpu_of(score(scorer(unkept), variant(html, n))) for n in range(runs)]
+        first = [
+            await cpu_of(score(scorer(shooter), variant(html, n), another_copy(png, n)))
+            for n in range(runs)
+        ]
+        kept = scorer(shooter)
         await score(kept, html)
         other = [await cpu_of(score(kept, variant(html, 100 + n))) for n in range(runs)]
         same = [await cpu_of(score(kept, html)) for _ in range(runs)]
 
-        async def options(pages: list[str], keep: bool) -> None:
-            shared = scorer()
-            await asyncio.gather(*(score(shared if keep else scorer(), p) for p in pages))
+        async def options(pages: list[str], keep: bool, against: InputImage) -> None:
+            shared = scorer(shooter)
+            scorers = [shared if keep else scorer(unkept) for _ in pages]
+            await asyncio.gather(
+                *(score(s, p, against) for s, p in zip(scorers, pages, strict=True))
+            )
 
         four_same = [variant(html, 200)] * 4
         four_other = [variant(html, 300 + n) for n in range(4)]
-        base4_same = await cpu_of(options(four_same, False))
-        new4_same = await cpu_of(options(four_same, True))
-        base4_other = await cpu_of(options(four_other, False))
-        new4_other = await cpu_of(options(four_other, True))
+        base4_same = await cpu_of(options(four_same, False, image))
+        new4_same = await cpu_of(options(four_same, True, another_copy(png, 50)))
+        base4_other = await cpu_of(options(four_other, False, image))
+        new4_other = await cpu_of(options(four_other, True, another_copy(png, 51)))
     finally:
         await shooter.close()
-    base1 = statistics.median(fresh)
+        await unkept.close()
+    base1 = statistics.median(base)
     print(f"CPU of a score, 1280x800 screenshot (worker + Tesseract + browser; median of {runs})")
-    print(f"{'case':52} {'cpu s':>6} {'vs keeping nothing':>19}")
+    print(f"{'case':55} {'cpu s':>6} {'vs keeping nothing':>19}")
     rows = [
         ("one score, keeping nothing (baseline)", base1, base1),
+        ("first score against a screenshot (OCR, new page)", statistics.median(first), base1),
         ("another option's page, screenshot already read", statistics.median(other), base1),
         ("an identical page, already scored", statistics.median(same), base1),
         ("4 identical options, keeping nothing (baseline)", base4_same, base4_same),
-        ("4 identical options, one scorer", new4_same, base4_same),
+        ("4 identical options, new screenshot, one scorer", new4_same, base4_same),
         ("4 different options, keeping nothing (baseline)", base4_other, base4_other),
-        ("4 different options, one scorer", new4_other, base4_other),
+        ("4 different options, new screenshot, one scorer", new4_other, base4_other),
     ]
     for case, cpu, against in rows:
-        print(f"{case:52} {cpu:6.2f} {cpu / max(against, 1e-9):18.2f}x")
+        print(f"{case:55} {cpu:6.2f} {cpu / max(against, 1e-9):18.2f}x")
     print()
 
 

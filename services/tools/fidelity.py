@@ -158,7 +158,7 @@ class FidelityScorer:
             return FidelityOutcome(image_index, width, unavailable_reason=unavailable)
         try:
             png, data = await self._screenshotter.render_for_score(
-                code, width, height, EXTRACT_JS, timeout_s=timeout_s
+                code, width, height, EXTRACT_JS, timeout_s=timeout_s, keep_for=image.sha256
             )
         except Exception as exc:  # any failed render is "unavailable", never a zero
             log.info("fidelity render failed", extra={"reason": str(exc)[:200]})

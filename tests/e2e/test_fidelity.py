@@ -28,7 +28,7 @@ from services.agent.settings import AgentSettings
 from services.common.input_images import parse_input_image
 from services.gateway.access import AccessSettings
 from services.gateway.settings import GatewaySettings
-from services.tools.screenshot import Screenshotter
+from services.tools.screenshot import Screenshotter, Viewport
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM
 from tests.eval.test_scores import BLOCKS, Spec, page
@@ -321,3 +321,39 @@ async def test_our_ui_socket_waits_for_its_scores(
     assert kinds.count("variantComplete") == 4
     assert kinds[-1] == "fidelity"
     assert len(result.of("fidelity")) == 4
+
+
+LEAVES_STATE = (
+    "<p>first</p><script>window.leak = 1; window.name = 'secret';"
+    "setInterval(() => { document.body.dataset.tick = 'on' }, 5)</script>"
+)
+READS_STATE = "() => [typeof window.leak, window.name, document.body.dataset.tick ?? null]"
+
+
+async def test_a_kept_score_page_carries_nothing_from_one_render_to_the_next(
+    suite: Suite,
+) -> None:
+    browser = shooter(suite)
+
+    async def render(html: str, key: str) -> list[object]:
+        _, data = await browser.render_for_score(
+            html, 400, 300, READS_STATE, timeout_s=20, keep_for=key
+        )
+        await browser.warm()  # the page's reset (in the background) is done
+        assert isinstance(data, list)
+        return data
+
+    async def contexts() -> int:
+        # The browser's contexts, less the one this look takes.
+        async with browser.fresh_page(Viewport("look", 200, 200)) as page:
+            assert page.context.browser is not None
+            return len(page.context.browser.contexts) - 1
+
+    first = await render(LEAVES_STATE, "screenshot-a")
+    assert first[:2] == ["number", "secret"]
+    kept = await contexts()
+    second = await render("<p>second</p>", "screenshot-a")
+    # The same page, kept (no new context): none of the first render is left in it.
+    assert second == ["undefined", "", None]
+    assert await contexts() == kept
+    assert await render("<p>other</p>", "screenshot-b") == ["undefined", "", None]
