@@ -16,7 +16,13 @@ Table 3: decodes and parses per image per generation: the agent's data-URL parse
 then four provider sessions and four options' tool calls) and the scorer's decodes of the
 screenshot for four options scored in two rounds, against a scorer that keeps nothing.
 
-Run alone: .venv/bin/python bench/score_cost.py [--runs N]
+Table 4: how long a socket stays open after its last `variantComplete`, for an image
+create of two options on the whole suite (a fake model, the real tool worker): the
+upstream UI's socket, not scored; the same with the operator scoring it anyway
+(S2C_SCORE_UNASKED); and our UI's, which asks for the scores and waits for them (what
+every socket did before).
+
+Run alone: PYTHONPATH=. .venv/bin/python bench/score_cost.py [--runs N]
 """
 
 from __future__ import annotations
@@ -26,11 +32,15 @@ import asyncio
 import base64
 import cProfile
 import io
+import json
 import os
 import pstats
 import resource
 import statistics
+import tempfile
+import time
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import Any
 
 from PIL import Image, PngImagePlugin
@@ -326,10 +336,102 @@ class _CountingDecoder(ImageDecoder):
         return super().open(*args, **kwargs)
 
 
+def _page(text: str) -> str:
+    return (
+        "<!doctype html><html><body style='font-family:sans-serif;padding:40px'>"
+        f"<h1>Fresh bread every morning</h1><p>{text}</p><button>Order now</button>"
+        "</body></html>"
+    )
+
+
+async def close_delays(runs: int) -> None:
+    from dataclasses import replace
+
+    from services.gateway.settings import GatewaySettings
+    from services.tools.settings import ToolsSettings
+    from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
+    from tests.suite import create_params, running_suite
+
+    print("Seconds from the last variantComplete to the close, image create of 2 options")
+    print(f"{'socket':52} {'after last':>10} {'whole':>6}")
+    async with FakeOpenAI() as fake:
+        agent = AgentSettings(
+            demo_pace_s=0.0,
+            provider_max_retries=0,
+            pinned_models=("local:tiny",),
+            local_models=("tiny",),
+            local_base_url=fake.base_url,
+            preview_replay_s=0.0,
+        )
+        tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
+        plain = GatewaySettings()
+        access = replace(
+            plain.access, max_concurrent_per_client=0, starts_per_minute=0, max_waiting_per_client=0
+        )
+        for operator in (False, True):
+            gateway = replace(plain, access=access, score_unasked=operator)
+            async with running_suite(
+                Path(tempfile.mkdtemp()), agent=agent, tools=tools, gateway=gateway
+            ) as suite:
+                shooter = suite.tools.worker.screenshotter
+                assert shooter is not None
+                cases = (
+                    [("upstream UI, scored by the operator", False)]
+                    if operator
+                    else [
+                        ("upstream UI", False),
+                        ("our UI, waits for its scores (every socket before)", True),
+                    ]
+                )
+                for name, asks in cases:
+                    after, whole = [], []
+                    for n in range(runs):
+                        shot, _ = await shooter.render_for_score(
+                            _page(f"run {name} {n}"), 1280, 800, "() => 0", timeout_s=30
+                        )
+                        url = "data:image/png;base64," + base64.b64encode(shot).decode()
+                        for option in range(2):
+                            arguments = json.dumps(
+                                {"path": "index.html", "content": _page(f"{name} {n} {option}")}
+                            )
+                            fake.add_chat(
+                                chat_turn([FunctionCall("c1", "create_file", arguments, pieces=1)])
+                            )
+                        fake.add_chat(*[chat_turn([Text(["Built it."])])] * 2)
+                        prompt = {"text": "", "images": [url], "videos": []}
+                        params = create_params(generatedCodeConfig="html_css", prompt=prompt)
+                        params["models"] = ["local:tiny", "local:tiny"]
+                        if asks:
+                            params["scoreFidelity"] = True
+                        last, start, closed = await _timed_socket(suite.ws_url, params)
+                        after.append(closed - last)
+                        whole.append(closed - start)
+                    middle = statistics.median(after), statistics.median(whole)
+                    print(f"{name:52} {middle[0]:10.2f} {middle[1]:6.2f}")
+    print()
+
+
+async def _timed_socket(url: str, params: dict[str, Any]) -> tuple[float, float, float]:
+    """When the last variantComplete arrived, the socket opened and it closed."""
+    import aiohttp
+
+    last = 0.0
+    async with aiohttp.ClientSession() as session:
+        start = time.perf_counter()
+        async with session.ws_connect(url, max_msg_size=0) as ws:
+            await ws.send_str(json.dumps(params))
+            async for message in ws:
+                text = message.type == aiohttp.WSMsgType.TEXT
+                if text and json.loads(message.data)["type"] == "variantComplete":
+                    last = time.perf_counter()
+        return last, start, time.perf_counter()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    await close_delays(args.runs)
     await score_cpu(args.runs)
     await call_bytes()
     decode_counts(await scorer_decodes())
