@@ -42,22 +42,24 @@ class KeptPages:
         self._idle: OrderedDict[tuple[str, Page], Browser] = OrderedDict()
         self._uses: dict[Page, int] = {}
 
-    def __len__(self) -> int:
-        return len(self._idle)
-
     async def take(self, browser: Browser, viewport: Viewport, key: str, fresh: NewPage) -> Page:
         """A page kept for `key` in `browser`, sized to `viewport`; else a new one (without
         a key: `fresh`'s, used once, as for previews)."""
         if not key:
             return await fresh(browser, viewport)
         for (kept_for, page), owner in list(self._idle.items()):
-            if kept_for == key and owner is browser:
-                del self._idle[(kept_for, page)]
-                if not page.is_closed():
-                    await page.set_viewport_size(
-                        {"width": viewport.width, "height": viewport.height}
-                    )
-                    return page
+            if kept_for != key or owner is not browser:
+                continue
+            del self._idle[(kept_for, page)]
+            try:
+                await page.set_viewport_size({"width": viewport.width, "height": viewport.height})
+                return page
+            except asyncio.CancelledError:
+                self._idle[(kept_for, page)] = owner  # still idle: whoever comes next resizes
+                raise
+            except Exception:  # it crashed or closed while idle: a new one instead
+                self._uses.pop(page, None)
+                await _close(page)
         page = await self._new_page(browser, viewport)
         self._uses[page] = 0
         return page
