@@ -92,6 +92,7 @@ def solid(png: bytes | None, size: tuple[int, int], colour: Colour) -> bool:
 SCENE = canvas((100, 100), ((10, 20, 30, 40), RED), ((60, 50, 90, 100), BLUE))
 RED_BOX, BLUE_BOX = [200, 100, 400, 300], [500, 600, 1000, 900]
 TEN = canvas((10, 10), ((0, 0, 5, 5), RED))
+ANY_IMAGE = InputImage.of("image/png", b"x")  # checked before any image is read
 
 
 @dataclass
@@ -139,15 +140,15 @@ BLANK = ("No valid asset descriptions provided", "No valid asset_descriptions")
     [
         ("", (), {}, ("Asset extraction requires GEMINI_API_KEY.", "Missing Gemini API key")),
         (KEY, (), {}, ("No input images are available for asset extraction.", "No input images")),
-        (KEY, ("x",), {}, MISSING),
-        (KEY, ("x",), {"asset_descriptions": []}, MISSING),
-        (KEY, ("x",), {"asset_descriptions": None, "descriptions": []}, MISSING),
-        (KEY, ("x",), {"asset_descriptions": "logo"}, MISSING),
-        (KEY, ("x",), {"asset_descriptions": ["", "   ", 7, None]}, BLANK),
+        (KEY, (ANY_IMAGE,), {}, MISSING),
+        (KEY, (ANY_IMAGE,), {"asset_descriptions": []}, MISSING),
+        (KEY, (ANY_IMAGE,), {"asset_descriptions": None, "descriptions": []}, MISSING),
+        (KEY, (ANY_IMAGE,), {"asset_descriptions": "logo"}, MISSING),
+        (KEY, (ANY_IMAGE,), {"asset_descriptions": ["", "   ", 7, None]}, BLANK),
     ],
 )
 async def test_checks_in_order(
-    rig: Rig, key: str, images: tuple[str, ...], args: dict[str, Any], errors: Any
+    rig: Rig, key: str, images: tuple[InputImage, ...], args: dict[str, Any], errors: Any
 ) -> None:
     outcome = await rig.call(args, *images, key=key)
     want = (False, {"error": errors[0]}, {"error": errors[1]})
