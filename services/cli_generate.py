@@ -106,6 +106,8 @@ def build_request(args: argparse.Namespace) -> pb.GenerateCodeRequest:
             stack=stacks[args.stack],
             variant_count=args.variants,
             models=args.model,
+            # The summary table and the step log show the scores.
+            score_fidelity=True,
         )
     except ValueError as exc:
         raise UsageError(f"invalid option: {exc}") from None

@@ -16,7 +16,6 @@ from services.agent.admission import Busy
 from services.agent.archive import replay
 from services.agent.convert import (
     event_to_proto,
-    image_violations,
     request_from_proto,
     run_to_proto,
 )
@@ -103,10 +102,10 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
 
     async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
         domain, found = request_from_proto(request, self._settings.max_project_files)
-        # Read from the images' headers, before any provider or tool decodes one.
-        found += await asyncio.to_thread(image_violations, domain, self._settings.images)
         try:
-            plan = self._planner.plan(domain, found)
+            # In a thread: planning parses every input image once (base64, SHA-256, the
+            # header against the image budget), before any provider or tool sees one.
+            plan = await asyncio.to_thread(self._planner.plan, domain, found)
         except InvalidRequest as exc:
             await abort_invalid(context, exc)
         if domain.generation_id:

@@ -11,6 +11,11 @@ the code it holds), then every frame after that sequence. A dropped
 resumable socket keeps its generation running for `resume_grace_s`; a 4333
 close, or any close of a non-resumable socket, cancels it at once.
 
+Our UI also asks for the fidelity scores (`"scoreFidelity": true`, in its params and in
+every resume): its socket closes after the `fidelity` frames. Any other socket (the
+upstream UI's) is not scored unless S2C_SCORE_UNASKED says so, and closes 1000 as soon as
+every variant ended with one completed, never waiting for a score (relay.py).
+
 Our UI also asks for append-only code (`"codeStream": "append"`, in its params and in
 every resume): `appendCode` frames carry only new text, and a whole `setCode` goes out
 only where the file the client holds is replaced (frames.py).
@@ -53,7 +58,13 @@ from services.gateway.keys import (
 )
 from services.gateway.limits import ClientLimiter, client_identity
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.params import ParamsError, appends_code, kind_of, parse_params
+from services.gateway.params import (
+    ParamsError,
+    appends_code,
+    asks_for_scores,
+    kind_of,
+    parse_params,
+)
 from services.gateway.preview_policy import PreviewPolicyConfig
 from services.gateway.relay import APP_ERROR, USER_CANCEL, EventStream, Relay
 from services.gateway.settings import GatewaySettings
@@ -193,8 +204,10 @@ async def _generate(
     call: EventStream
     resumed = "resumeGenerationId" in params
     try:
-        # A resume names its code stream again: it is the socket's, not the generation's.
+        # A resume names its code stream again: it is the socket's, not the generation's;
+        # so is waiting for the scores.
         append = appends_code(params)
+        scores = asks_for_scores(params)
         if resumed:
             generation_id, after = _resume_params(params)
             agent = await request.app[AGENTS_KEY].owner(generation_id)
@@ -211,6 +224,9 @@ async def _generate(
                 asset_base_url=asset_base_url(request),
                 max_files=settings.max_project_files,
             )
+            # Scored only for a client that shows the scores, or when the operator wants
+            # them in the run record anyway (docs/fidelity.md).
+            generate_request.score_fidelity = scores or settings.score_unasked
             agent, call, generation_id = await _admitted(request.app[AGENTS_KEY], generate_request)
             admitted = bool(generation_id)
             # A refused generation has no id to resume: the relay reports the refusal.
@@ -240,12 +256,18 @@ async def _generate(
         metrics,
         skip_until=skip_until,
         send_timeout_s=settings.send_timeout_s,
+        wait_for_scores=scores,
     )
     held = False
     try:
         await relay.run()
         metrics.connections.labels(relay.outcome).inc()
-        if relay.outcome == "client_closed":
+        if relay.closed_early:
+            # The socket closed as its variants completed; the generation ends on its own
+            # (its scores, if the operator asked for them, reach the run record).
+            _hold(request.app, relay, call, FINISH_GRACE_S)
+            held = True
+        elif relay.outcome == "client_closed":
             if relay.client_close_code == USER_CANCEL:
                 with contextlib.suppress(grpc.aio.AioRpcError):
                     await agent.stub.CancelGeneration(
@@ -261,6 +283,11 @@ async def _generate(
             call.cancel()
     return ws
 
+
+# A socket closed before its generation's end (relay.py, `wait_for_scores`) leaves its
+# stream read for at most this long, so the generation finishes rather than being
+# cancelled; the agent bounds what is left (the scores) by S2C_FIDELITY_TIMEOUT_S.
+FINISH_GRACE_S = 120.0
 
 # What an agent answers when it did not take a generation: another may.
 _TRY_NEXT = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)

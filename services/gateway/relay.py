@@ -156,8 +156,13 @@ class Relay:
         *,
         skip_until: int = 0,
         send_timeout_s: float = 30.0,
+        wait_for_scores: bool = True,
     ) -> None:
         self._send_timeout_s = send_timeout_s
+        # False: the client shows no scores, so its socket closes once every variant ended
+        # with one completed (`closed_early`), and the caller reads the rest (`hold`).
+        self._wait_for_scores = wait_for_scores
+        self.closed_early = False
         self._ws = ws
         self._events = events
         self._builder = builder
@@ -179,6 +184,7 @@ class Relay:
         # What the log says about its end: the variants, those that ended, the status.
         self._variants = 0
         self._ended: set[int] = set()
+        self._completed = 0
         self._final: int = pb.RUN_STATUS_UNSPECIFIED
         self._last_sequence = 0
 
@@ -192,8 +198,9 @@ class Relay:
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
             # Cancelling the task that reads a grpc.aio call cancels the call, and so the
-            # generation: a browser that dropped may be held (`hold`), so the caller decides.
-            if self.outcome != "client_closed":
+            # generation: a browser that dropped may be held (`hold`), so the caller decides;
+            # so does one closed before the generation's end.
+            if self.outcome != "client_closed" and not self.closed_early:
                 await self.stop()
 
     async def stop(self) -> None:
@@ -268,6 +275,10 @@ class Relay:
             if not self._catching_up:
                 frames += builder.on_timer()  # whatever fell due, text included
             await self._send(frames)
+            if not self._wait_for_scores and self._variants_done():
+                # Everything this client shows has come: it never waits for the scores.
+                self.closed_early = True
+                break
         if self.client_gone.is_set():
             self.outcome = "client_closed"
             return
@@ -285,9 +296,16 @@ class Relay:
         else:
             await self._ws.close(code=1000)
 
+    def _variants_done(self) -> bool:
+        """Every variant ended and one completed: the generation completes (only what
+        comes after a variant's end, its scores, is left)."""
+        return self._completed > 0 and len(self._ended) >= self._variants
+
     def _see(self, event: pb.GenerationEvent) -> None:
         kind = event.WhichOneof("payload")
         self._last_sequence = event.sequence
+        if kind == "variant_complete" and event.variant_index not in self._ended:
+            self._completed += 1
         if kind in ("variant_complete", "variant_error"):
             self._ended.add(event.variant_index)
         elif kind == "variant_count":

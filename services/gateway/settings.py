@@ -15,6 +15,7 @@ from services.gateway.design_systems import DesignSystemLimits
 from services.gateway.export import ExportPolicy
 
 _SECONDS = "number of seconds"
+_TRUE = frozenset({"1", "true", "yes", "on"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,9 @@ class GatewaySettings:
     # The most files an update's `files` and an export may hold (S2C_MAX_PROJECT_FILES,
     # the agents' bound too): checked before any file is looked at; 0: no bound.
     max_project_files: int = DEFAULT_MAX_PROJECT_FILES
+    # Score the generations of sockets that did not ask for scores (the upstream UI), for
+    # the run record (S2C_SCORE_UNASKED); such a socket still closes as its variants end.
+    score_unasked: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -70,4 +74,5 @@ class GatewaySettings:
             max_project_files=settings_env.bound(
                 env, FILES_ENV, str(DEFAULT_MAX_PROJECT_FILES), int
             ),
+            score_unasked=env.get("S2C_SCORE_UNASKED", "0").strip().lower() in _TRUE,
         )

@@ -32,6 +32,7 @@ from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
 from services.agent.settings import AgentSettings
 from services.common.errors import bad_request_violations
 from services.common.images import ImageDecoder, ImageLimits
+from services.common.input_images import parse_input_image
 from services.common.tool_types import OWNER_METADATA
 from services.fidelity.lines import Word
 from services.fidelity.metrics import Block, PageBlocks
@@ -82,7 +83,7 @@ def tesseract_children() -> list[int]:
 
 async def test_a_cancelled_score_leaves_no_tesseract_running() -> None:
     scorer = FidelityScorer(None, ImageDecoder(ImageLimits()))
-    image = data_url(dense_png(), "image/png")
+    image = parse_input_image(data_url(dense_png(), "image/png"))
     score = asyncio.create_task(
         scorer.score("<p>hi</p>", image, image_index=0, width=0, timeout_s=60)
     )

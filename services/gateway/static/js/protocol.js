@@ -174,12 +174,18 @@ export class GenerationSocket {
   /**
    * The first frame of a socket: the params, or a re-attach once the generation is known.
    * Both ask for append-only code (`appendCode` frames, state.js); a re-attach starts with
-   * each variant's whole code, so the buffer it appends to is right again.
+   * each variant's whole code, so the buffer it appends to is right again. Both ask for
+   * the fidelity scores, which the cards show: only then does the server score, and
+   * keep the socket open for them.
    */
   firstFrame() {
     const codeStream = CODE_STREAM;
-    if (this.generationId === null) return { ...this.params, resumable: true, codeStream };
-    return { resumeGenerationId: this.generationId, afterSequence: this.lastSeq, codeStream };
+    const scoreFidelity = true;
+    if (this.generationId === null) {
+      return { ...this.params, resumable: true, codeStream, scoreFidelity };
+    }
+    const after = this.lastSeq;
+    return { resumeGenerationId: this.generationId, afterSequence: after, codeStream, scoreFidelity };
   }
 
   connect() {
