@@ -1,0 +1,163 @@
+"""`/mcp`: the MCP server (services/mcp) over Streamable HTTP, inside the gateway.
+
+The SDK's transport is an ASGI app; `_asgi` hands it each aiohttp request, streaming its
+answer (SSE for a tool call's progress) back as it comes. Before it: the origin check
+and the token (mcp_access.py); inside a tool call: the per-client generation limits of
+the WebSocket (limits.py), by the client address this module puts in the ASGI scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from aiohttp import hdrs, web
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
+
+from services.common.security import bearer_matches, token_digest
+from services.gateway.access import ORIGIN_REFUSED, origin_allowed
+from services.gateway.keys import AGENTS_KEY, LIMITER_KEY, SETTINGS_KEY
+from services.gateway.limits import ClientLimiter, client_identity
+from services.mcp.server import build_server
+from services.mcp.settings import McpSettings
+
+PATH = "/mcp"
+CLIENT_STATE = "s2c_client"  # the ASGI scope's `state` entry naming the client
+MANAGER_KEY = web.AppKey("mcp", StreamableHTTPSessionManager)
+TOKEN_REFUSED = "Missing or invalid MCP token. Send it as 'Authorization: Bearer <token>'."
+
+
+class PoolRoute:
+    """The gateway's agents, as the MCP tools reach them: a new generation goes to the
+    next agent in turn, an old one to the agent its id names."""
+
+    def __init__(self, app: web.Application) -> None:
+        self._app = app
+
+    def new(self) -> pb_grpc.AgentServiceAsyncStub:
+        return self._app[AGENTS_KEY].in_turn()[0].stub
+
+    async def owner(self, generation_id: str) -> pb_grpc.AgentServiceAsyncStub:
+        return (await self._app[AGENTS_KEY].owner(generation_id)).stub
+
+
+class ClientAdmission:
+    """A tool call that runs a generation holds one of its client's generation slots."""
+
+    def __init__(self, limiter: ClientLimiter) -> None:
+        self._limiter = limiter
+
+    def admit(self, request: object | None) -> AbstractContextManager[None]:
+        scope = getattr(request, "scope", None)
+        state = scope.get("state") if isinstance(scope, dict) else None
+        client = state.get(CLIENT_STATE) if isinstance(state, dict) else None
+        return self._hold(client if isinstance(client, str) else "unknown")
+
+    @contextmanager
+    def _hold(self, client: str) -> Iterator[None]:
+        refusal = self._limiter.try_start(client)
+        if refusal is not None:
+            raise ToolError(refusal.message)
+        try:
+            yield
+        finally:
+            self._limiter.finish(client)
+
+
+def add_mcp(app: web.Application) -> None:
+    """Serves `/mcp` on `app` when the settings turn it on."""
+    settings = app[SETTINGS_KEY]
+    if not settings.mcp.enabled:
+        return
+    mcp_settings = McpSettings(
+        agent_addr=settings.agent_addr, grpc_security=settings.grpc_security, read_files=False
+    )
+    token = settings.mcp.token or settings.access.token
+    digest = token_digest(token) if token else None
+
+    async def lifetime(app: web.Application) -> AsyncIterator[None]:
+        server = build_server(mcp_settings, PoolRoute(app), ClientAdmission(app[LIMITER_KEY]))
+        # The origin check is ours (below), by the gateway's allow-list; the SDK's would
+        # also pin the Host header, which a deployment behind a name cannot meet.
+        server.streamable_http_app(
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            max_request_body_size=settings.access.max_frame_bytes,
+        )
+        app[MANAGER_KEY] = server.session_manager
+        async with server.session_manager.run():
+            yield
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.headers.get(hdrs.ORIGIN) is not None and not (
+            settings.access.allowed_origins
+            and origin_allowed(request.headers[hdrs.ORIGIN], settings.access)
+        ):
+            return web.json_response({"detail": ORIGIN_REFUSED}, status=403)
+        if digest is not None and not any(
+            bearer_matches(v, digest) for v in request.headers.getall(hdrs.AUTHORIZATION, [])
+        ):
+            return web.json_response(
+                {"detail": TOKEN_REFUSED}, status=401, headers={hdrs.WWW_AUTHENTICATE: "Bearer"}
+            )
+        return await _asgi(request, app[MANAGER_KEY], client_identity(request, settings.access))
+
+    app.cleanup_ctx.append(lifetime)
+    app.router.add_route("*", PATH, handle)
+
+
+async def _asgi(
+    request: web.Request, manager: StreamableHTTPSessionManager, client: str
+) -> web.StreamResponse:
+    """Runs one request through the SDK's ASGI handler, streaming the answer."""
+    body = await request.read()
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.raw_path.encode("latin-1"),
+        "query_string": request.query_string.encode("latin-1"),
+        "root_path": "",
+        "headers": [(k.lower(), v) for k, v in request.raw_headers],
+        "client": (request.remote or "", 0),
+        "server": None,
+        "state": {CLIENT_STATE: client},
+    }
+    response: web.StreamResponse | None = None
+    body_sent = False
+    done = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal body_sent
+        if not body_sent:
+            body_sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await done.wait()  # the SDK listens for a disconnect: ours is the handler's end
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal response
+        if message["type"] == "http.response.start":
+            response = web.StreamResponse(status=message["status"])
+            for name, value in message.get("headers", []):
+                response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
+            await response.prepare(request)
+        elif message["type"] == "http.response.body" and response is not None:
+            await response.write(message.get("body", b""))
+            if not message.get("more_body", False):
+                await response.write_eof()
+
+    try:
+        await manager.handle_request(scope, receive, send)
+    finally:
+        done.set()
+    if response is None:
+        return web.Response(status=500)
+    return response
