@@ -88,9 +88,27 @@ def add_mcp(app: web.Application) -> None:
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             max_request_body_size=settings.access.max_frame_bytes,
         )
-        app[MANAGER_KEY] = server.session_manager
-        async with server.session_manager.run():
+        manager = app[MANAGER_KEY] = server.session_manager
+        # The manager's task group must end in the task it began in; aiohttp may run an
+        # app's startup and cleanup in different tasks, so it gets a task of its own.
+        started, stop = asyncio.Event(), asyncio.Event()
+
+        async def run() -> None:
+            async with manager.run():
+                started.set()
+                await stop.wait()
+
+        task = asyncio.create_task(run())
+        waiting = asyncio.ensure_future(started.wait())
+        await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if task.done():
+            task.result()  # raises what kept the manager from starting
+        try:
             yield
+        finally:
+            stop.set()
+            await task
 
     async def handle(request: web.Request) -> web.StreamResponse:
         if request.headers.get(hdrs.ORIGIN) is not None and not (

@@ -77,7 +77,8 @@ def describe(event: pb.GenerationEvent) -> str | None:
     option = f"option {event.variant_index}" if event.HasField("variant_index") else ""
     if kind == "variant_count":
         models = ", ".join(event.variant_count.models)
-        return f"{event.variant_count.count} option(s) on {models}"
+        # The id first, so a caller that cancels still knows which record to read.
+        return f"generation {event.generation_id}: {event.variant_count.count} option(s) on {models}"
     if kind == "status":
         return f"{option}: {event.status.text}"
     if kind == "tool_start":
