@@ -9,7 +9,7 @@ the WebSocket (limits.py), by the client address this module puts in the ASGI sc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -80,7 +80,10 @@ def add_mcp(app: web.Application) -> None:
     token = settings.mcp.token or settings.access.token
     digest = token_digest(token) if token else None
 
-    async def lifetime(app: web.Application) -> AsyncIterator[None]:
+    stop = asyncio.Event()
+    running: list[asyncio.Task[None]] = []
+
+    async def start(app: web.Application) -> None:
         server = build_server(mcp_settings, PoolRoute(app), ClientAdmission(app[LIMITER_KEY]))
         # The origin check is ours (below), by the gateway's allow-list; the SDK's would
         # also pin the Host header, which a deployment behind a name cannot meet.
@@ -90,25 +93,27 @@ def add_mcp(app: web.Application) -> None:
         )
         manager = app[MANAGER_KEY] = server.session_manager
         # The manager's task group must end in the task it began in; aiohttp may run an
-        # app's startup and cleanup in different tasks, so it gets a task of its own.
-        started, stop = asyncio.Event(), asyncio.Event()
+        # app's startup and shutdown in different tasks, so it gets a task of its own.
+        started = asyncio.Event()
 
         async def run() -> None:
             async with manager.run():
                 started.set()
                 await stop.wait()
 
-        task = asyncio.create_task(run())
+        running.append(asyncio.create_task(run()))
         waiting = asyncio.ensure_future(started.wait())
-        await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({running[0], waiting}, return_when=asyncio.FIRST_COMPLETED)
         waiting.cancel()
-        if task.done():
-            task.result()  # raises what kept the manager from starting
-        try:
-            yield
-        finally:
-            stop.set()
-            await task
+        if running[0].done():
+            running[0].result()  # raises what kept the manager from starting
+
+    async def shutdown(app: web.Application) -> None:
+        # On shutdown, before aiohttp waits for open requests: stopping the manager ends
+        # every session, whose open SSE streams would otherwise hold the shutdown up.
+        stop.set()
+        if running:
+            await running.pop()
 
     async def handle(request: web.Request) -> web.StreamResponse:
         if request.headers.get(hdrs.ORIGIN) is not None and not (
@@ -124,7 +129,9 @@ def add_mcp(app: web.Application) -> None:
             )
         return await _asgi(request, app[MANAGER_KEY], client_identity(request, settings.access))
 
-    app.cleanup_ctx.append(lifetime)
+    app.on_startup.append(start)
+    app.on_shutdown.append(shutdown)
+    app.on_cleanup.append(shutdown)  # a failed startup skips the shutdown signal
     app.router.add_route("*", PATH, handle)
 
 

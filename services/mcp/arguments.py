@@ -96,7 +96,9 @@ def image_url(shot: Screenshot, index: int, read_files: bool) -> str:
     if text.startswith(("data:", "https://")):
         return text
     if text.startswith("http://"):
-        raise ToolError(f"{where}.image: only https URLs (or a data URL); to capture a page, use `url`")
+        raise ToolError(
+            f"{where}.image: only https URLs (or a data URL); to capture a page, use `url`"
+        )
     if not read_files:
         raise ToolError(
             f"{where}.image: file paths are read only by the local stdio server (s2c mcp); "

@@ -124,7 +124,9 @@ def _headline(summary: dict[str, Any]) -> str:
         cost = option["usage"]["cost_usd"]
         shown = "unpriced" if cost is None else f"${cost:.4f}"
         paths = ", ".join(f["path"] for f in option["files"]) or "no files"
-        line = f"- option {option['option']} ({option['model']}): {option['status']}, {paths}, {shown}"
+        line = (
+            f"- option {option['option']} ({option['model']}): {option['status']}, {paths}, {shown}"
+        )
         if option["error"]:
             line += f": {option['error']}"
         lines.append(line)

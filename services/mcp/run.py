@@ -78,7 +78,9 @@ def describe(event: pb.GenerationEvent) -> str | None:
     if kind == "variant_count":
         models = ", ".join(event.variant_count.models)
         # The id first, so a caller that cancels still knows which record to read.
-        return f"generation {event.generation_id}: {event.variant_count.count} option(s) on {models}"
+        return (
+            f"generation {event.generation_id}: {event.variant_count.count} option(s) on {models}"
+        )
     if kind == "status":
         return f"{option}: {event.status.text}"
     if kind == "tool_start":

@@ -26,7 +26,7 @@ from services.mcp.arguments import (
     image_url,
     update_request,
 )
-from services.mcp.results import URI_TEMPLATE, file_from_record, generation_result, record_json
+from services.mcp.results import URI_TEMPLATE, file_from_record, generation_result
 from services.mcp.run import rpc_error_text, run_generation
 from services.mcp.settings import McpSettings
 
@@ -175,7 +175,9 @@ class Tools:
         content, _ = file_from_record(record, option, path)
         return content
 
-    async def _generate(self, ctx: Context[Any, Any], request: pb.GenerateCodeRequest) -> CallToolResult:
+    async def _generate(
+        self, ctx: Context[Any, Any], request: pb.GenerateCodeRequest
+    ) -> CallToolResult:
         steps = 0
 
         async def report(message: str) -> None:
@@ -239,11 +241,14 @@ def build_server(
         ),
         (
             tools.capture_url,
-            "Capture a public web page as a PNG (full page, clipped at the suite's height "
-            "limit).",
+            "Capture a public web page as a PNG (full page, clipped at the suite's height limit).",
             ToolAnnotations(read_only_hint=True, open_world_hint=True),
         ),
-        (tools.list_models, "The models the suite knows and whether each is usable now.", read_only),
+        (
+            tools.list_models,
+            "The models the suite knows and whether each is usable now.",
+            read_only,
+        ),
         (
             tools.get_generation,
             "The run record of a generation: status, and per option its model, files, cost "
@@ -251,8 +256,8 @@ def build_server(
             read_only,
         ),
     ]
-    for fn, description, annotations in register:
-        server.add_tool(fn, description=description, annotations=annotations)
+    for fn, description, hints in register:
+        server.add_tool(fn, description=description, annotations=hints)
     server.resource(URI_TEMPLATE, name="generated-file", description="A file of a generated page.")(
         tools.read_file
     )

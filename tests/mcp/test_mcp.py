@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shutil
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 import grpc
 import httpx2
@@ -18,13 +21,16 @@ import pytest_asyncio
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, EmbeddedResource, TextContent
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from services.gateway.access import AccessSettings
+from services.gateway.limits import ClientLimiter
 from services.gateway.mcp_access import McpAccess
+from services.gateway.mcp_route import CLIENT_STATE, ClientAdmission
 from services.gateway.settings import GatewaySettings
 from tests.suite import Suite, png_data_url, running_suite
 
@@ -42,7 +48,7 @@ async def suite(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Suite
         access=AccessSettings(max_concurrent_per_client=0, starts_per_minute=0),
         mcp=McpAccess(token=TOKEN),
     )
-    agent = AgentSettings(demo_pace_s=0.01)
+    agent = AgentSettings(demo_pace_s=0.005)
     async with running_suite(tmp_path_factory.mktemp("mcp"), agent=agent, gateway=gateway) as s:
         yield s
 
@@ -101,100 +107,105 @@ async def watch_to_end(suite: Suite, generation_id: str) -> int:
 
 @on_suite
 @TRANSPORTS
-async def test_every_tool_is_listed_and_called(suite: Suite, transport: Callable[[Suite], Connect]) -> None:
-    async with transport(suite)() as client:
-        tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == TOOLS
-        assert "screenshots" in tools["generate_page"].input_schema["properties"]
-        templates = (await client.list_resource_templates()).resource_templates
-        assert [t.uri_template for t in templates] == [
-            "s2c://generations/{generation_id}/{option}/{path}"
-        ]
-
-        progress: list[str] = []
-
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            progress.append(message or "")
-
-        shot = {"data": png_data_url().partition(",")[2], "mimeType": "image/png", "width": 1280}
-        created = await client.call_tool(
-            "generate_page",
-            {"screenshots": [shot], "prompt": "a pricing page", "options": 1, "models": ["demo"]},
-            progress_callback=on_progress,
-        )
-        facts = summary(created)
-        assert not created.is_error, created.content
-        assert facts["status"] == "completed"
-        [option] = facts["options"]
-        assert option["model"] == "demo" and option["usage"]["priced"] is False
-        assert [f["path"] for f in option["files"]] == ["index.html"]
-        embedded = [c for c in created.content if isinstance(c, EmbeddedResource)]
-        assert "<html" in embedded[0].resource.text.lower()  # type: ignore[union-attr]
-        assert len(progress) >= 3, progress
-        assert any("create_file" in p for p in progress)
-
-        uri = option["files"][0]["uri"]
-        read = await client.read_resource(uri)
-        assert read.contents[0].text == embedded[0].resource.text  # type: ignore[union-attr]
-
-        generation_id = facts["generation_id"]
-        record = summary(await client.call_tool("get_generation", {"generation_id": generation_id}))
-        assert record["options"][0]["files"] == option["files"]
-
-        updated = await client.call_tool(
-            "update_page",
-            {"generation_id": generation_id, "option": 0, "instruction": "Make the title red"},
-        )
-        assert summary(updated)["status"] == "completed", updated.content
-        assert summary(updated)["generation_id"] != generation_id
-
-        models = summary(await client.call_tool("list_models", {}))["models"]
-        assert any(m["id"] == "demo" and m["available"] for m in models)
-
-        # No browser in this suite: the capture is refused by the tool workers, as a
-        # tool error that says so (tests/e2e cover real captures).
-        captured = await client.call_tool("capture_url", {"url": "https://example.test/"})
-        assert "url: the capture failed" in error_text(captured)
-
-
-@on_suite
-@TRANSPORTS
-async def test_bad_arguments_are_tool_errors_naming_the_field(
+async def test_the_python_sdk_client_calls_every_tool(
     suite: Suite, transport: Callable[[Suite], Connect]
 ) -> None:
+    # One session per transport (a stdio server is a process start): every tool, the
+    # refusals, then a cancellation; the session outlives each.
     async with transport(suite)() as client:
-        cases = {
-            "options": {"prompt": "x", "options": -1},
-            "stack": {"prompt": "x", "stack": "cobol"},
-            "screenshots[0]": {"screenshots": [{"page": "index"}]},
-            "screenshots[0].data": {"screenshots": [{"data": "not base64!", "mimeType": "x"}]},
-            "prompt": {},
-        }
-        for field, arguments in cases.items():
-            result = await client.call_tool("generate_page", arguments)
-            assert field in error_text(result), (field, result.content)
-        missing = await client.call_tool("get_generation", {"generation_id": "nope"})
-        assert "generation_id" in error_text(missing)
-        # The session survives every refusal.
+        await calls_every_tool(client)
+        await refuses_bad_arguments(client)
+        generation_id = await cancels_mid_run(client)
         assert len((await client.list_tools()).tools) == len(TOOLS)
+    assert await watch_to_end(suite, generation_id) == pb.RUN_STATUS_CANCELLED
 
 
-@on_suite
-@TRANSPORTS
-async def test_cancelling_the_call_cancels_the_generation(
-    suite: Suite, transport: Callable[[Suite], Connect]
-) -> None:
+async def calls_every_tool(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    assert "screenshots" in tools["generate_page"].input_schema["properties"]
+    templates = (await client.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == [
+        "s2c://generations/{generation_id}/{option}/{path}"
+    ]
+
+    progress: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    shot = {"data": png_data_url().partition(",")[2], "mimeType": "image/png", "width": 1280}
+    created = await client.call_tool(
+        "generate_page",
+        {"screenshots": [shot], "prompt": "a pricing page", "options": 1, "models": ["demo"]},
+        progress_callback=on_progress,
+    )
+    facts = summary(created)
+    assert not created.is_error, created.content
+    assert facts["status"] == "completed"
+    [option] = facts["options"]
+    assert option["model"] == "demo"
+    assert option["usage"]["priced"] is False
+    assert [f["path"] for f in option["files"]] == ["index.html"]
+    embedded = [c for c in created.content if isinstance(c, EmbeddedResource)]
+    assert "<html" in embedded[0].resource.text.lower()  # type: ignore[union-attr]
+    assert len(progress) >= 3, progress
+    assert any("create_file" in p for p in progress)
+
+    uri = option["files"][0]["uri"]
+    read = await client.read_resource(uri)
+    assert read.contents[0].text == embedded[0].resource.text  # type: ignore[union-attr]
+
+    generation_id = facts["generation_id"]
+    record = summary(await client.call_tool("get_generation", {"generation_id": generation_id}))
+    assert record["options"][0]["files"] == option["files"]
+
+    updated = await client.call_tool(
+        "update_page",
+        {"generation_id": generation_id, "option": 0, "instruction": "Make the title red"},
+    )
+    assert summary(updated)["status"] == "completed", updated.content
+    assert summary(updated)["generation_id"] != generation_id
+
+    models = summary(await client.call_tool("list_models", {}))["models"]
+    assert any(m["id"] == "demo" and m["available"] for m in models)
+
+    # No browser in this suite (a launch would take most of the module's time): the
+    # tool workers refuse the capture, and the refusal comes back as a tool error.
+    captured = await client.call_tool("capture_url", {"url": "https://example.test/"})
+    assert "url: the capture failed" in error_text(captured)
+
+
+async def refuses_bad_arguments(client: Client) -> None:
+    cases = {
+        "options": {"prompt": "x", "options": -1},
+        "stack": {"prompt": "x", "stack": "cobol"},
+        "screenshots[0]": {"screenshots": [{"page": "index"}]},
+        "screenshots[0].data": {"screenshots": [{"data": "not base64!", "mimeType": "x"}]},
+        "prompt": {},
+    }
+    for field, arguments in cases.items():
+        result = await client.call_tool("generate_page", arguments)
+        assert field in error_text(result), (field, result.content)
+    missing = await client.call_tool("get_generation", {"generation_id": "nope"})
+    assert "generation_id" in error_text(missing)
+    # The session survives every refusal.
+    assert len((await client.list_tools()).tools) == len(TOOLS)
+
+
+async def cancels_mid_run(client: Client) -> str:
+    """Cancels a generate_page once it runs (its first progress names the generation);
+    the generation's id."""
     ids: list[str] = []
     running = anyio.Event()
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         text = message or ""
-        if text.startswith("generation ") and ":" in text and not ids:
+        if text.startswith("generation ") and not ids:
             ids.append(text.removeprefix("generation ").partition(":")[0])
-        if "create_file started" in text:
             running.set()
 
-    async with transport(suite)() as client, anyio.create_task_group() as group:
+    async with anyio.create_task_group() as group:
 
         async def call() -> None:
             await client.call_tool(
@@ -206,4 +217,95 @@ async def test_cancelling_the_call_cancels_the_generation(
         group.start_soon(call)
         await running.wait()
         group.cancel_scope.cancel()
-    assert await watch_to_end(suite, ids[0]) == pb.RUN_STATUS_CANCELLED
+    return ids[0]
+
+
+@on_suite
+@pytest.mark.parametrize("kind", ["http", "stdio"])
+async def test_the_typescript_sdk_client_calls_every_tool(suite: Suite, kind: str) -> None:
+    node = shutil.which("node")
+    assert node is not None, "node is needed (make install)"
+    if kind == "http":
+        args = [f"{suite.http_url}/mcp", TOKEN]
+    else:
+        args = [sys.executable, f"127.0.0.1:{suite.agent.port}", str(ROOT)]
+    process = await asyncio.create_subprocess_exec(
+        node,
+        str(ROOT / "tests" / "mcp" / "ts_client.mjs"),
+        kind,
+        *args,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()[-3000:]
+    seen = json.loads(out.decode().strip().splitlines()[-1])
+    assert seen["tools"] == sorted(TOOLS)
+    assert seen["createdError"] is False
+    assert seen["created"]["status"] == "completed"
+    assert len(seen["progress"]) >= 3
+    assert seen["resourceBytes"] == seen["fileBytes"] > 0
+    assert seen["updated"] == "completed"
+    assert seen["record"] == "completed"
+    assert "demo" in seen["models"]
+    assert seen["capture"]["isError"]
+    assert "url: the capture failed" in seen["capture"]["text"]
+    assert seen["bad"]["isError"]
+    assert "options" in seen["bad"]["text"]
+
+
+@on_suite
+async def test_http_refuses_a_missing_token_and_a_foreign_origin(suite: Suite) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    async with aiohttp.ClientSession() as session:
+        url = f"{suite.http_url}/mcp"
+        for headers in ({}, {"Authorization": "Bearer wrong-token-123456"}):
+            async with session.post(url, json=initialize, headers={**accept, **headers}) as r:
+                assert r.status == 401
+                assert r.headers["WWW-Authenticate"] == "Bearer"
+                assert TOKEN not in await r.text()
+        good = {**accept, "Authorization": f"Bearer {TOKEN}"}
+        rebinding = {**good, "Origin": "http://evil.example"}
+        async with session.post(url, json=initialize, headers=rebinding) as r:
+            assert r.status == 403
+        async with session.post(url, json=initialize, headers=good) as r:
+            assert r.status == 200
+
+
+def test_the_gateway_refuses_to_serve_mcp_beyond_loopback_without_a_token() -> None:
+    with pytest.raises(ValueError, match="S2C_MCP_TOKEN"):
+        GatewaySettings(host="0.0.0.0")
+    assert GatewaySettings(host="0.0.0.0", mcp=McpAccess(token=TOKEN)).mcp.token == TOKEN
+    assert not GatewaySettings(host="0.0.0.0", mcp=McpAccess(enabled=False)).mcp.enabled
+    assert GatewaySettings(host="::1").host == "::1"
+    env = {"S2C_MCP": "off"}
+    assert McpAccess.from_env(env) == McpAccess(enabled=False)
+    assert TOKEN not in repr(McpAccess(token=TOKEN))
+
+
+def test_a_generating_call_holds_one_of_its_clients_slots() -> None:
+    admission = ClientAdmission(ClientLimiter(AccessSettings(max_concurrent_per_client=1)))
+
+    class Request:
+        def __init__(self, client: str) -> None:
+            self.scope = {"state": {CLIENT_STATE: client}}
+
+    with admission.admit(Request("10.0.0.1")):
+        with pytest.raises(ToolError, match="Too many concurrent generations"):
+            with admission.admit(Request("10.0.0.1")):
+                pass
+        with admission.admit(Request("10.0.0.2")):
+            pass
+    with admission.admit(Request("10.0.0.1")):
+        pass
