@@ -9,7 +9,7 @@ the WebSocket (limits.py), by the client address this module puts in the ASGI sc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -167,7 +167,7 @@ async def _asgi(
         await done.wait()  # the SDK listens for a disconnect: ours is the handler's end
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         nonlocal response
         if message["type"] == "http.response.start":
             response = web.StreamResponse(status=message["status"])

@@ -33,7 +33,7 @@ def mime_type(path: str) -> str:
 
 
 def status_name(status: int) -> str:
-    return pb.RunStatus.Name(status).removeprefix("RUN_STATUS_").lower()  # type: ignore[arg-type]
+    return pb.RunStatus.Name(status).removeprefix("RUN_STATUS_").lower()
 
 
 def files_of(variant: pb.VariantRecord) -> list[cpb.FileState]:

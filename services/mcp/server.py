@@ -87,7 +87,7 @@ class Tools:
         options: Options = 1,
         models: Models = [],  # noqa: B006
     ) -> CallToolResult:
-        images = [
+        images: list[tuple[str, Screenshot | None]] = [
             (image_url(shot, i, self._settings.read_files), shot)
             for i, shot in enumerate(screenshots)
         ]

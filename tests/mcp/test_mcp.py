@@ -129,10 +129,10 @@ async def calls_every_tool(client: Client) -> None:
         "s2c://generations/{generation_id}/{option}/{path}"
     ]
 
-    progress: list[str] = []
+    steps: list[str] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(message or "")
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append(message or "")
 
     shot = {"data": png_data_url().partition(",")[2], "mimeType": "image/png", "width": 1280}
     created = await client.call_tool(
@@ -149,8 +149,8 @@ async def calls_every_tool(client: Client) -> None:
     assert [f["path"] for f in option["files"]] == ["index.html"]
     embedded = [c for c in created.content if isinstance(c, EmbeddedResource)]
     assert "<html" in embedded[0].resource.text.lower()  # type: ignore[union-attr]
-    assert len(progress) >= 3, progress
-    assert any("create_file" in p for p in progress)
+    assert len(steps) >= 3, steps
+    assert any("create_file" in step for step in steps)
 
     uri = option["files"][0]["uri"]
     read = await client.read_resource(uri)
@@ -177,7 +177,7 @@ async def calls_every_tool(client: Client) -> None:
 
 
 async def refuses_bad_arguments(client: Client) -> None:
-    cases = {
+    cases: dict[str, dict[str, Any]] = {
         "options": {"prompt": "x", "options": -1},
         "stack": {"prompt": "x", "stack": "cobol"},
         "screenshots[0]": {"screenshots": [{"page": "index"}]},
@@ -199,7 +199,7 @@ async def cancels_mid_run(client: Client) -> str:
     ids: list[str] = []
     running = anyio.Event()
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         text = message or ""
         if text.startswith("generation ") and not ids:
             ids.append(text.removeprefix("generation ").partition(":")[0])
