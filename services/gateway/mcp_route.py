@@ -21,8 +21,8 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.security import bearer_matches, token_digest
 from services.gateway.access import ORIGIN_REFUSED, origin_allowed
-from services.gateway.keys import AGENTS_KEY, LIMITER_KEY, SETTINGS_KEY
-from services.gateway.limits import ClientLimiter, client_identity
+from services.gateway.keys import AGENTS_KEY, CAPTURES_KEY, LIMITER_KEY, SETTINGS_KEY
+from services.gateway.limits import CaptureLimiter, ClientLimiter, client_identity
 from services.mcp.server import build_server
 from services.mcp.settings import McpSettings
 
@@ -47,26 +47,38 @@ class PoolRoute:
 
 
 class ClientAdmission:
-    """A tool call that runs a generation holds one of its client's generation slots."""
+    """A tool call that runs a generation holds one of its client's generation slots, as
+    a WebSocket generation does; one that captures a URL, a capture place, as
+    `/api/screenshot` does (the same limiters: the limits count both)."""
 
-    def __init__(self, limiter: ClientLimiter) -> None:
-        self._limiter = limiter
+    def __init__(self, generations: ClientLimiter, captures: CaptureLimiter) -> None:
+        self._generations = generations
+        self._captures = captures
 
     def admit(self, request: object | None) -> AbstractContextManager[None]:
-        scope = getattr(request, "scope", None)
-        state = scope.get("state") if isinstance(scope, dict) else None
-        client = state.get(CLIENT_STATE) if isinstance(state, dict) else None
-        return self._hold(client if isinstance(client, str) else "unknown")
+        return _hold(self._generations, _client(request))
 
-    @contextmanager
-    def _hold(self, client: str) -> Iterator[None]:
-        refusal = self._limiter.try_start(client)
-        if refusal is not None:
-            raise ToolError(refusal.message)
-        try:
-            yield
-        finally:
-            self._limiter.finish(client)
+    def admit_capture(self, request: object | None) -> AbstractContextManager[None]:
+        return _hold(self._captures, _client(request))
+
+
+def _client(request: object | None) -> str:
+    """The client address `_asgi` put in the request's scope."""
+    scope = getattr(request, "scope", None)
+    state = scope.get("state") if isinstance(scope, dict) else None
+    client = state.get(CLIENT_STATE) if isinstance(state, dict) else None
+    return client if isinstance(client, str) else "unknown"
+
+
+@contextmanager
+def _hold(limiter: ClientLimiter | CaptureLimiter, client: str) -> Iterator[None]:
+    refusal = limiter.try_start(client)
+    if refusal is not None:
+        raise ToolError(refusal.message)
+    try:
+        yield
+    finally:
+        limiter.finish(client)
 
 
 def add_mcp(app: web.Application) -> None:
@@ -84,7 +96,8 @@ def add_mcp(app: web.Application) -> None:
     running: list[asyncio.Task[None]] = []
 
     async def start(app: web.Application) -> None:
-        server = build_server(mcp_settings, PoolRoute(app), ClientAdmission(app[LIMITER_KEY]))
+        admission = ClientAdmission(app[LIMITER_KEY], app[CAPTURES_KEY])
+        server = build_server(mcp_settings, PoolRoute(app), admission)
         # The origin check is ours (below), by the gateway's allow-list; the SDK's would
         # also pin the Host header, which a deployment behind a name cannot meet.
         server.streamable_http_app(

@@ -43,11 +43,13 @@ OptionIndex = Annotated[int, Field(ge=0, le=63, description="0-based option inde
 
 
 class Admission(Protocol):
-    """Per-client limits on running generations (the gateway's); `admit` raises
-    ToolError saying why a call may not start now. `request` is the HTTP request the
-    call came in on (None over stdio)."""
+    """Per-client limits (the gateway's) on running generations and URL captures; each
+    raises ToolError saying why a call may not start now. `request` is the HTTP request
+    the call came in on (None over stdio)."""
 
     def admit(self, request: object | None) -> AbstractContextManager[None]: ...
+
+    def admit_capture(self, request: object | None) -> AbstractContextManager[None]: ...
 
 
 class Tools:
@@ -60,10 +62,15 @@ class Tools:
         self._route = route
         self._admission = admission
 
-    def _admit(self, ctx: Context[Any, Any]) -> AbstractContextManager[None]:
+    def _admit(
+        self, ctx: Context[Any, Any], *, capture: bool = False
+    ) -> AbstractContextManager[None]:
         if self._admission is None:
             return nullcontext()
-        return self._admission.admit(ctx.request_context.request)
+        request = ctx.request_context.request
+        if capture:
+            return self._admission.admit_capture(request)
+        return self._admission.admit(request)
 
     async def generate_page(
         self,
@@ -92,7 +99,7 @@ class Tools:
             for i, shot in enumerate(screenshots)
         ]
         if url:
-            capture = await self._capture(url, pb.CAPTURE_DEVICE_DESKTOP, "url")
+            capture = await self._capture(ctx, url, pb.CAPTURE_DEVICE_DESKTOP)
             data = base64.b64encode(capture.image).decode("ascii")
             images.append((f"data:{capture.mime_type};base64,{data}", None))
         request = create_request(
@@ -118,13 +125,14 @@ class Tools:
 
     async def capture_url(
         self,
+        ctx: Context[Any, Any],
         url: Annotated[str, Field(description="A public http(s) page.")],
         device: Annotated[
             Literal["desktop", "mobile"], Field(description="Viewport: 1280 px or a 390 px phone.")
         ] = "desktop",
     ) -> CallToolResult:
         kind = pb.CAPTURE_DEVICE_MOBILE if device == "mobile" else pb.CAPTURE_DEVICE_DESKTOP
-        capture = await self._capture(url, kind, "url")
+        capture = await self._capture(ctx, url, kind)
         facts = {
             "final_url": capture.final_url,
             "width": capture.width,
@@ -206,16 +214,19 @@ class Tools:
             raise ToolError(rpc_error_text(exc)) from None
         return answer.generation
 
-    async def _capture(self, url: str, device: int, name: str) -> pb.CaptureUrlResponse:
+    async def _capture(
+        self, ctx: Context[Any, Any], url: str, device: int
+    ) -> pb.CaptureUrlResponse:
         if not url.startswith(("http://", "https://")):
-            raise ToolError(f"{name}: an absolute http(s) URL")
+            raise ToolError("url: an absolute http(s) URL")
         try:
-            return await self._route.new().CaptureUrl(
-                pb.CaptureUrlRequest(url=url, device=device),  # type: ignore[arg-type]
-                timeout=self._settings.call_timeout_s * 3,
-            )
+            with self._admit(ctx, capture=True):
+                return await self._route.new().CaptureUrl(
+                    pb.CaptureUrlRequest(url=url, device=device),  # type: ignore[arg-type]
+                    timeout=self._settings.call_timeout_s * 3,
+                )
         except grpc.aio.AioRpcError as exc:
-            raise ToolError(f"{name}: the capture failed: {rpc_error_text(exc)}") from None
+            raise ToolError(f"url: the capture failed: {rpc_error_text(exc)}") from None
 
 
 def build_server(

@@ -28,7 +28,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from services.gateway.access import AccessSettings
-from services.gateway.limits import ClientLimiter
+from services.gateway.limits import CaptureLimiter, ClientLimiter
 from services.gateway.mcp_access import McpAccess
 from services.gateway.mcp_route import CLIENT_STATE, ClientAdmission
 from services.gateway.settings import GatewaySettings
@@ -294,8 +294,9 @@ def test_the_gateway_refuses_to_serve_mcp_beyond_loopback_without_a_token() -> N
     assert TOKEN not in repr(McpAccess(token=TOKEN))
 
 
-def test_a_generating_call_holds_one_of_its_clients_slots() -> None:
-    admission = ClientAdmission(ClientLimiter(AccessSettings(max_concurrent_per_client=1)))
+def test_a_generating_or_capturing_call_holds_one_of_its_clients_places() -> None:
+    access = AccessSettings(max_concurrent_per_client=1, capture_max_per_client=1)
+    admission = ClientAdmission(ClientLimiter(access), CaptureLimiter(access))
 
     class Request:
         def __init__(self, client: str) -> None:
@@ -309,3 +310,9 @@ def test_a_generating_call_holds_one_of_its_clients_slots() -> None:
             pass
     with admission.admit(Request("10.0.0.1")):
         pass
+    with admission.admit_capture(Request("10.0.0.1")):
+        with pytest.raises(ToolError, match="Too many URL captures"):
+            with admission.admit_capture(Request("10.0.0.1")):
+                pass
+        with admission.admit(Request("10.0.0.1")):  # a generation is not a capture
+            pass
