@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import shutil
 import sys
@@ -108,19 +109,29 @@ async def watch_to_end(suite: Suite, generation_id: str) -> int:
 @on_suite
 @TRANSPORTS
 async def test_the_python_sdk_client_calls_every_tool(
-    suite: Suite, transport: Callable[[Suite], Connect]
+    suite: Suite, transport: Callable[[Suite], Connect], tmp_path: Path
 ) -> None:
     # One session per transport (a stdio server is a process start): every tool, the
     # refusals, then a cancellation; the session outlives each.
+    png = tmp_path / "shot.png"
+    png.write_bytes(base64.b64decode(png_data_url().partition(",")[2]))
+    # A screenshot as an MCP image content carries it; over stdio, as a local file.
+    image = {"data": png_data_url().partition(",")[2], "mimeType": "image/png"}
+    shot = {**(image if transport is http else {"image": str(png)}), "width": 1280}
     async with transport(suite)() as client:
-        await calls_every_tool(client)
+        await calls_every_tool(client, shot)
         await refuses_bad_arguments(client)
+        if transport is http:  # a path would read the gateway's disk
+            refused = await client.call_tool(
+                "generate_page", {"screenshots": [{"image": str(png)}]}
+            )
+            assert "screenshots[0].image: file paths are read only" in error_text(refused)
         generation_id = await cancels_mid_run(client)
         assert len((await client.list_tools()).tools) == len(TOOLS)
     assert await watch_to_end(suite, generation_id) == pb.RUN_STATUS_CANCELLED
 
 
-async def calls_every_tool(client: Client) -> None:
+async def calls_every_tool(client: Client, shot: dict[str, Any]) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == TOOLS
     assert "screenshots" in tools["generate_page"].input_schema["properties"]
@@ -134,7 +145,6 @@ async def calls_every_tool(client: Client) -> None:
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         steps.append(message or "")
 
-    shot = {"data": png_data_url().partition(",")[2], "mimeType": "image/png", "width": 1280}
     created = await client.call_tool(
         "generate_page",
         {"screenshots": [shot], "prompt": "a pricing page", "options": 1, "models": ["demo"]},
@@ -183,6 +193,7 @@ async def refuses_bad_arguments(client: Client) -> None:
         "screenshots[0]": {"screenshots": [{"page": "index"}]},
         "screenshots[0].data": {"screenshots": [{"data": "not base64!", "mimeType": "x"}]},
         "prompt": {},
+        "models[0]": {"prompt": "x", "models": ["no-such-model"]},  # the agent's refusal
     }
     for field, arguments in cases.items():
         result = await client.call_tool("generate_page", arguments)
