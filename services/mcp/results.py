@@ -96,10 +96,12 @@ def record_json(record: pb.Generation) -> dict[str, Any]:
 
 
 def generation_result(
-    record: pb.Generation, previews: dict[int, str], *, with_files: bool
+    record: pb.Generation, previews: dict[int, str], *, with_files: bool, ran: bool
 ) -> CallToolResult:
     """The record as text and structured content, each option's files embedded (when
-    `with_files`) and each option's rendered page as an image when one was taken."""
+    `with_files`) and each option's rendered page as an image when one was taken. A
+    generation this call `ran` that did not complete is a tool error (with each option's
+    reason); a record only read is the answer whatever it says."""
     summary = record_json(record)
     content: list[ContentBlock] = [TextContent(type="text", text=_headline(summary))]
     content.append(TextContent(type="text", text=json.dumps(summary, ensure_ascii=False)))
@@ -112,7 +114,7 @@ def generation_result(
         if preview is not None:
             mime, _, data = preview.removeprefix("data:").partition(";base64,")
             content.append(ImageContent(type="image", data=data, mime_type=mime))
-    failed = record.status != pb.RUN_STATUS_COMPLETED
+    failed = ran and record.status != pb.RUN_STATUS_COMPLETED
     return CallToolResult(content=content, structured_content=summary, is_error=failed)
 
 

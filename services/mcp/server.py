@@ -21,6 +21,7 @@ from services.mcp.arguments import (
     Models,
     Options,
     Screenshot,
+    Stack,
     Stacks,
     create_request,
     image_url,
@@ -116,7 +117,10 @@ class Tools:
         selected_element: Annotated[
             str, Field(description="Optional HTML of the element the change is about.")
         ] = "",
-        stack: Stacks = "html_tailwind",
+        stack: Annotated[
+            Stack,
+            Field(description="The stack the page was generated with (default HTML + Tailwind)."),
+        ] = "html_tailwind",
         options: Options = 1,
     ) -> CallToolResult:
         record = await self._record(generation_id)
@@ -171,9 +175,7 @@ class Tools:
         ] = False,
     ) -> CallToolResult:
         record = await self._record(generation_id)
-        result = generation_result(record, {}, with_files=with_files)
-        result.is_error = False  # the record itself is the answer, whatever it says
-        return result
+        return generation_result(record, {}, with_files=with_files, ran=False)
 
     async def read_file(self, generation_id: str, option: str, path: str) -> str:
         try:
@@ -196,7 +198,7 @@ class Tools:
         with self._admit(ctx):
             finished = await run_generation(self._route.new(), request, report)
         record = await self._record(finished.generation_id)
-        return generation_result(record, finished.previews, with_files=True)
+        return generation_result(record, finished.previews, with_files=True, ran=True)
 
     async def _record(self, generation_id: str) -> pb.Generation:
         try:

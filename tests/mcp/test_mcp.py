@@ -33,6 +33,7 @@ from services.gateway.limits import CaptureLimiter, ClientLimiter
 from services.gateway.mcp_access import McpAccess
 from services.gateway.mcp_route import CLIENT_STATE, ClientAdmission
 from services.gateway.settings import GatewaySettings
+from services.mcp.results import generation_result
 from tests.suite import Suite, png_data_url, running_suite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -327,3 +328,15 @@ def test_a_generating_or_capturing_call_holds_one_of_its_clients_places() -> Non
                 pass
         with admission.admit(Request("10.0.0.1")):  # a generation is not a capture
             pass
+
+
+def test_a_failed_generation_is_a_tool_error_with_each_options_reason() -> None:
+    record = pb.Generation(generation_id="g-1", status=pb.RUN_STATUS_FAILED)
+    record.variants.add(
+        variant_index=0, model="gpt-x", status=pb.RUN_STATUS_FAILED, error="Rate limited: retry"
+    )
+    ran = generation_result(record, {}, with_files=True, ran=True)
+    assert ran.is_error
+    assert "option 0 (gpt-x): failed, no files, unpriced: Rate limited: retry" in error_text(ran)
+    # The same record read back is an answer, not an error.
+    assert not generation_result(record, {}, with_files=False, ran=False).is_error
