@@ -9,7 +9,8 @@ import json
 import shutil
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import grpc
 import httpx2
 import pytest
 import pytest_asyncio
+from aiohttp import web
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -29,6 +31,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from services.gateway.access import AccessSettings
+from services.gateway.app import create_app
 from services.gateway.limits import CaptureLimiter, ClientLimiter
 from services.gateway.mcp_access import McpAccess
 from services.gateway.mcp_route import CLIENT_STATE, ClientAdmission
@@ -267,32 +270,63 @@ async def test_the_typescript_sdk_client_calls_every_tool(suite: Suite, kind: st
     assert "options" in seen["bad"]["text"]
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+async def post_initialize(url: str, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
+    async with aiohttp.ClientSession() as session:
+        async with session.post(url, json=INITIALIZE, headers={**ACCEPT, **headers}) as r:
+            return r.status, dict(r.headers), await r.text()
+
+
 @on_suite
 async def test_http_refuses_a_missing_token_and_a_foreign_origin(suite: Suite) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    accept = {"Accept": "application/json, text/event-stream"}
-    async with aiohttp.ClientSession() as session:
-        url = f"{suite.http_url}/mcp"
-        for headers in ({}, {"Authorization": "Bearer wrong-token-123456"}):
-            async with session.post(url, json=initialize, headers={**accept, **headers}) as r:
-                assert r.status == 401
-                assert r.headers["WWW-Authenticate"] == "Bearer"
-                assert TOKEN not in await r.text()
-        good = {**accept, "Authorization": f"Bearer {TOKEN}"}
-        rebinding = {**good, "Origin": "http://evil.example"}
-        async with session.post(url, json=initialize, headers=rebinding) as r:
-            assert r.status == 403
-        async with session.post(url, json=initialize, headers=good) as r:
-            assert r.status == 200
+    url = f"{suite.http_url}/mcp"
+    for headers in ({}, {"Authorization": "Bearer wrong-token-123456"}):
+        status, answer_headers, text = await post_initialize(url, headers)
+        assert status == 401
+        assert answer_headers["WWW-Authenticate"] == "Bearer"
+        assert TOKEN not in text
+    good = {"Authorization": f"Bearer {TOKEN}"}
+    assert (await post_initialize(url, {**good, "Origin": "http://evil.example"}))[0] == 403
+    assert (await post_initialize(url, good))[0] == 200
+
+
+@asynccontextmanager
+async def gateway_alone(settings: GatewaySettings, data_dir: Path) -> AsyncIterator[str]:
+    """A gateway with no agent behind it (refusals never reach one): its /mcp URL."""
+    runner = web.AppRunner(create_app(replace(settings, data_dir=data_dir)))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/mcp"
+    finally:
+        await runner.cleanup()
+
+
+@on_suite
+async def test_mcp_takes_the_gateway_token_without_its_own_and_can_be_off(
+    tmp_path: Path,
+) -> None:
+    gateway_token = "gateway-token-0123456789"
+    settings = GatewaySettings(access=AccessSettings(token=gateway_token))
+    async with gateway_alone(settings, tmp_path) as url:
+        assert (await post_initialize(url, {}))[0] == 401
+        bearer = {"Authorization": f"Bearer {gateway_token}"}
+        assert (await post_initialize(url, bearer))[0] == 200
+    async with gateway_alone(GatewaySettings(mcp=McpAccess(enabled=False)), tmp_path) as url:
+        assert (await post_initialize(url, {}))[0] == 404
 
 
 def test_the_gateway_refuses_to_serve_mcp_beyond_loopback_without_a_token() -> None:
