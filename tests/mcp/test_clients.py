@@ -24,7 +24,6 @@ from aiohttp import web
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, EmbeddedResource, TextContent
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
@@ -32,11 +31,8 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from services.agent.settings import AgentSettings
 from services.gateway.access import AccessSettings
 from services.gateway.app import create_app
-from services.gateway.limits import CaptureLimiter, ClientLimiter
 from services.gateway.mcp_access import McpAccess
-from services.gateway.mcp_route import CLIENT_STATE, ClientAdmission
 from services.gateway.settings import GatewaySettings
-from services.mcp.results import generation_result
 from tests.suite import Suite, png_data_url, running_suite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -327,50 +323,3 @@ async def test_mcp_takes_the_gateway_token_without_its_own_and_can_be_off(
         assert (await post_initialize(url, bearer))[0] == 200
     async with gateway_alone(GatewaySettings(mcp=McpAccess(enabled=False)), tmp_path) as url:
         assert (await post_initialize(url, {}))[0] == 404
-
-
-def test_the_gateway_refuses_to_serve_mcp_beyond_loopback_without_a_token() -> None:
-    with pytest.raises(ValueError, match="S2C_MCP_TOKEN"):
-        GatewaySettings(host="0.0.0.0")
-    assert GatewaySettings(host="0.0.0.0", mcp=McpAccess(token=TOKEN)).mcp.token == TOKEN
-    assert not GatewaySettings(host="0.0.0.0", mcp=McpAccess(enabled=False)).mcp.enabled
-    assert GatewaySettings(host="::1").host == "::1"
-    env = {"S2C_MCP": "off"}
-    assert McpAccess.from_env(env) == McpAccess(enabled=False)
-    assert TOKEN not in repr(McpAccess(token=TOKEN))
-
-
-def test_a_generating_or_capturing_call_holds_one_of_its_clients_places() -> None:
-    access = AccessSettings(max_concurrent_per_client=1, capture_max_per_client=1)
-    admission = ClientAdmission(ClientLimiter(access), CaptureLimiter(access))
-
-    class Request:
-        def __init__(self, client: str) -> None:
-            self.scope = {"state": {CLIENT_STATE: client}}
-
-    with admission.admit(Request("10.0.0.1")):
-        with pytest.raises(ToolError, match="Too many concurrent generations"):
-            with admission.admit(Request("10.0.0.1")):
-                pass
-        with admission.admit(Request("10.0.0.2")):
-            pass
-    with admission.admit(Request("10.0.0.1")):
-        pass
-    with admission.admit_capture(Request("10.0.0.1")):
-        with pytest.raises(ToolError, match="Too many URL captures"):
-            with admission.admit_capture(Request("10.0.0.1")):
-                pass
-        with admission.admit(Request("10.0.0.1")):  # a generation is not a capture
-            pass
-
-
-def test_a_failed_generation_is_a_tool_error_with_each_options_reason() -> None:
-    record = pb.Generation(generation_id="g-1", status=pb.RUN_STATUS_FAILED)
-    record.variants.add(
-        variant_index=0, model="gpt-x", status=pb.RUN_STATUS_FAILED, error="Rate limited: retry"
-    )
-    ran = generation_result(record, {}, with_files=True, ran=True)
-    assert ran.is_error
-    assert "option 0 (gpt-x): failed, no files, unpriced: Rate limited: retry" in error_text(ran)
-    # The same record read back is an answer, not an error.
-    assert not generation_result(record, {}, with_files=False, ran=False).is_error
