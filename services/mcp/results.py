@@ -136,14 +136,14 @@ def _headline(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def file_from_record(record: pb.Generation, option: str, path: str) -> tuple[str, str]:
-    """(content, MIME type) of one file of a record; ResourceError naming what is missing."""
+def file_from_record(record: pb.Generation, option: str, path: str) -> str:
+    """One file of a record; ResourceError naming what is missing."""
     wanted = unquote(path)
     for variant in record.variants:
         if str(variant.variant_index) != option:
             continue
         for f in files_of(variant):
             if f.path == wanted:
-                return f.content, mime_type(f.path)
+                return f.content
         raise ResourceError(f"option {option} of {record.generation_id} has no file {wanted!r}")
     raise ResourceError(f"generation {record.generation_id} has no option {option!r}")

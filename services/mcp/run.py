@@ -16,6 +16,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.errors import bad_request_violations
+from services.mcp.results import status_name
 
 Report = Callable[[str], Awaitable[None]]
 CANCEL_TIMEOUT_S = 5.0
@@ -100,7 +101,7 @@ def describe(event: pb.GenerationEvent) -> str | None:
     if kind == "generation_error":
         return f"generation failed: {event.generation_error.message}"
     if kind == "generation_complete":
-        return f"generation {pb.RunStatus.Name(event.generation_complete.status)[11:].lower()}"
+        return f"generation {status_name(event.generation_complete.status)}"
     return None
 
 

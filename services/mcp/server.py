@@ -182,8 +182,7 @@ class Tools:
             record = await self._record(generation_id)
         except ToolError as exc:
             raise ResourceError(str(exc)) from None
-        content, _ = file_from_record(record, option, path)
-        return content
+        return file_from_record(record, option, path)
 
     async def _generate(
         self, ctx: Context[Any, Any], request: pb.GenerateCodeRequest
