@@ -34,13 +34,13 @@ TOKEN_REFUSED = "Missing or invalid MCP token. Send it as 'Authorization: Bearer
 
 class PoolRoute:
     """The gateway's agents, as the MCP tools reach them: a new generation goes to the
-    next agent in turn, an old one to the agent its id names."""
+    next agent in turn that admits it, an old one to the agent its id names."""
 
     def __init__(self, app: web.Application) -> None:
         self._app = app
 
-    def new(self) -> pb_grpc.AgentServiceAsyncStub:
-        return self._app[AGENTS_KEY].in_turn()[0].stub
+    def in_turn(self) -> list[pb_grpc.AgentServiceAsyncStub]:
+        return [agent.stub for agent in self._app[AGENTS_KEY].in_turn()]
 
     async def owner(self, generation_id: str) -> pb_grpc.AgentServiceAsyncStub:
         return (await self._app[AGENTS_KEY].owner(generation_id)).stub

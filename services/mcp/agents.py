@@ -12,10 +12,12 @@ from services.common.security import GrpcSecurity, create_channel
 
 
 class AgentRoute(Protocol):
-    """The agents behind the MCP tools. `owner` raises ValueError, saying why, for a
-    generation id that names no reachable agent."""
+    """The agents behind the MCP tools. `in_turn`: every agent, the next one in
+    round-robin order first (a new generation goes to the first that admits it; any
+    other call to the first). `owner` raises ValueError, saying why, for a generation id
+    that names no reachable agent."""
 
-    def new(self) -> pb_grpc.AgentServiceAsyncStub: ...
+    def in_turn(self) -> list[pb_grpc.AgentServiceAsyncStub]: ...
 
     async def owner(self, generation_id: str) -> pb_grpc.AgentServiceAsyncStub: ...
 
@@ -27,8 +29,8 @@ class SingleAgent:
         self.channel: grpc.aio.Channel = create_channel(addr, security, CHANNEL_OPTIONS)
         self._stub = pb_grpc.AgentServiceStub(self.channel)
 
-    def new(self) -> pb_grpc.AgentServiceAsyncStub:
-        return self._stub
+    def in_turn(self) -> list[pb_grpc.AgentServiceAsyncStub]:
+        return [self._stub]
 
     async def owner(self, generation_id: str) -> pb_grpc.AgentServiceAsyncStub:
         return self._stub

@@ -16,10 +16,13 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.errors import bad_request_violations
+from services.common.generation_ids import GENERATION_ID_HEADER
 from services.mcp.results import status_name
 
 Report = Callable[[str], Awaitable[None]]
 CANCEL_TIMEOUT_S = 5.0
+# What an agent answers when it did not take a generation: another may.
+TRY_NEXT = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
 
 
 @dataclass
@@ -32,13 +35,16 @@ class Finished:
 
 
 async def run_generation(
-    stub: pb_grpc.AgentServiceAsyncStub, request: pb.GenerateCodeRequest, report: Report
+    agents: list[pb_grpc.AgentServiceAsyncStub], request: pb.GenerateCodeRequest, report: Report
 ) -> Finished:
-    """Streams the generation to its end, reporting each step; a cancelled caller (an MCP
-    `notifications/cancelled`) cancels the generation on the agent before it returns."""
+    """Streams the generation on the first of `agents` that admits it to its end,
+    reporting each step; a cancelled caller (an MCP `notifications/cancelled`) cancels
+    the generation on the agent before it returns."""
     finished = Finished(generation_id=request.generation_id)
-    call = stub.GenerateCode(request)
+    stub = agents[0]
+    call: grpc.aio.UnaryStreamCall[pb.GenerateCodeRequest, pb.GenerateCodeResponse] | None = None
     try:
+        stub, call, finished.generation_id = await _admitted(agents, request)
         async for response in call:
             for event in response.events:
                 finished.generation_id = finished.generation_id or event.generation_id
@@ -49,7 +55,8 @@ async def run_generation(
     except asyncio.CancelledError:
         # Dropping the stream already stops the generation; saying so explicitly also
         # covers another watcher keeping it alive (as `s2c generate` does).
-        call.cancel()
+        if call is not None:
+            call.cancel()
         if finished.generation_id:
             with anyio.CancelScope(shield=True):
                 await cancel_generation(stub, finished.generation_id)
@@ -59,6 +66,28 @@ async def run_generation(
     if not finished.generation_id:
         raise ToolError("the agent ended the stream before the generation started")
     return finished
+
+
+async def _admitted(
+    agents: list[pb_grpc.AgentServiceAsyncStub], request: pb.GenerateCodeRequest
+) -> tuple[
+    pb_grpc.AgentServiceAsyncStub,
+    grpc.aio.UnaryStreamCall[pb.GenerateCodeRequest, pb.GenerateCodeResponse],
+    str,
+]:
+    """The call of the first agent, in turn, that admits the generation, and the id it
+    gave it; when none does, the last refusal, which the stream then raises. As the
+    gateway does: an agent sends its headers as it admits a generation, so a call that
+    ended without them was refused before anything ran, and the next agent may take it."""
+    for stub in agents:
+        call = stub.GenerateCode(request)
+        headers = await call.initial_metadata()
+        if not call.done() or await call.code() not in TRY_NEXT:
+            break
+    generation_id = next(
+        (str(v) for k, v in headers or () if k == GENERATION_ID_HEADER), request.generation_id
+    )
+    return stub, call, generation_id
 
 
 async def cancel_generation(stub: pb_grpc.AgentServiceAsyncStub, generation_id: str) -> bool:

@@ -155,7 +155,7 @@ class Tools:
 
     async def list_models(self) -> CallToolResult:
         try:
-            answer = await self._route.new().ListModels(
+            answer = await self._route.in_turn()[0].ListModels(
                 pb.ListModelsRequest(), timeout=self._settings.call_timeout_s
             )
         except grpc.aio.AioRpcError as exc:
@@ -195,7 +195,7 @@ class Tools:
             await ctx.report_progress(steps, None, message)
 
         with self._admit(ctx):
-            finished = await run_generation(self._route.new(), request, report)
+            finished = await run_generation(self._route.in_turn(), request, report)
         record = await self._record(finished.generation_id)
         return generation_result(record, finished.previews, with_files=True, ran=True)
 
@@ -222,7 +222,7 @@ class Tools:
             raise ToolError("url: an absolute http(s) URL")
         try:
             with self._admit(ctx, capture=True):
-                return await self._route.new().CaptureUrl(
+                return await self._route.in_turn()[0].CaptureUrl(
                     pb.CaptureUrlRequest(url=url, device=device),  # type: ignore[arg-type]
                     timeout=self._settings.call_timeout_s * 3,
                 )

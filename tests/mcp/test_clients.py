@@ -7,6 +7,7 @@ import asyncio
 import base64
 import json
 import shutil
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -29,10 +30,13 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
+from services.common.security import GrpcSecurity
 from services.gateway.access import AccessSettings
 from services.gateway.app import create_app
 from services.gateway.mcp_access import McpAccess
 from services.gateway.settings import GatewaySettings
+from services.mcp.agents import SingleAgent
+from services.mcp.run import run_generation
 from tests.suite import Suite, png_data_url, running_suite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -323,3 +327,30 @@ async def test_mcp_takes_the_gateway_token_without_its_own_and_can_be_off(
         assert (await post_initialize(url, bearer))[0] == 200
     async with gateway_alone(GatewaySettings(mcp=McpAccess(enabled=False)), tmp_path) as url:
         assert (await post_initialize(url, {}))[0] == 404
+
+
+@on_suite
+async def test_a_generation_passes_over_an_agent_that_does_not_take_it(suite: Suite) -> None:
+    with socket.socket() as probe:  # a port nothing listens on: that agent is unavailable
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    down, up = (
+        SingleAgent(f"127.0.0.1:{dead}", GrpcSecurity()),
+        SingleAgent(f"127.0.0.1:{suite.agent.port}", GrpcSecurity()),
+    )
+    steps: list[str] = []
+
+    async def report(message: str) -> None:
+        steps.append(message)
+
+    request = pb.GenerateCodeRequest(
+        input_mode=pb.INPUT_MODE_TEXT, prompt=pb.Prompt(text="a page"), models=["demo"]
+    )
+    request.variant_count = 1
+    try:
+        finished = await run_generation([*down.in_turn(), *up.in_turn()], request, report)
+    finally:
+        await down.close()
+        await up.close()
+    assert steps[0] == f"generation {finished.generation_id}: 1 option(s) on demo"
+    assert await watch_to_end(suite, finished.generation_id) == pb.RUN_STATUS_COMPLETED
