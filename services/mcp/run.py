@@ -81,7 +81,11 @@ async def _admitted(
     ended without them was refused before anything ran, and the next agent may take it."""
     for stub in agents:
         call = stub.GenerateCode(request)
-        headers = await call.initial_metadata()
+        try:
+            headers = await call.initial_metadata()
+        except asyncio.CancelledError:
+            call.cancel()  # not yet the caller's to cancel: it has no call until we return
+            raise
         if not call.done() or await call.code() not in TRY_NEXT:
             break
     generation_id = next(
