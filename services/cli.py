@@ -233,6 +233,26 @@ def _generate(args: argparse.Namespace) -> int:
     return generate(args)
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    """`s2c mcp`: no tracing set up, since an OTLP console exporter would write spans to
+    stdout, which is the protocol here."""
+    import asyncio
+
+    from services.mcp.settings import McpSettings
+    from services.mcp.stdio import serve_stdio
+
+    try:
+        settings = replace(
+            McpSettings.from_env(read_files=True), agent_addr=args.agent.split(",")[0].strip()
+        )
+    except ValueError as exc:
+        print(f"s2c mcp: {exc}", file=sys.stderr)
+        return 2
+    setup_logging("mcp", [settings.grpc_security.token], args.log_level)
+    asyncio.run(serve_stdio(settings))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="s2c", description=__doc__)
     parser.add_argument("--log-level", default=os.environ.get("S2C_LOG_LEVEL", "INFO"))
@@ -274,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--model", action="append", default=[])
     gen.add_argument("--json", action="store_true", help="print events as JSON lines")
     gen.set_defaults(func=_generate)
+    mcp = sub.add_parser("mcp", help="serve the MCP tools over stdio (docs/mcp.md)")
+    mcp.add_argument("--agent", default=os.environ.get("S2C_AGENT_ADDR", "127.0.0.1:50051"))
+    mcp.set_defaults(func=_mcp)
     add_eval_parser(sub, agent=os.environ.get("S2C_AGENT_ADDR", "127.0.0.1:50051"))
     return parser
 

@@ -41,6 +41,7 @@ from services.agent.tool_client import (
 from services.agent.tooling import ToolContext
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid, clip
+from services.common.generation_ids import GENERATION_ID_HEADER
 from services.common.proto_enums import enum_names
 from services.common.tracing import incoming_context, tracer
 
@@ -48,8 +49,6 @@ log = logging.getLogger(__name__)
 
 Context = grpc.aio.ServicerContext[object, object]
 
-# The response header of GenerateCode that names the admitted generation (the proto says).
-GENERATION_ID_HEADER = "s2c-generation-id"
 MAX_BATCH_BYTES = 1 << 20
 # A repeated message field costs a tag byte and a length varint (≤ 5 bytes) per element.
 _FIELD_OVERHEAD = 6

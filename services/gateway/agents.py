@@ -22,14 +22,13 @@ import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
+from services.common.generation_ids import GENERATION_ID_HEADER as GENERATION_ID_HEADER
 from services.common.generation_ids import owner_name as owner_name
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 
 log = logging.getLogger(__name__)
 
-# GenerateCode's response header naming the admitted generation (agent_service.proto).
-GENERATION_ID_HEADER = "s2c-generation-id"
 # How long asking the agents their names may take: a resume waits for it.
 NAME_TIMEOUT_S = 5.0
 

@@ -19,13 +19,15 @@ from services.common.grpc_server import freeze_startup_heap
 from services.common.metrics import render
 from services.common.tracing import outgoing_metadata
 from services.common.vendor import load_or_none
-from services.gateway.access import access_middleware, allowed_origin
+from services.gateway.access import PUBLIC_PATHS, access_middleware, allowed_origin
 from services.gateway.access_log import AccessLogger
 from services.gateway.agents import AgentPool
 from services.gateway.design_systems import STORE_NAME
 from services.gateway.generate import generate_code, hold_context
 from services.gateway.keys import AGENTS_KEY, CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
 from services.gateway.limits import ClientLimiter
+from services.gateway.mcp_route import PATH as MCP_PATH
+from services.gateway.mcp_route import add_mcp
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.models_route import models
 from services.gateway.routes import DESIGN_SYSTEMS_KEY, add_routes, max_request_body_bytes
@@ -154,7 +156,8 @@ async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 def create_app(settings: GatewaySettings) -> web.Application:
     app = web.Application(
-        middlewares=[cors, access_middleware(settings.access)],
+        # /mcp checks its own token (mcp_route.py), which may differ from the gateway's.
+        middlewares=[cors, access_middleware(settings.access, (*PUBLIC_PATHS, MCP_PATH))],
         # Each route reads its body with its own, smaller limit (routes.py); WebSocket
         # frames have theirs (S2C_MAX_FRAME_BYTES).
         client_max_size=max_request_body_bytes(settings),
@@ -173,6 +176,7 @@ def create_app(settings: GatewaySettings) -> web.Application:
     app.cleanup_ctx.append(channel_context)
     app.router.add_get("/generate-code", generate_code)
     app.cleanup_ctx.append(hold_context)
+    add_mcp(app)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/api/health", health_detail)
     app.router.add_get("/metrics", metrics_endpoint)

@@ -13,6 +13,7 @@ from services.common.vendor import DEFAULT_VENDOR_DIR, vendor_dir_from_env
 from services.gateway.access import AccessSettings
 from services.gateway.design_systems import DesignSystemLimits
 from services.gateway.export import ExportPolicy
+from services.gateway.mcp_access import McpAccess
 
 _SECONDS = "number of seconds"
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -52,6 +53,12 @@ class GatewaySettings:
     # Score the generations of sockets that did not ask for scores (the upstream UI), for
     # the run record (S2C_SCORE_UNASKED); such a socket still closes as its variants end.
     score_unasked: bool = False
+    # `/mcp`: on or off, and its token (mcp_access.py).
+    mcp: McpAccess = field(default_factory=McpAccess)
+
+    def __post_init__(self) -> None:
+        # Here, not in from_env: `s2c gateway --host` replaces the host after reading.
+        self.mcp.check_listen(self.host)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -60,6 +67,7 @@ class GatewaySettings:
             agent_addr=env.get("S2C_AGENT_ADDR", "127.0.0.1:50051"),
             **settings_env.service_fields(env),
             access=AccessSettings.from_env(env),
+            mcp=McpAccess.from_env(env),
             design_systems=DesignSystemLimits.from_env(env),
             export=ExportPolicy.from_env(env),
             vendor_dir=vendor_dir_from_env(env),
