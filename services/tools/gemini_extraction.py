@@ -16,16 +16,19 @@ import os
 import ssl
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import certifi
-from google import genai
-from google.genai import types
 from PIL import Image
 from pydantic import BaseModel, Field
 
 from services.common.images import ImageDecoder, ImageRefused
 from services.common.input_images import InputImage
+
+# google-genai loads on a worker's first extraction, not at its start (~40 MB; issue 42).
+if TYPE_CHECKING:
+    from google import genai
+    from google.genai import types
 
 DEFAULT_MODEL = "gemini-3.6-flash"
 MAX_ASSETS_PER_REQUEST = 25
@@ -314,6 +317,8 @@ def default_tls_context() -> ssl.SSLContext:
 
 
 def generation_config() -> types.GenerateContentConfig:
+    from google.genai import types
+
     return types.GenerateContentConfig(
         system_instruction=SYSTEM_INSTRUCTION,
         temperature=_TEMPERATURE,
@@ -324,6 +329,9 @@ def generation_config() -> types.GenerateContentConfig:
 
 
 def _client(endpoint: GeminiEndpoint) -> genai.Client:
+    from google import genai
+    from google.genai import types
+
     options = types.HttpOptions(
         # Per-part media resolution is a v1alpha feature.
         api_version="v1alpha",
@@ -369,6 +377,8 @@ async def extract_assets(
     Raises whatever the API raises (auth, quota, timeout): a failed call fails the batch,
     because a partial answer would silently report the other chunks' assets as missing.
     """
+    from google.genai import types
+
     decoded = await asyncio.to_thread(decode_sources, list(inputs), decoder)
     sources = decoded.images
     if not sources:
