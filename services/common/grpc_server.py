@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
+from services.common.listen import ListenError
 from services.common.metrics import serve_metrics
 from services.common.security import GrpcSecurity, add_port, server_interceptors
 
@@ -71,10 +72,6 @@ CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
 
 
 _UNDECODABLE = object()
-
-
-class ListenError(Exception):
-    """A server could not bind its address; the message says which and why."""
 
 
 class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
@@ -288,11 +285,9 @@ class GrpcService(ABC):
             await self.running.stop(self._stop_grace_s if grace_s is None else grace_s)
 
     async def serve(self) -> None:
-        try:
-            await self.start()
-        except ListenError as exc:
-            log.error(str(exc))
-            raise SystemExit(1) from None
+        """Starts, then serves until a signal. A ListenError reaches the caller, which
+        knows which flag and variable set the address (services/cli.py)."""
+        await self.start()
         assert self.running is not None
         await serve_until_signalled(self.running, self._shutdown_grace_s, self.startup_modules())
 
@@ -306,7 +301,9 @@ def open_metrics_port(resources: AsyncExitStack, registry: CollectorRegistry, li
     try:
         server, _ = serve_metrics(registry, host, port)
     except OSError as exc:
-        raise ListenError(f"cannot serve /metrics on {listen}: {exc.strerror}") from None
+        raise ListenError(
+            f"cannot serve /metrics on {listen}: {exc.strerror}", metrics=True
+        ) from None
 
     async def close() -> None:
         # shutdown() waits for the serving thread's next poll (up to 0.5 s): not on the loop.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,6 +17,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.credentials import CREDENTIALS
 from services.common.grpc_server import freeze_startup_heap
+from services.common.listen import ListenError
 from services.common.metrics import render
 from services.common.tracing import outgoing_metadata
 from services.common.vendor import load_or_none
@@ -190,7 +192,12 @@ async def serve(settings: GatewaySettings) -> None:
     )
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        why = "the port is taken" if exc.errno == errno.EADDRINUSE else str(exc)
+        raise ListenError(f"cannot listen on {settings.host}:{settings.port}: {why}") from None
     port = runner.addresses[0][1]
     log.info("gateway listening", extra={"port": port, "url": f"http://{settings.host}:{port}/"})
     stop = asyncio.Event()
