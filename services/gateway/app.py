@@ -25,7 +25,7 @@ from services.gateway.access import access_middleware, allowed_origin
 from services.gateway.access_log import AccessLogger
 from services.gateway.agents import AgentPool
 from services.gateway.design_systems import STORE_NAME
-from services.gateway.generate import generate_code, hold_context
+from services.gateway.generate import generate_code
 from services.gateway.keys import AGENTS_KEY, CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
 from services.gateway.limits import ClientLimiter
 from services.gateway.metrics import GatewayMetrics
@@ -163,7 +163,6 @@ def create_app(settings: GatewaySettings) -> web.Application:
 
     app.cleanup_ctx.append(channel_context)
     app.router.add_get("/generate-code", generate_code)
-    app.cleanup_ctx.append(hold_context)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_endpoint)
     app.router.add_get("/api/capabilities", capabilities)

@@ -8,8 +8,9 @@ that of the latest event in its code). Such a client that lost its socket re-att
 by sending, as its only frame, `{"resumeGenerationId": <id>, "afterSequence": <highest
 seq seen>}`: it gets the whole code of every variant at that sequence (never older than
 the code it holds), then every frame after that sequence. A dropped
-resumable socket keeps its generation running for `resume_grace_s`; a 4333
-close, or any close of a non-resumable socket, cancels it at once.
+resumable socket leaves its generation running: the agent keeps it for its resume grace
+(S2C_RESUME_GRACE_S) for a re-attach through any gateway; a 4333 close, or any close
+of a non-resumable socket (which nobody can resume), cancels it at once.
 
 Our UI also asks for append-only code (`"codeStream": "append"`, in its params and in
 every resume): `appendCode` frames carry only new text, and a whole `setCode` goes out
@@ -32,7 +33,6 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -46,7 +46,6 @@ from services.gateway.agents import GENERATION_ID_HEADER, Agent, AgentPool, Unkn
 from services.gateway.frames import FrameBuilder, frame
 from services.gateway.keys import (
     AGENTS_KEY,
-    HOLDS_KEY,
     LIMITER_KEY,
     METRICS_KEY,
     SETTINGS_KEY,
@@ -235,24 +234,23 @@ async def _generate(
         skip_until=skip_until,
         send_timeout_s=settings.send_timeout_s,
     )
-    held = False
     try:
         await relay.run()
         metrics.connections.labels(relay.outcome).inc()
-        if relay.outcome == "client_closed":
-            if relay.client_close_code == USER_CANCEL:
-                with contextlib.suppress(grpc.aio.AioRpcError):
-                    await agent.stub.CancelGeneration(
-                        pb.CancelGenerationRequest(generation_id=generation_id), timeout=5
-                    )
-            elif resumable:
-                _hold(request.app, relay, call, settings.resume_grace_s)
-                held = True
+        if relay.outcome == "client_closed" and (
+            relay.client_close_code == USER_CANCEL or not resumable
+        ):
+            # Asked to cancel, or nobody can ever resume it: stop the work now. A resumable
+            # socket that went away only ends its stream; the agent keeps the generation.
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                await agent.stub.CancelGeneration(
+                    pb.CancelGenerationRequest(generation_id=generation_id),
+                    timeout=5,
+                    metadata=outgoing_metadata(),
+                )
     finally:
-        if not held:
-            await relay.stop()
-            # Ending the RPC releases the generation; the last holder leaving cancels it.
-            call.cancel()
+        await relay.stop()
+        call.cancel()
     return ws
 
 
@@ -298,34 +296,3 @@ def _resume_params(params: dict[str, Any]) -> tuple[str, int]:
     if not isinstance(after, int) or isinstance(after, bool) or after < 0:
         raise ParamsError("Invalid resume: afterSequence must be a non-negative integer")
     return generation_id, after
-
-
-def _hold(
-    app: web.Application,
-    relay: Relay,
-    call: grpc.aio.UnaryStreamCall[Any, Any],
-    grace_s: float,
-) -> None:
-    """Keeps a dropped client's stream (and so its generation) alive for `grace_s`. The
-    relay's own reader goes on reading: a second reader of the call would race it."""
-
-    async def hold() -> None:
-        try:
-            await relay.hold(grace_s)
-        finally:
-            call.cancel()
-
-    holds = app[HOLDS_KEY]
-    task = asyncio.create_task(hold())
-    holds.add(task)
-    task.add_done_callback(holds.discard)
-
-
-async def hold_context(app: web.Application) -> AsyncIterator[None]:
-    app[HOLDS_KEY] = set()
-    yield
-    held: set[asyncio.Task[None]] = app[HOLDS_KEY]
-    holds = list(held)
-    for task in holds:
-        task.cancel()
-    await asyncio.gather(*holds, return_exceptions=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
 from aiohttp import web
 
@@ -19,5 +17,3 @@ CHANNEL_KEY = web.AppKey("channel", grpc.aio.Channel)
 AGENTS_KEY = web.AppKey("agents", AgentPool)
 METRICS_KEY = web.AppKey("metrics", GatewayMetrics)
 LIMITER_KEY = web.AppKey("limiter", ClientLimiter)
-# Streams of dropped resumable browsers, held open for a grace period.
-HOLDS_KEY: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("holds")

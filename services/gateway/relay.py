@@ -191,10 +191,8 @@ class Relay:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
-            # Cancelling the task that reads a grpc.aio call cancels the call, and so the
-            # generation: a browser that dropped may be held (`hold`), so the caller decides.
-            if self.outcome != "client_closed":
-                await self.stop()
+            # Ending the stream detaches from the generation; only a cancel stops it.
+            await self.stop()
 
     async def stop(self) -> None:
         """Stops reading the agent's stream (which ends the call)."""
@@ -202,18 +200,6 @@ class Relay:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
-
-    async def hold(self, grace_s: float) -> None:
-        """After the browser dropped: keeps reading the stream, so the generation runs on,
-        for `grace_s` or until it ends; a resume re-attaches with its own stream."""
-        deadline = asyncio.get_running_loop().time() + grace_s
-        try:
-            while True:
-                item = await self._queue.get(deadline)
-                if item is _END or item is _TIMED_OUT or isinstance(item, grpc.aio.AioRpcError):
-                    break
-        finally:
-            await self.stop()
 
     async def _read(self) -> None:
         try:

@@ -34,8 +34,6 @@ class GatewaySettings:
     # Closes a connection that has not sent a complete request within this time of
     # connecting, or stays idle this long between requests (half-sent headers included).
     http_idle_timeout_s: float = 15.0
-    # How long a dropped resumable browser's generation keeps running, waiting for it.
-    resume_grace_s: float = 30.0
     # A frame the browser has not taken within this time disconnects it.
     send_timeout_s: float = 30.0
     # Count, per-system and total size of the saved design systems.
