@@ -165,15 +165,15 @@ class RunningServer:
     service_names: Sequence[str]
     # Closed once, in reverse order of opening, after the server has stopped.
     resources: AsyncExitStack = field(default_factory=AsyncExitStack)
-    # In-flight work that is not an RPC (a generation nobody watches): given the same
-    # grace as the calls, while the server stops.
+    # In-flight work that is not an RPC (a generation nobody watches): run out first,
+    # within the grace, while the server still takes calls; then the server stops.
     drain: Drain | None = None
     _stopping: asyncio.Task[None] | None = None
 
     async def stop(self, grace_s: float) -> None:
-        """Health NOT_SERVING (balancers stop sending work), no new calls, running ones
-        and the drain finish within `grace_s` (then are cancelled), then the resources
-        close. A second call waits for the first instead of closing anything again."""
+        """Health NOT_SERVING (balancers stop sending work); the drain, then the running
+        calls, finish within `grace_s` (then are cancelled), then the resources close. A
+        second call waits for the first instead of closing anything again."""
         if self._stopping is None:
             self._stopping = asyncio.ensure_future(self._stop(grace_s))
         # Shielded: a caller cancelled mid-shutdown must not leave resources half closed.
@@ -182,10 +182,15 @@ class RunningServer:
     async def _stop(self, grace_s: float) -> None:
         try:
             await self.health.enter_graceful_shutdown()
-            work: list[Awaitable[object]] = [self.server.stop(grace_s)]
             if self.drain is not None:
-                work.append(self.drain(grace_s))
-            await asyncio.gather(*work)
+                # The drain first, with the server still taking calls: the work refuses
+                # new tasks itself (the agent: new generations UNAVAILABLE), while a
+                # client re-attaching to running work (a resume) is still served.
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + grace_s
+                await self.drain(grace_s)
+                grace_s = max(0.0, deadline - loop.time())
+            await self.server.stop(grace_s)
         finally:
             await self.resources.aclose()
 

@@ -42,19 +42,34 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from services.common.text import clean_json
 from services.common.tracing import outgoing_metadata, tracer
 from services.gateway.access import FrameLimitedWebSocketResponse
-from services.gateway.agents import GENERATION_ID_HEADER, Agent, AgentPool, UnknownOwner
+from services.gateway.agents import (
+    GENERATION_ID_HEADER,
+    Agent,
+    AgentPool,
+    OwnerUnreachable,
+    UnknownOwner,
+)
+from services.gateway.drain import RESTARTING
 from services.gateway.frames import FrameBuilder, frame
 from services.gateway.keys import (
     AGENTS_KEY,
     LIMITER_KEY,
     METRICS_KEY,
     SETTINGS_KEY,
+    SOCKETS_KEY,
 )
 from services.gateway.limits import ClientLimiter, client_identity
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.params import ParamsError, appends_code, kind_of, parse_params
 from services.gateway.preview_policy import PreviewPolicyConfig
-from services.gateway.relay import APP_ERROR, USER_CANCEL, EventStream, Relay
+from services.gateway.relay import (
+    AGENT_RESTARTING,
+    APP_ERROR,
+    TRY_AGAIN_LATER,
+    USER_CANCEL,
+    EventStream,
+    Relay,
+)
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -143,9 +158,20 @@ async def _read_params(
 
 
 async def generate_code(request: web.Request) -> web.StreamResponse:
+    sockets = request.app[SOCKETS_KEY]
+    if sockets.draining:
+        # Before the upgrade: the client's reconnect logic tries again, elsewhere.
+        return web.json_response({"detail": RESTARTING}, status=503, headers={"Retry-After": "1"})
     settings = request.app[SETTINGS_KEY]
     ws = FrameLimitedWebSocketResponse(max_msg_size=settings.access.max_frame_bytes, heartbeat=20.0)
     await ws.prepare(request)
+    with sockets.held(ws):
+        return await _generate_code(request, ws, settings)
+
+
+async def _generate_code(
+    request: web.Request, ws: web.WebSocketResponse, settings: GatewaySettings
+) -> web.StreamResponse:
     limiter = request.app[LIMITER_KEY]
     metrics = request.app[METRICS_KEY]
     client = client_identity(request, settings.access)
@@ -194,7 +220,7 @@ async def _generate(
         append = appends_code(params)
         if resumed:
             generation_id, after = _resume_params(params)
-            agent = await request.app[AGENTS_KEY].owner(generation_id)
+            agent = await request.app[AGENTS_KEY].reachable_owner(generation_id)
             call = agent.stub.WatchGeneration(
                 pb.WatchGenerationRequest(generation_id=generation_id),
                 metadata=outgoing_metadata(),
@@ -211,6 +237,11 @@ async def _generate(
             agent_addr = agent.addr
     except ParamsError as exc:
         await _refuse(ws, metrics, "invalid_params", str(exc))
+        return ws
+    except OwnerUnreachable as exc:
+        log.info("resume deferred: owner unreachable", extra={"reason": str(exc)[:300]})
+        metrics.connections.labels("retry_later").inc()
+        await ws.close(code=TRY_AGAIN_LATER, message=AGENT_RESTARTING.encode())
         return ws
     except UnknownOwner as exc:
         await _refuse(ws, metrics, "invalid_params", f"Invalid resume: {exc}")
@@ -233,11 +264,13 @@ async def _generate(
         metrics,
         skip_until=skip_until,
         send_timeout_s=settings.send_timeout_s,
+        resumable=resumable,
     )
+    request.app[SOCKETS_KEY].relaying(ws, relay, resumable=resumable)
     try:
         await relay.run()
         metrics.connections.labels(relay.outcome).inc()
-        if relay.outcome == "client_closed" and (
+        if relay.outcome in ("client_closed", "drained") and (
             relay.client_close_code == USER_CANCEL or not resumable
         ):
             # Asked to cancel, or nobody can ever resume it: stop the work now. A resumable

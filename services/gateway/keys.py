@@ -6,6 +6,7 @@ import grpc
 from aiohttp import web
 
 from services.gateway.agents import AgentPool
+from services.gateway.drain import Sockets
 from services.gateway.limits import ClientLimiter
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.settings import GatewaySettings
@@ -17,3 +18,5 @@ CHANNEL_KEY = web.AppKey("channel", grpc.aio.Channel)
 AGENTS_KEY = web.AppKey("agents", AgentPool)
 METRICS_KEY = web.AppKey("metrics", GatewayMetrics)
 LIMITER_KEY = web.AppKey("limiter", ClientLimiter)
+# The open /generate-code sockets, which a SIGTERM drains (drain.py).
+SOCKETS_KEY = web.AppKey("sockets", Sockets)

@@ -22,6 +22,10 @@ log = logging.getLogger(__name__)
 APP_ERROR = 4332  # upstream: an `error` frame precedes it
 USER_CANCEL = 4333  # sent by the upstream UI to cancel
 SLOW_CLIENT = 1008  # policy violation: the browser did not read its frames in time
+# RFC 6455's "try again later": the agent that holds a resumable socket's generation is
+# restarting or out of reach; the client re-attaches with backoff (the built-in UI does).
+TRY_AGAIN_LATER = 1013
+AGENT_RESTARTING = "The agent holding this generation is unavailable: re-attach shortly."
 
 _END = object()  # the agent's stream ended
 _WAKE = object()  # the browser went away
@@ -156,8 +160,10 @@ class Relay:
         *,
         skip_until: int = 0,
         send_timeout_s: float = 30.0,
+        resumable: bool = False,
     ) -> None:
         self._send_timeout_s = send_timeout_s
+        self._resumable = resumable
         self._ws = ws
         self._events = events
         self._builder = builder
@@ -181,6 +187,8 @@ class Relay:
         self._ended: set[int] = set()
         self._final: int = pb.RUN_STATUS_UNSPECIFIED
         self._last_sequence = 0
+        # Set by `interrupt`: the close code, its message, and whether that is an error.
+        self._interrupted: tuple[int, str, bool] | None = None
 
     async def run(self) -> None:
         self._reader = asyncio.create_task(self._read())
@@ -200,6 +208,17 @@ class Relay:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
+
+    def interrupt(self, code: int, message: str, *, error: bool) -> None:
+        """Ends the socket from outside (the gateway's drain, drain.py): with an `error`
+        frame saying `message` when `error`, else `message` as the close reason; then close
+        `code`. Outcome "drained"; what becomes of the generation is the caller's."""
+        if self._interrupted is not None or self.client_gone.is_set():
+            return
+        self._interrupted = (code, message, error)
+        self.client_gone.set()
+        if not self._queue.full():  # wake the pump if it is waiting for events
+            self._queue.put_nowait(_WAKE)
 
     async def _read(self) -> None:
         try:
@@ -238,7 +257,12 @@ class Relay:
                     extra={"code": item.code().name, "details": (item.details() or "")[:300]},
                 )
                 await self._send(builder.flush_all())
-                await self.fail(rpc_error_text(item, self._agent_addr))
+                if self._resumable and item.code() == grpc.StatusCode.UNAVAILABLE:
+                    # Its agent stopped or restarts: a re-attach finds the generation (or
+                    # its record) again, so this is no final answer.
+                    await self.retry_later()
+                else:
+                    await self.fail(rpc_error_text(item, self._agent_addr))
                 return
             assert isinstance(item, pb.GenerateCodeResponse | pb.WatchGenerationResponse)
             frames: list[Frame] = []
@@ -254,6 +278,9 @@ class Relay:
             if not self._catching_up:
                 frames += builder.on_timer()  # whatever fell due, text included
             await self._send(frames)
+        if self._interrupted is not None:
+            await self._end_interrupted(*self._interrupted)
+            return
         if self.client_gone.is_set():
             self.outcome = "client_closed"
             return
@@ -280,6 +307,13 @@ class Relay:
             self._variants = event.variant_count.count
         elif kind == "generation_complete":
             self._final = event.generation_complete.status
+
+    async def _end_interrupted(self, code: int, message: str, error: bool) -> None:
+        self.outcome = "drained"
+        if error:
+            await self._send([frame("error", None, value=message)])
+        if not self._ws.closed:
+            await self._ws.close(code=code, message=b"" if error else message.encode())
 
     async def _cancelled(self) -> None:
         frames: list[Frame] = []
@@ -327,6 +361,11 @@ class Relay:
             )
             self._frame_counters[kind] = counters
         return counters
+
+    async def retry_later(self) -> None:
+        self.outcome = "retry_later"
+        if not self._ws.closed:
+            await self._ws.close(code=TRY_AGAIN_LATER, message=AGENT_RESTARTING.encode())
 
     async def fail(self, message: str) -> None:
         self.outcome = "failed"

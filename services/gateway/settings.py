@@ -34,6 +34,9 @@ class GatewaySettings:
     # Closes a connection that has not sent a complete request within this time of
     # connecting, or stays idle this long between requests (half-sent headers included).
     http_idle_timeout_s: float = 15.0
+    # On SIGTERM, how long upstream-protocol sockets (which cannot resume) may go on for
+    # their generations to end (drain.py): past the agent's longest generation deadline.
+    drain_s: float = 930.0
     # A frame the browser has not taken within this time disconnects it.
     send_timeout_s: float = 30.0
     # Count, per-system and total size of the saved design systems.
@@ -61,4 +64,11 @@ class GatewaySettings:
             http_idle_timeout_s=settings_env.positive(
                 env, "S2C_HTTP_IDLE_TIMEOUT_S", 15.0, unit=_SECONDS
             ),
+            drain_s=settings_env.bound(env, "S2C_DRAIN_S", str(_default_drain_s(env)), float),
         )
+
+
+def _default_drain_s(env: Mapping[str, str]) -> float:
+    """The agents' generation deadline (S2C_MAX_GENERATION_S, the same variable) and 30 s
+    more, so a drain with the defaults never cuts a generation that could still end."""
+    return settings_env.positive(env, "S2C_MAX_GENERATION_S", 900.0, unit=_SECONDS) + 30
