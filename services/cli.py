@@ -206,6 +206,9 @@ def _up(args: argparse.Namespace) -> int:
         print(f"s2c up: {exc}", file=sys.stderr)
         return 2
     env = dict(os.environ)
+    # Ctrl-C on a laptop: the gateway's upstream sockets get 30 s, within the 40 s that
+    # the supervisor gives every child before it kills them (never a 1006).
+    env.setdefault("S2C_DRAIN_S", "30")
     me = [sys.executable, "-m", "services.cli"]
     tools = _tools_specs(args, me, env)
     env["S2C_TOOLS_ADDR"] = ",".join(_address(spec.ports[0]) for spec in tools)
