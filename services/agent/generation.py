@@ -17,7 +17,6 @@ from services.agent.domain import GenerationRequest, VariantRecord
 from services.agent.eventlog import DEFAULT_TICK_S, CodePace, EventLog
 from services.agent.events import Event, GenerationComplete, GenerationError, Payload, RunStatus
 
-
 # What ended a cancelled generation, as its run record's `error` says it.
 CANCELLED_BY_CLIENT = "Cancelled by a client (CancelGeneration)."
 CANCELLED_AT_SHUTDOWN = "Cancelled: the agent shut down before the generation finished."
@@ -109,9 +108,7 @@ class Generation:
         if self._resume_grace_s <= 0:
             self.cancel(abandoned(0))
             return
-        self._abandoned = asyncio.get_running_loop().call_later(
-            self._resume_grace_s, self._abandon
-        )
+        self._abandoned = asyncio.get_running_loop().call_later(self._resume_grace_s, self._abandon)
 
     def _abandon(self) -> None:
         self._abandoned = None
