@@ -124,10 +124,12 @@ def ws_url(gateway: Service) -> str:
 
 
 @asynccontextmanager
-async def fleet(tmp: Path, *, tools: int = 2, agents: int = 2) -> AsyncIterator[Fleet]:
+async def fleet(
+    tmp: Path, *, tools: int = 2, agents: int = 2, pace_ms: int = 10
+) -> AsyncIterator[Fleet]:
     # No browser in the tool workers: what drains there is the other tool calls, and six
     # processes with Chromium are more than CI's two cores carry quickly.
-    f = Fleet(tmp, base_env(tmp, {"S2C_DEMO_PACE_MS": "10", "S2C_SCREENSHOTS": "0"}))
+    f = Fleet(tmp, base_env(tmp, {"S2C_DEMO_PACE_MS": str(pace_ms), "S2C_SCREENSHOTS": "0"}))
     try:
         f.tools = list(await asyncio.gather(*(f.start_tools() for _ in range(tools))))
         f.agents = list(await asyncio.gather(*(f.start_agent(i) for i in range(agents))))
