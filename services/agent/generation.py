@@ -68,6 +68,9 @@ class Generation:
         self.log.publish(variant_index, event_id, payload)
         if isinstance(payload, GenerationComplete):
             self.finished_at = time.time()
+            if self._abandoned is not None:  # nothing left to cancel: let it go now
+                self._abandoned.cancel()
+                self._abandoned = None
 
     def fail(self, message: str) -> RunStatus:
         """Publishes the generation's failure; returns its status, "failed"."""

@@ -177,7 +177,7 @@ class AgentSettings:
             endpoints=_endpoints(env),
             database_url=env.get("S2C_DATABASE_URL", ""),
             shutdown_grace_s=float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
-            resume_grace_s=settings_env.bound(env, "S2C_RESUME_GRACE_S", "30", float),
+            resume_grace_s=settings_env.seconds(env, "S2C_RESUME_GRACE_S", 30.0),
             max_generation_s=float(env.get("S2C_MAX_GENERATION_S", "900")),
             event_tick_s=int(env.get("S2C_EVENT_TICK_MS", "40")) / 1000,
             code_messages_per_s=settings_env.bound(

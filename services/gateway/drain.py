@@ -31,6 +31,10 @@ DRAIN_LIMIT = (
 )
 
 
+# How long the sockets still open at the drain limit get to close.
+CLOSING_S = 15.0
+
+
 @dataclass(eq=False)
 class _Socket:
     ws: web.WebSocketResponse
@@ -84,13 +88,14 @@ class Sockets:
                     socket.relay.interrupt(APP_ERROR, DRAIN_LIMIT, error=True)
                 else:  # never sent its params: nothing runs for it
                     await socket.ws.close(code=SERVICE_RESTART, message=RESTARTING.encode())
-            # The close handshakes: each bounded by the socket's own close timeout.
-            await self._all_closed(None)
+            # Their close handshakes (10 s each at most); a handler still waiting on an
+            # agent past this is left to the runner's shutdown, which cancels it.
+            await self._all_closed(CLOSING_S)
         seconds = time.monotonic() - started
         log.info("drained", extra={"seconds": round(seconds, 3)})
         return seconds
 
-    async def _all_closed(self, timeout_s: float | None) -> bool:
+    async def _all_closed(self, timeout_s: float) -> bool:
         try:
             async with asyncio.timeout(timeout_s):
                 while self._open:

@@ -64,7 +64,7 @@ class GatewaySettings:
             http_idle_timeout_s=settings_env.positive(
                 env, "S2C_HTTP_IDLE_TIMEOUT_S", 15.0, unit=_SECONDS
             ),
-            drain_s=settings_env.bound(env, "S2C_DRAIN_S", str(_default_drain_s(env)), float),
+            drain_s=settings_env.seconds(env, "S2C_DRAIN_S", _default_drain_s(env)),
         )
 
 

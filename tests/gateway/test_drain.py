@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from services.agent.generation import CANCELLED_BY_CLIENT
 from services.agent.settings import AgentSettings
 from services.gateway.drain import DRAIN_LIMIT, RESTARTING, SERVICE_RESTART
 from services.gateway.keys import SOCKETS_KEY
 from services.gateway.relay import APP_ERROR
+from services.gateway.settings import GatewaySettings
 from tests.suite import create_params, running_suite
 
 
@@ -86,3 +88,13 @@ async def test_a_drain_with_nothing_running_does_not_wait_for_its_limit(tmp_path
         # Returns (the test would time out otherwise), though the limit is 15 minutes.
         await suite.gateway[SOCKETS_KEY].drain(900.0)
         assert len(suite.gateway[SOCKETS_KEY]) == 0
+
+
+def test_the_drain_limit_outlasts_the_generation_deadline_unless_set() -> None:
+    assert GatewaySettings.from_env({}).drain_s == 930.0
+    assert GatewaySettings.from_env({"S2C_MAX_GENERATION_S": "600"}).drain_s == 630.0
+    assert GatewaySettings.from_env({"S2C_DRAIN_S": "0"}).drain_s == 0.0
+    with pytest.raises(ValueError, match="S2C_DRAIN_S must be a number of seconds >= 0"):
+        GatewaySettings.from_env({"S2C_DRAIN_S": "-1"})
+    with pytest.raises(ValueError, match="S2C_RESUME_GRACE_S must be a number of seconds"):
+        AgentSettings.from_env({"S2C_RESUME_GRACE_S": "soon"})
