@@ -78,16 +78,17 @@ class Sockets:
         for socket in list(self._open.values()):
             if socket.relay is not None and socket.resumable:
                 socket.relay.interrupt(SERVICE_RESTART, RESTARTING, error=False)
-        log.info(
-            "draining",
-            extra={"sockets": len(self._open), "limit_s": limit_s},
-        )
+        log.info("draining", extra={"sockets": len(self._open), "limit_s": limit_s})
         if not await self._all_closed(limit_s):
+            closing = []
             for socket in list(self._open.values()):
                 if socket.relay is not None:
                     socket.relay.interrupt(APP_ERROR, DRAIN_LIMIT, error=True)
-                else:  # never sent its params: nothing runs for it
-                    await socket.ws.close(code=SERVICE_RESTART, message=RESTARTING.encode())
+                else:  # nothing streams for it yet (its params or an agent's answer due)
+                    closing.append(
+                        socket.ws.close(code=SERVICE_RESTART, message=RESTARTING.encode())
+                    )
+            await asyncio.gather(*closing)
             # Their close handshakes (10 s each at most); a handler still waiting on an
             # agent past this is left to the runner's shutdown, which cancels it.
             await self._all_closed(CLOSING_S)
