@@ -146,8 +146,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             )
 
     async def _held(self, generation: Generation, after: int) -> AsyncIterator[Sequence[Event]]:
-        # Every open stream holds the generation; when the last caller goes away
-        # (cancel, deadline, disconnect) the work stops too.
+        # Every open stream holds the generation. The last one going away does not stop
+        # the work: a client re-attaches within the resume grace (Generation.release);
+        # stopping is CancelGeneration's, or the deadline's.
         generation.acquire()
         try:
             async for events in generation.batches(after):

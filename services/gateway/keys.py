@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
 from aiohttp import web
 
 from services.gateway.agents import AgentPool
+from services.gateway.drain import Sockets
 from services.gateway.limits import CaptureLimiter, ClientLimiter
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.settings import GatewaySettings
@@ -21,5 +20,5 @@ METRICS_KEY = web.AppKey("metrics", GatewayMetrics)
 LIMITER_KEY = web.AppKey("limiter", ClientLimiter)
 # URL captures per client and in all: `/api/screenshot` and MCP's capture_url share them.
 CAPTURES_KEY = web.AppKey("captures", CaptureLimiter)
-# Streams of dropped resumable browsers, held open for a grace period.
-HOLDS_KEY: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("holds")
+# The open /generate-code sockets, which a SIGTERM drains (drain.py).
+SOCKETS_KEY = web.AppKey("sockets", Sockets)

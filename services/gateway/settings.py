@@ -37,8 +37,9 @@ class GatewaySettings:
     # Closes a connection that has not sent a complete request within this time of
     # connecting, or stays idle this long between requests (half-sent headers included).
     http_idle_timeout_s: float = 15.0
-    # How long a dropped resumable browser's generation keeps running, waiting for it.
-    resume_grace_s: float = 30.0
+    # On SIGTERM, how long upstream-protocol sockets (which cannot resume) may go on for
+    # their generations to end (drain.py): past the agent's longest generation deadline.
+    drain_s: float = 930.0
     # A frame the browser has not taken within this time disconnects it.
     send_timeout_s: float = 30.0
     # Count, per-system and total size of the saved design systems.
@@ -83,4 +84,11 @@ class GatewaySettings:
                 env, FILES_ENV, str(DEFAULT_MAX_PROJECT_FILES), int
             ),
             score_unasked=env.get("S2C_SCORE_UNASKED", "0").strip().lower() in _TRUE,
+            drain_s=settings_env.seconds(env, "S2C_DRAIN_S", _default_drain_s(env)),
         )
+
+
+def _default_drain_s(env: Mapping[str, str]) -> float:
+    """The agents' generation deadline (S2C_MAX_GENERATION_S, the same variable) and 30 s
+    more, so a drain with the defaults never cuts a generation that could still end."""
+    return settings_env.positive(env, "S2C_MAX_GENERATION_S", 900.0, unit=_SECONDS) + 30

@@ -9,6 +9,7 @@ import {
   GenerationSocket,
   NORMAL_CLOSE,
   RESUME_DELAYS_MS,
+  SERVICE_RESTART,
   USER_CLOSE_CODE,
   isFinalClose,
 } from "../../services/gateway/static/js/protocol.js";
@@ -164,6 +165,22 @@ test("re-attaching backs off, and gives up after the last try with the drop's co
   ws().emit("close", { code: DROPPED, reason: "" });
   assert.deepEqual(seen.closes, [{ code: DROPPED, reason: "" }]);
   assert.equal(timers.pending.size, 0);
+});
+
+test("a draining gateway's 1012 re-attaches at once, and a 1013 backs off like a drop", () => {
+  const { timers, seen, ws } = streaming();
+  ws().emit("close", { code: SERVICE_RESTART, reason: "The gateway is restarting" });
+  assert.deepEqual(timers.delays, [0]);
+  timers.fire();
+  ws().emit("open");
+  assert.deepEqual(ws().sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }]);
+  ws().emit("close", { code: 1013, reason: "The agent is restarting" });
+  assert.deepEqual(timers.delays, [0, RESUME_DELAYS_MS[1]]);
+  assert.deepEqual(
+    seen.reconnecting.map((r) => r.code),
+    [SERVICE_RESTART, 1013],
+  );
+  assert.deepEqual(seen.closes, []);
 });
 
 test("a re-attached socket that delivers frames earns a fresh set of tries", () => {
