@@ -24,7 +24,9 @@ def closed_port() -> int:
 async def test_an_owner_among_agents_that_do_not_answer_is_worth_retrying() -> None:
     pool = AgentPool(f"127.0.0.1:{closed_port()},127.0.0.1:{closed_port()}", GrpcSecurity())
     try:
-        with pytest.raises(OwnerUnreachable, match=r"unreachable now: 127\.0\.0\.1:"):
+        with pytest.raises(OwnerUnreachable, match=r"does not answer now") as refused:
             await pool.owner(OWNED)
+        # Which agents there are, and where, is the operator's to know (the log's).
+        assert "127.0.0.1" not in str(refused.value)
     finally:
         await pool.close()

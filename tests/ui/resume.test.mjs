@@ -173,7 +173,7 @@ test("a draining gateway's 1012 re-attaches at once, and a 1013 backs off like a
   assert.deepEqual(timers.delays, [0]);
   timers.fire();
   ws().emit("open");
-  assert.deepEqual(ws().sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }]);
+  assert.deepEqual(ws().sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append", scoreFidelity: true }]);
   ws().emit("close", { code: 1013, reason: "The agent is restarting" });
   assert.deepEqual(timers.delays, [0, RESUME_DELAYS_MS[1]]);
   assert.deepEqual(
