@@ -113,7 +113,7 @@ async def live(runs: int) -> None:
     settings = ScreenshotSettings(chromium_path=CHROMIUM)
     shooter = Screenshotter(settings)
     try:
-        png, _ = await shooter.render_for_score(html, 1280, 800, "() => 0", timeout_s=30)
+        png = (await shooter.render_scored(html, 1280, 800, "() => 0", timeout_s=30)).png
         image = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         print("Live score of the landing page at 1280 px (FidelityScorer, render included)")
         print(f"{'case':30} {'wall s':>7} {'cpu s':>6}  (cpu: this process and Tesseract)")

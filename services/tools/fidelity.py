@@ -29,6 +29,7 @@ from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_availab
 from services.fidelity.regions import Region, side_by_side, worst_regions
 from services.fidelity.score import MAX_BLOCKS, PngScore, png_size, score_png
 from services.fidelity.stop import Stop, Stopped
+from services.tools.accessibility import A11yReport, AxeScript, report_from_js
 from services.tools.preview_tool import project_html
 from services.tools.screenshot import Screenshotter
 
@@ -55,6 +56,8 @@ class FidelityOutcome:
     comparison_png: bytes = b""
     path: str = ""  # the project file scored; empty: the entry page
     note: str = ""  # what the score left out (a page over the match's bound)
+    # The accessibility check in the same render, when asked and the page rendered.
+    accessibility: A11yReport | None = None
 
 
 @dataclass(frozen=True)
@@ -76,8 +79,10 @@ class FidelityScorer:
         images: ImageDecoder,
         *,
         max_blocks: int = MAX_BLOCKS,
+        axe: AxeScript | None = None,
     ) -> None:
         self._screenshotter = screenshotter
+        self._axe = axe
         self._images = images
         self._max_blocks = max_blocks
         # OCR and the metrics take a core each while they run: as many at once as the
@@ -104,6 +109,7 @@ class FidelityScorer:
         timeout_s: float,
         with_regions: bool = False,
         owner: str = "",
+        accessibility: bool = False,
     ) -> FidelityOutcome:
         """Scores `page` of a project of `files` as it renders (its own .css/.js inlined,
         as screenshot_preview shows it); the outcome names the page. `owner` (a
@@ -119,6 +125,7 @@ class FidelityScorer:
             timeout_s=timeout_s,
             with_regions=with_regions,
             owner=owner,
+            accessibility=accessibility,
         )
         return replace(outcome, path=page.path)
 
@@ -132,6 +139,7 @@ class FidelityScorer:
         timeout_s: float,
         with_regions: bool = False,
         owner: str = "",
+        accessibility: bool = False,
     ) -> FidelityOutcome:
         image = decode_image_data_url(image_url)
         if image is None:
@@ -143,8 +151,9 @@ class FidelityScorer:
         # The whole score's limit: its work in threads checks it (`Stop`) and ends there.
         stop = Stop(time.monotonic() + timeout_s)
         try:
+            after = self._axe.expression if accessibility and self._axe is not None else ""
             return await self._score(
-                image.data, code, image_index, width, stop, with_regions, owner
+                image.data, code, image_index, width, stop, with_regions, owner, after
             )
         except Stopped:
             reason = f"not scored within its limit of {timeout_s:g} s"
@@ -159,6 +168,7 @@ class FidelityScorer:
         stop: Stop,
         with_regions: bool,
         owner: str,
+        after: str = "",
     ) -> FidelityOutcome:
         key = ("fidelity-reference", hashlib.sha256(image).hexdigest())
         try:
@@ -179,13 +189,21 @@ class FidelityScorer:
         if unavailable or self._screenshotter is None:
             return FidelityOutcome(image_index, width, unavailable_reason=unavailable)
         try:
-            png, data = await self._screenshotter.render_for_score(
-                code, width, height, EXTRACT_JS, timeout_s=_remaining(stop), owner=owner
+            render = await self._screenshotter.render_scored(
+                code,
+                width,
+                height,
+                EXTRACT_JS,
+                timeout_s=_remaining(stop),
+                owner=owner,
+                after=after,
             )
         except Exception as exc:  # any failed render is "unavailable", never a zero
             log.info("fidelity render failed", extra={"reason": str(exc)[:200]})
             reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
             return FidelityOutcome(image_index, width, unavailable_reason=f"no render: {reason}")
+        png, data = render.png, render.data
+        a11y = report_from_js(render.after_data, width) if after else None
         async with self._cpu_slots:
             result = await _in_thread(
                 stop, lambda: _score(reference, data, png, self._max_blocks, stop)
@@ -193,7 +211,9 @@ class FidelityScorer:
             if result.note:
                 log.info("fidelity match bounded", extra={"note": result.note})
             if not with_regions:
-                return FidelityOutcome(image_index, width, result.scores, note=result.note)
+                return FidelityOutcome(
+                    image_index, width, result.scores, note=result.note, accessibility=a11y
+                )
             comparison = await _in_thread(stop, lambda: side_by_side(reference.png, png))
         return FidelityOutcome(
             image_index,
@@ -202,6 +222,7 @@ class FidelityScorer:
             regions=tuple(worst_regions(result)),
             comparison_png=comparison,
             note=result.note,
+            accessibility=a11y,
         )
 
     def _read(self, data: bytes, stop: Stop) -> _Reference:

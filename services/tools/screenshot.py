@@ -97,6 +97,15 @@ class ScreenshotError(Exception):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class ScoreRender:
+    """A score's render: its PNG, the score's script's answer and the `after` script's."""
+
+    png: bytes
+    data: Any
+    after_data: Any = None
+
+
 class Screenshotter:
     """Owns the worker's Playwright driver, its Chromium and the egress proxy in front of it.
 
@@ -224,7 +233,7 @@ class Screenshotter:
                         results.append({"unevaluated_frame": frame.url})
                 return results
 
-    async def render_for_score(
+    async def render_scored(
         self,
         html: str,
         width: int,
@@ -233,13 +242,16 @@ class Screenshotter:
         *,
         timeout_s: float,
         owner: str = "",
-    ) -> tuple[bytes, Any]:
-        """A full-page PNG of `html` at `width` × `height` and `expression` evaluated in
-        it: the fidelity score's render (services/tools/fidelity.py). The same routing,
+        after: str = "",
+    ) -> ScoreRender:
+        """A full-page PNG of `html` at `width` × `height`, `expression` evaluated in it and
+        then `after` (the accessibility check: one load serves both scores, and nothing it
+        does shows in the PNG): the fidelity score's render (fidelity.py). The same routing,
         proxy, load and pixel limits as a preview's, in places of the scores' own."""
         html = normalize_babel_cdn(html)
         viewport = Viewport("fidelity", width, height)
         limit_s = min(self.settings.capture_timeout_s, timeout_s)
+        after_data: Any = None
         try:
             async with asyncio.timeout(limit_s), self._score_slots.hold(owner):
                 browser = await self._ready_browser()
@@ -250,9 +262,11 @@ class Screenshotter:
                     png = await page.screenshot(
                         full_page=True, type="png", clip=clip, animations="disabled", caret="hide"
                     )
+                    if after:
+                        after_data = await page.evaluate(after)
         except TimeoutError as exc:
             raise ScreenshotError(f"render timed out after {limit_s:g}s") from exc
-        return png, data
+        return ScoreRender(png, data, after_data)
 
     @property
     def guard(self) -> AddressGuard:

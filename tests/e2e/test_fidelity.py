@@ -77,7 +77,7 @@ def shooter(suite: Suite) -> Screenshotter:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def screenshot(suite: Suite) -> str:
     """The page SAME as a user's screenshot of it: a PNG data URL, 1000 px wide."""
-    png, _ = await shooter(suite).render_for_score(SAME, 1000, 700, "() => 0", timeout_s=30)
+    png = (await shooter(suite).render_scored(SAME, 1000, 700, "() => 0", timeout_s=30)).png
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
@@ -221,7 +221,7 @@ async def test_each_screenshot_is_scored_against_its_own_page_at_its_width(
     for color, name in (("#2563eb", "b"), ("#16a34a", "g")):
         linked = linked.replace(f';color:{color}"', f'" class="{name}"')
     css = ".b { color: #2563eb } .g { color: #16a34a }"
-    png, _ = await shooter(suite).render_for_score(OTHER, 600, 700, "() => 0", timeout_s=30)
+    png = (await shooter(suite).render_scored(OTHER, 600, 700, "() => 0", timeout_s=30)).png
     pricing_2x = retina(png)
     about = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 

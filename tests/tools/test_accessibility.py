@@ -1,0 +1,135 @@
+"""axe-core in the tool worker's browser (docs/accessibility.md): scripted pages with
+known violations each reported by their axe rule id, a clean page reports none, nothing
+reaches the network, and one render serves both the fidelity score and the check."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from services.common.images import ImageDecoder, ImageLimits
+from services.common.tool_types import FileState
+from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
+from services.tools.accessibility import AxeScript, report_from_js, score_of
+from services.tools.accessibility_tool import accessibility_handler
+from services.tools.fidelity import FidelityScorer
+from services.tools.screenshot import ScreenshotSettings, Screenshotter
+from services.tools.types import ToolContext
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+CHROMIUM = "/usr/bin/chromium"
+HEAD = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>T</title></head>'
+CLEAN = (
+    HEAD + "<body><header><h1>Plans</h1></header><main>"
+    '<p style="color:#222;background:#fff">Pick a plan.</p>'
+    '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" alt="A chart">'
+    '<label>Email <input type="email" name="email"></label>'
+    '<button type="button" aria-label="Close"><svg aria-hidden="true" width="8" height="8">'
+    "</svg></button></main></body></html>"
+)
+# One known violation per page, with axe's rule id for it.
+BROKEN = {
+    "color-contrast": '<p style="color:#bbb;background:#fff">Light grey words</p>',
+    "image-alt": '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">',
+    "label": '<input type="text" name="q">',
+    "button-name": '<button type="button"><svg width="8" height="8"></svg></button>',
+}
+
+
+def broken(snippet: str) -> str:
+    return HEAD + f"<body><main><h1>Page</h1>{snippet}</main></body></html>"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shooter() -> AsyncIterator[Screenshotter]:
+    async def offline(host: str) -> Any:  # any name lookup is a failure of the test
+        raise AssertionError(f"network: {host}")
+
+    shooter = Screenshotter(
+        ScreenshotSettings(chromium_path=CHROMIUM),
+        resolver=offline,
+        vendor=VendorCatalog.load(DEFAULT_VENDOR_DIR),
+    )
+    assert await shooter.probe(), f"Chromium did not launch from {CHROMIUM}"
+    yield shooter
+    await shooter.close()
+
+
+@pytest.fixture(scope="module")
+def axe() -> AxeScript:
+    script = AxeScript(VendorCatalog.load(DEFAULT_VENDOR_DIR))
+    assert not script.unavailable
+    return script
+
+
+async def check(shooter: Screenshotter, axe: AxeScript, html: str, width: int = 1000) -> Any:
+    render = await shooter.render_scored(
+        html, width, 600, "() => 0", timeout_s=30, after=axe.expression
+    )
+    return report_from_js(render.after_data, width)
+
+
+async def test_each_known_violation_is_reported_by_its_rule_id(
+    shooter: Screenshotter, axe: AxeScript
+) -> None:
+    for rule, snippet in BROKEN.items():
+        report = await check(shooter, axe, broken(snippet))
+        assert [v.rule_id for v in report.violations] == [rule], report
+        [violation] = report.violations
+        assert violation.impact in ("serious", "critical")
+        assert violation.node_count == 1 and violation.nodes[0].html.startswith("<")
+        assert violation.nodes[0].selector
+        assert report.score == score_of(report.violations) < 1
+        assert report.engine == "axe-core 4.14.1"
+
+
+async def test_a_clean_page_reports_none_at_both_widths(
+    shooter: Screenshotter, axe: AxeScript
+) -> None:
+    for width in (1400, 390):
+        report = await check(shooter, axe, CLEAN, width)
+        assert report.violations == () and report.score == 1.0
+        assert report.rules_passed > 5 and not report.unavailable_reason
+
+
+async def test_one_render_serves_the_fidelity_score_and_the_check(
+    shooter: Screenshotter, axe: AxeScript, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = broken(BROKEN["image-alt"] + "<p>Pricing for teams</p>")
+    png = (await shooter.render_scored(page, 800, 600, "() => 0", timeout_s=30)).png
+    image = "data:image/png;base64," + base64.b64encode(png).decode()
+    scorer = FidelityScorer(shooter, ImageDecoder(ImageLimits()), axe=axe)
+    renders: list[str] = []
+    real = shooter.render_scored
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        renders.append(kwargs.get("after", ""))
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(shooter, "render_scored", counted)
+    outcome = await scorer.score(
+        page, image, image_index=0, width=800, timeout_s=60, accessibility=True
+    )
+    assert renders == [axe.expression]
+    assert outcome.scores is not None and outcome.scores.text is not None
+    assert outcome.scores.text > 0.9
+    assert outcome.accessibility is not None
+    assert [v.rule_id for v in outcome.accessibility.violations] == ["image-alt"]
+
+
+async def test_the_tool_returns_the_violations(shooter: Screenshotter, axe: AxeScript) -> None:
+    handler = accessibility_handler(shooter, axe, 30.0)
+    page = FileState("index.html", broken(BROKEN["label"]))
+    outcome = await handler({"viewport_width": 390}, page, ToolContext(files=(page,)))
+    assert outcome.ok
+    details = outcome.result["details"]
+    assert details["viewport_width"] == 390 and details["page"] == "index.html"
+    assert [v["rule_id"] for v in details["violations"]] == ["label"]
+    assert details["violations"][0]["nodes"][0]["html"].startswith("<input")
+    refused = await handler({"viewport_width": 5}, page, ToolContext(files=(page,)))
+    assert not refused.ok and "viewport_width" in refused.result["error"]
