@@ -23,7 +23,7 @@ from services.agent.domain import (
     ToolCallRecord,
     VariantRecord,
 )
-from services.agent.events import Fidelity
+from services.agent.events import Accessibility, AccessibilityViolation, Fidelity
 from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
 from services.agent.pricing import Usage
@@ -187,6 +187,23 @@ async def test_fidelity_scores_round_trip_unset_metrics_included(backend: Backen
         stored = await store.get("gen-fidelity")
     assert stored is not None
     assert [v.fidelity for v in stored.variants] == [(scored, unavailable), ()]
+
+
+async def test_accessibility_checks_round_trip(backend: Backend) -> None:
+    node = ("main > img", '<img src="a.png">')
+    violation = AccessibilityViolation("image-alt", "critical", "Images need alt", "u", 3, (node,))
+    checked = Accessibility(390, "pricing.html", 0.75, (violation,), 21, "axe-core 4.14.1")
+    unavailable = Accessibility(1000, unavailable_reason="no render: timed out")
+    run = replace(
+        a_run("gen-a11y"),
+        variants=(VariantRecord(0, "demo", "completed", accessibility=(checked, unavailable)),),
+    )
+    async with opened(backend) as store:
+        await store.save(run)
+    async with opened(backend) as store:
+        stored = await store.get("gen-a11y")
+    assert stored is not None
+    assert [v.accessibility for v in stored.variants] == [(checked, unavailable)]
 
 
 async def test_upsert_from_start_to_finish(backend: Backend) -> None:
