@@ -82,7 +82,8 @@ async def test_each_known_violation_is_reported_by_its_rule_id(
         assert [v.rule_id for v in report.violations] == [rule], report
         [violation] = report.violations
         assert violation.impact in ("serious", "critical")
-        assert violation.node_count == 1 and violation.nodes[0].html.startswith("<")
+        assert violation.node_count == 1
+        assert violation.nodes[0].html.startswith("<")
         assert violation.nodes[0].selector
         assert report.score == score_of(report.violations) < 1
         assert report.engine == "axe-core 4.14.1"
@@ -93,8 +94,10 @@ async def test_a_clean_page_reports_none_at_both_widths(
 ) -> None:
     for width in (1400, 390):
         report = await check(shooter, axe, CLEAN, width)
-        assert report.violations == () and report.score == 1.0
-        assert report.rules_passed > 5 and not report.unavailable_reason
+        assert report.violations == ()
+        assert report.score == 1.0
+        assert report.rules_passed > 5
+        assert not report.unavailable_reason
 
 
 async def test_one_render_serves_the_fidelity_score_and_the_check(
@@ -116,7 +119,8 @@ async def test_one_render_serves_the_fidelity_score_and_the_check(
         page, image, image_index=0, width=800, timeout_s=60, accessibility=True
     )
     assert renders == [axe.expression]
-    assert outcome.scores is not None and outcome.scores.text is not None
+    assert outcome.scores is not None
+    assert outcome.scores.text is not None
     assert outcome.scores.text > 0.9
     assert outcome.accessibility is not None
     assert [v.rule_id for v in outcome.accessibility.violations] == ["image-alt"]
@@ -128,8 +132,10 @@ async def test_the_tool_returns_the_violations(shooter: Screenshotter, axe: AxeS
     outcome = await handler({"viewport_width": 390}, page, ToolContext(files=(page,)))
     assert outcome.ok
     details = outcome.result["details"]
-    assert details["viewport_width"] == 390 and details["page"] == "index.html"
+    assert details["viewport_width"] == 390
+    assert details["page"] == "index.html"
     assert [v["rule_id"] for v in details["violations"]] == ["label"]
     assert details["violations"][0]["nodes"][0]["html"].startswith("<input")
     refused = await handler({"viewport_width": 5}, page, ToolContext(files=(page,)))
-    assert not refused.ok and "viewport_width" in refused.result["error"]
+    assert not refused.ok
+    assert "viewport_width" in refused.result["error"]
