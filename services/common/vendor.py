@@ -81,7 +81,7 @@ PACKAGES = (
     ),
     Package("@fortawesome/fontawesome-free", ("css/*.css", "webfonts/*", "js/*.js")),
     # Not a page's runtime: the tool workers inject it into each scored render
-    # (services/tools/accessibility.py, docs/accessibility.md).
+    # (services/fidelity/accessibility.py, docs/accessibility.md).
     Package("axe-core", ("axe.js", "axe.min.js")),
 )
 _FONT_FILES = ("files/*.woff2", "metadata.json", "unicode.json")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from s2c.common.v1 import common_pb2
 
-from services.tools.accessibility import A11yReport
+from services.fidelity.accessibility import A11yReport
 
 
 def accessibility_proto(report: A11yReport) -> common_pb2.Accessibility:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.common.tool_types import FileState
-from services.tools.accessibility import AxeScript, report_from_js, report_json
+from services.fidelity.accessibility import AxeScript, report_from_js, report_json
 from services.tools.preview_tool import page_to_render
 from services.tools.screenshot import ScreenshotError, Screenshotter
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure

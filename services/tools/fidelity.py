@@ -23,13 +23,13 @@ from services.common.images import ImageDecoder, ImageRefused
 from services.common.project_paths import is_html, path_problem
 from services.common.tool_types import FileState
 from services.common.uploads import decode_image_data_url
+from services.fidelity.accessibility import A11yReport, AxeScript, report_from_js
 from services.fidelity.dom import EXTRACT_JS, words_from_js
 from services.fidelity.metrics import Scores
 from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_available
 from services.fidelity.regions import Region, side_by_side, worst_regions
 from services.fidelity.score import MAX_BLOCKS, PngScore, png_size, score_png
 from services.fidelity.stop import Stop, Stopped
-from services.tools.accessibility import A11yReport, AxeScript, report_from_js
 from services.tools.preview_tool import project_html
 from services.tools.screenshot import Screenshotter
 

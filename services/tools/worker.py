@@ -10,7 +10,7 @@ from services.common.credentials import Credentials
 from services.common.images import ImageDecoder
 from services.common.tool_types import CapturedImage, FileState, ToolCall
 from services.common.vendor import load_or_none
-from services.tools.accessibility import A11yReport, AxeScript
+from services.fidelity.accessibility import A11yReport, AxeScript
 from services.tools.accessibility_tool import NAME as CHECK_A11Y
 from services.tools.accessibility_tool import accessibility_handler
 from services.tools.asset_store import AssetStore

@@ -24,7 +24,7 @@ from playwright.async_api import Browser, Page, ViewportSize, expect
 
 from services.agent.settings import AgentSettings
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
-from services.tools.accessibility import AXE_FILE
+from services.fidelity.accessibility import AXE_FILE
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM, load_ui, local_page
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Pause, Text, chat_turn

@@ -15,7 +15,7 @@ import pytest_asyncio
 from services.common.images import ImageDecoder, ImageLimits
 from services.common.tool_types import FileState
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
-from services.tools.accessibility import AxeScript, report_from_js, score_of
+from services.fidelity.accessibility import AxeScript, report_from_js, score_of
 from services.tools.accessibility_tool import accessibility_handler
 from services.tools.fidelity import FidelityScorer
 from services.tools.screenshot import ScreenshotSettings, Screenshotter

@@ -1,4 +1,4 @@
-"""An option's accessibility check: axe-core run in the page the fidelity score renders
+"""A page's accessibility check: axe-core run in the page the fidelity score renders
 (no second page load), on the WCAG 2.x A and AA rules (docs/accessibility.md).
 
 axe-core is vendored like the pages' runtimes (vendor/package.json, checked against
