@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -48,8 +48,8 @@ def broken(snippet: str) -> str:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def shooter() -> AsyncIterator[Screenshotter]:
-    async def offline(host: str) -> Any:  # any name lookup is a failure of the test
-        raise AssertionError(f"network: {host}")
+    async def offline(host: str, port: int) -> Sequence[str]:  # a lookup fails the test
+        raise AssertionError(f"network: {host}:{port}")
 
     shooter = Screenshotter(
         ScreenshotSettings(chromium_path=CHROMIUM),
