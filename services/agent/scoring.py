@@ -19,7 +19,7 @@ from services.agent.events import Accessibility, Fidelity
 from services.agent.pages import ENTRY_PATH
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import FidelityClient
-from services.common.tool_types import ImageTag
+from services.common.input_images import InputImage
 
 # A request's first images are scored; more would multiply renders for little news.
 MAX_SCORED_IMAGES = 4
@@ -28,8 +28,7 @@ MAX_SCORED_IMAGES = 4
 async def score_variant(
     client: FidelityClient,
     state: VariantRecord,
-    images: tuple[str, ...],
-    tags: tuple[ImageTag, ...],
+    images: tuple[InputImage, ...],
     *,
     limit_s: float,
     deadline: float,
@@ -43,10 +42,10 @@ async def score_variant(
     limit_s = max(0.1, min(limit_s, deadline - time.monotonic()))
     project = state.files or (FileState(ENTRY_PATH, state.code),)
     entry = project[0]
-    checked = _first_per_page_and_width(tags, len(images), entry.path) if on_accessibility else ()
+    checked = _first_per_page_and_width(images, entry.path) if on_accessibility else frozenset()
 
-    async def one(index: int, image: str) -> Fidelity:
-        tag = tags[index] if index < len(tags) else ImageTag()
+    async def one(index: int, image: InputImage) -> Fidelity:
+        tag = image.tag
         path = tag.path or entry.path
         page = next((f for f in project if f.path == path), None)
         if page is None:
@@ -83,12 +82,13 @@ async def score_variant(
     return tuple(await asyncio.gather(*(one(i, image) for i, image in enumerate(scored))))
 
 
-def _first_per_page_and_width(tags: tuple[ImageTag, ...], count: int, entry: str) -> frozenset[int]:
+def _first_per_page_and_width(images: tuple[InputImage, ...], entry: str) -> frozenset[int]:
     """The images whose renders are checked: one per page and width (another screenshot of
-    the same page at the same width would render it again for the same answer)."""
+    the same page at the same width would render it again for the same answer). An
+    untagged screenshot is rendered at its own width, unknown here: each is checked."""
     first: dict[tuple[str, int], int] = {}
-    for index in range(min(count, MAX_SCORED_IMAGES)):
-        tag = tags[index] if index < len(tags) else ImageTag()
+    for index, image in enumerate(images[:MAX_SCORED_IMAGES]):
+        tag = image.tag
         key = (tag.path or entry, tag.viewport_width) if tag.viewport_width else ("", -index)
         first.setdefault(key, index)
     return frozenset(first.values())

@@ -30,13 +30,11 @@ PENALTY: Mapping[str, float] = {"critical": 0.25, "serious": 0.15, "moderate": 0
 MAX_NODES = 10
 MAX_HTML_CHARS = 300
 
-# Runs in the page: loads axe (once per page) and returns its violations, compactly. The
-# page's own scripts cannot hide it: `axe` is read back from the window it defined.
+# Runs in the page: defines axe, runs it and returns its violations, compactly. Defined
+# every time, never taken from the page: a page's own `axe` global would answer for it.
 _RUN = """
 async () => {
-  if (!window.axe) {
-    %(source)s
-  }
+  %(source)s
   const result = await window.axe.run(document, {
     runOnly: {type: "tag", values: %(tags)s},
     resultTypes: ["violations"],

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
+
 from services.common.tool_types import FileState
 from services.fidelity.accessibility import AxeScript, report_from_js, report_json
 from services.tools.preview_tool import page_to_render
@@ -32,26 +35,26 @@ def accessibility_handler(
         page, html = await page_to_render(file, context.files)
         width = arguments.get("viewport_width")
         if width is None:
-            # The width the page's screenshot was taken at, as the live check uses.
-            tagged = (t.viewport_width for t in context.image_tags if t.path in ("", page.path))
-            width = next((w for w in tagged if w), DEFAULT_WIDTH)
+            # The width the screenshots were taken at, as the live check renders (the
+            # images themselves are not needed, so not fetched: worker.py).
+            width = next((w for w in context.viewport_widths if w), DEFAULT_WIDTH)
         width = int(width)
         if not MIN_WIDTH <= width <= MAX_WIDTH:
             message = f"viewport_width must be between {MIN_WIDTH} and {MAX_WIDTH}; got {width}."
             return failure(message, "Bad width")
+        answers: list[Any] = []
+
+        async def check(rendered: Page) -> None:
+            answers.append(await rendered.evaluate(axe.expression))
+
         try:
-            render = await screenshotter.render_scored(
-                html,
-                width,
-                HEIGHT,
-                "() => 0",
-                timeout_s=timeout_s,
-                owner=context.owner,
-                after=axe.expression,
+            # The score's render path (its slots, routing and limits), with the check only.
+            await screenshotter.render_for_score(
+                html, width, HEIGHT, "() => 0", timeout_s=timeout_s, owner=context.owner, then=check
             )
-        except ScreenshotError as exc:
-            return failure(f"The page could not be rendered: {exc}", "Not rendered")
-        report = report_from_js(render.after_data, width, page.path)
+        except (ScreenshotError, PlaywrightError) as exc:
+            return failure(f"The page could not be checked: {exc}", "Not checked")
+        report = report_from_js(answers[0], width, page.path)
         if report.unavailable_reason:
             return failure(report.unavailable_reason, "Not checked")
         details = report_json(report)

@@ -241,8 +241,8 @@ _CHECK_ACCESSIBILITY = ToolDefinition.of(
             "viewport_width": {
                 "type": "integer",
                 "description": (
-                    "Width in CSS pixels to check at, 320-1920 (default: the width of the "
-                    "page's screenshot, else 1280)."
+                    "Width in CSS pixels to check at, 320-1920 (default: the width the first "
+                    "screenshot was taken at, else 1280)."
                 ),
             }
         }

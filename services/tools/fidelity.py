@@ -3,8 +3,9 @@ against it by the shared scoring code (services/fidelity, docs/eval.md).
 
 The render goes through the previews' Screenshotter: the same browser slots, offline
 routing of CDN runtimes, egress proxy, load and pixel limits. The screenshot is decoded
-within the process's image budget and read by OCR once per image while any caller holds
-it (the variants of a generation score against the same screenshot).
+within the process's image budget and read by OCR once per image, and an identical page
+is scored once (score_cache.py): every option and round of a generation scores against
+the same screenshot.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
+
 from services.common.images import ImageDecoder, ImageRefused
+from services.common.input_images import InputImage
 from services.common.project_paths import is_html, path_problem
 from services.common.tool_types import FileState
-from services.common.uploads import decode_image_data_url
 from services.fidelity.accessibility import A11yReport, AxeScript, report_from_js
 from services.fidelity.dom import EXTRACT_JS, words_from_js
 from services.fidelity.metrics import Scores
@@ -31,6 +35,7 @@ from services.fidelity.regions import Region, side_by_side, worst_regions
 from services.fidelity.score import MAX_BLOCKS, PngScore, png_size, score_png
 from services.fidelity.stop import Stop, Stopped
 from services.tools.preview_tool import project_html
+from services.tools.score_cache import MAX_READINGS, MAX_SCORES, KeptResults
 from services.tools.screenshot import Screenshotter
 
 log = logging.getLogger(__name__)
@@ -62,7 +67,7 @@ class FidelityOutcome:
 
 @dataclass(frozen=True)
 class _Reference:
-    """A decoded screenshot and its OCR (weakly shared: see ImageDecoder.shared)."""
+    """A decoded screenshot and its OCR (kept per image hash: score_cache.py)."""
 
     png: bytes
     ocr: OcrPage
@@ -89,6 +94,9 @@ class FidelityScorer:
         # browser renders at once, so scores cannot crowd out the previews' CPU.
         captures = screenshotter.settings.max_concurrent_captures if screenshotter else 1
         self._cpu_slots = asyncio.Semaphore(max(1, captures))
+        # Each screenshot read once, each page scored once (score_cache.py).
+        self._readings: KeptResults[_Reference] = KeptResults(MAX_READINGS)
+        self._scores: KeptResults[FidelityOutcome] = KeptResults(MAX_SCORES)
 
     def available(self) -> str:
         """Why this worker cannot score (empty when it can)."""
@@ -102,7 +110,7 @@ class FidelityScorer:
         self,
         page: FileState,
         files: tuple[FileState, ...],
-        image_url: str,
+        image: InputImage,
         *,
         image_index: int,
         width: int,
@@ -119,7 +127,7 @@ class FidelityScorer:
             raise ScoringError(f"path: {problem}")
         outcome = await self.score(
             await project_html(page, files),
-            image_url,
+            image,
             image_index=image_index,
             width=width,
             timeout_s=timeout_s,
@@ -132,7 +140,7 @@ class FidelityScorer:
     async def score(
         self,
         code: str,
-        image_url: str,
+        image: InputImage,
         *,
         image_index: int,
         width: int,
@@ -141,41 +149,44 @@ class FidelityScorer:
         owner: str = "",
         accessibility: bool = False,
     ) -> FidelityOutcome:
-        image = decode_image_data_url(image_url)
-        if image is None:
-            raise ScoringError("image: not a data URL of a PNG, JPEG, GIF or WebP image")
         if not code.strip():
             raise ScoringError("code: empty")
         if width and not MIN_WIDTH <= width <= MAX_WIDTH:
             raise ScoringError(f"viewport_width: must be 0 or {MIN_WIDTH}-{MAX_WIDTH}")
         # The whole score's limit: its work in threads checks it (`Stop`) and ends there.
         stop = Stop(time.monotonic() + timeout_s)
-        try:
-            after = self._axe.expression if accessibility and self._axe is not None else ""
-            return await self._score(
-                image.data, code, image_index, width, stop, with_regions, owner, after
-            )
-        except Stopped:
-            reason = f"not scored within its limit of {timeout_s:g} s"
-            return FidelityOutcome(image_index, width, unavailable_reason=reason)
+
+        async def compute() -> FidelityOutcome:
+            try:
+                return await self._score(code, image, width, stop, with_regions, owner, after)
+            except Stopped:
+                reason = f"not scored within its limit of {timeout_s:g} s"
+                return FidelityOutcome(0, width, unavailable_reason=reason)
+
+        # An identical page against the same screenshot at the same width scores the same.
+        after = self._axe.expression if accessibility and self._axe is not None else ""
+        key = (hashlib.sha256(code.encode()).hexdigest(), image.sha256, width, with_regions, after)
+        outcome = await self._scores.get(key, compute, lambda scored: scored.scores is not None)
+        return replace(outcome, image_index=image_index)
 
     async def _score(
         self,
-        image: bytes,
         code: str,
-        image_index: int,
+        image: InputImage,
         width: int,
         stop: Stop,
         with_regions: bool,
         owner: str,
         after: str = "",
     ) -> FidelityOutcome:
-        key = ("fidelity-reference", hashlib.sha256(image).hexdigest())
-        try:
+        image_index = 0  # the caller's is set on the (kept) outcome
+
+        async def read() -> _Reference:
             async with self._cpu_slots:
-                reference = await _in_thread(
-                    stop, lambda: self._images.shared(key, lambda: self._read(image, stop))
-                )
+                return await _in_thread(stop, lambda: self._read(image.data, stop))
+
+        try:
+            reference = await self._readings.get(image.sha256, read, lambda _: True)
         except ImageRefused as exc:
             raise ScoringError(f"image: {exc}") from None
         except OcrError as exc:
@@ -188,22 +199,33 @@ class FidelityScorer:
         unavailable = self.available()
         if unavailable or self._screenshotter is None:
             return FidelityOutcome(image_index, width, unavailable_reason=unavailable)
+        checked: list[A11yReport] = []
+
+        async def check(page: Page) -> None:
+            # A page that breaks axe-core loses its check, never its fidelity score.
+            try:
+                checked.append(report_from_js(await page.evaluate(after), width))
+            except PlaywrightError as exc:
+                reason = f"axe-core failed: {exc.message.splitlines()[0][:200]}"
+                checked.append(A11yReport(width, unavailable_reason=reason))
+
         try:
-            render = await self._screenshotter.render_scored(
+            png, data = await self._screenshotter.render_for_score(
                 code,
                 width,
                 height,
                 EXTRACT_JS,
                 timeout_s=_remaining(stop),
                 owner=owner,
-                after=after,
+                # A kept page serves only the same generation's renders of this screenshot.
+                keep_for=f"{owner}/{image.sha256}",
+                then=check if after else None,
             )
         except Exception as exc:  # any failed render is "unavailable", never a zero
             log.info("fidelity render failed", extra={"reason": str(exc)[:200]})
             reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
             return FidelityOutcome(image_index, width, unavailable_reason=f"no render: {reason}")
-        png, data = render.png, render.data
-        a11y = report_from_js(render.after_data, width) if after else None
+        a11y = checked[0] if checked else None
         async with self._cpu_slots:
             result = await _in_thread(
                 stop, lambda: _score(reference, data, png, self._max_blocks, stop)

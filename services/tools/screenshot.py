@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ from services.tools.egress_proxy import (
     ProxyObserver,
     UpstreamOpener,
 )
+from services.tools.score_pages import KeptPages
 from services.tools.slots import FairSlots
 from services.tools.viewports import DESKTOP, VIEWPORTS, Capture, Viewport, page_clip
 
@@ -97,15 +98,6 @@ class ScreenshotError(Exception):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class ScoreRender:
-    """A score's render: its PNG, the score's script's answer and the `after` script's."""
-
-    png: bytes
-    data: Any
-    after_data: Any = None
-
-
 class Screenshotter:
     """Owns the worker's Playwright driver, its Chromium and the egress proxy in front of it.
 
@@ -145,6 +137,7 @@ class Screenshotter:
         self._probed_at = 0.0
         self._spares: dict[Viewport, tuple[Browser, asyncio.Task[Page]]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._kept = KeptPages(self._new_page, self.settings.max_concurrent_captures)
 
     async def probe(self) -> bool:
         """Whether Chromium launches here: the outcome of the last launch, or of one made
@@ -233,7 +226,7 @@ class Screenshotter:
                         results.append({"unevaluated_frame": frame.url})
                 return results
 
-    async def render_scored(
+    async def render_for_score(
         self,
         html: str,
         width: int,
@@ -242,31 +235,33 @@ class Screenshotter:
         *,
         timeout_s: float,
         owner: str = "",
-        after: str = "",
-    ) -> ScoreRender:
-        """A full-page PNG of `html` at `width` × `height`, `expression` evaluated in it and
-        then `after` (the accessibility check: one load serves both scores, and nothing it
-        does shows in the PNG): the fidelity score's render (fidelity.py). The same routing,
-        proxy, load and pixel limits as a preview's, in places of the scores' own."""
+        keep_for: str = "",
+        then: Callable[[Page], Awaitable[None]] | None = None,
+    ) -> tuple[bytes, Any]:
+        """A full-page PNG of `html` at `width` × `height` and `expression` evaluated in
+        it: the fidelity score's render (services/tools/fidelity.py). The same routing,
+        proxy, load and pixel limits as a preview's, in places of the scores' own; in a
+        page kept for the renders `keep_for` names, if any (score_pages.py). `then` runs
+        in the page once the PNG is taken, within the same limit (the accessibility check:
+        one load serves both, and nothing it does shows in the PNG)."""
         html = normalize_babel_cdn(html)
         viewport = Viewport("fidelity", width, height)
         limit_s = min(self.settings.capture_timeout_s, timeout_s)
-        after_data: Any = None
         try:
             async with asyncio.timeout(limit_s), self._score_slots.hold(owner):
                 browser = await self._ready_browser()
-                async with self._rendered(browser, html, viewport) as page:
+                async with self._rendered(browser, html, viewport, keep_for) as page:
                     data = await page.evaluate(expression)
                     settings = self.settings
                     clip = await page_clip(page, width, settings.max_height_px)
                     png = await page.screenshot(
                         full_page=True, type="png", clip=clip, animations="disabled", caret="hide"
                     )
-                    if after:
-                        after_data = await page.evaluate(after)
+                    if then is not None:
+                        await then(page)
         except TimeoutError as exc:
             raise ScreenshotError(f"render timed out after {limit_s:g}s") from exc
-        return ScoreRender(png, data, after_data)
+        return png, data
 
     @property
     def guard(self) -> AddressGuard:
@@ -294,6 +289,7 @@ class Screenshotter:
                 self._discard(spare)
             self._spares.clear()
             await asyncio.gather(*self._background, return_exceptions=True)
+            await self._kept.close()
             browser, self._browser = self._browser, None
             driver, self._playwright = self._playwright, None
             if browser is not None:
@@ -365,9 +361,9 @@ class Screenshotter:
 
     @contextlib.asynccontextmanager
     async def _rendered(
-        self, browser: Browser, html: str, viewport: Viewport
+        self, browser: Browser, html: str, viewport: Viewport, keep_for: str = ""
     ) -> AsyncIterator[Page]:
-        page = await self._take_page(browser, viewport)
+        page = await self._kept.take(browser, viewport, keep_for, self._take_page)
         try:
             # One budget for the page's loads and its fonts together: a stylesheet and a
             # font that never answer hold the place for it once, not twice.
@@ -390,7 +386,7 @@ class Screenshotter:
                 await asyncio.sleep(self.settings.settle_ms / 1000)  # let late layout land
             yield page
         finally:
-            self._in_background(_quietly(page.context.close()))
+            self._in_background(self._kept.give_back(browser, page, keep_for))
 
     async def _new_page(
         self,

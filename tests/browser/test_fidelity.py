@@ -61,7 +61,7 @@ async def test_the_ui_shows_a_badge_per_option_and_marks_the_best(
     ):
         shooter = suite.tools.worker.screenshotter
         assert shooter is not None
-        png = (await shooter.render_scored(SAME, 1000, 700, "() => 0", timeout_s=30)).png
+        png, _ = await shooter.render_for_score(SAME, 1000, 700, "() => 0", timeout_s=30)
         screenshot = tmp_path / "screenshot.png"
         screenshot.write_bytes(png)
         await load_ui(page, suite.http_url + "/")

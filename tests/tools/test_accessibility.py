@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from playwright.async_api import Page
 
 from services.common.images import ImageDecoder, ImageLimits
+from services.common.input_images import parse_input_image
 from services.common.tool_types import FileState
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
 from services.fidelity.accessibility import AxeScript, report_from_js, score_of
@@ -71,10 +73,15 @@ def axe() -> AxeScript:
 async def check(
     shooter: Screenshotter, axe: AxeScript, html: str, width: int = 1000, owner: str = ""
 ) -> Any:
-    render = await shooter.render_scored(
-        html, width, 600, "() => 0", timeout_s=30, owner=owner, after=axe.expression
+    answers: list[Any] = []
+
+    async def run_axe(page: Page) -> None:
+        answers.append(await page.evaluate(axe.expression))
+
+    await shooter.render_for_score(
+        html, width, 600, "() => 0", timeout_s=30, owner=owner, then=run_axe
     )
-    return report_from_js(render.after_data, width)
+    return report_from_js(answers[0], width)
 
 
 async def test_each_known_violation_is_reported_by_its_rule_id(
@@ -110,21 +117,21 @@ async def test_one_render_serves_the_fidelity_score_and_the_check(
     shooter: Screenshotter, axe: AxeScript, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     page = broken(BROKEN["image-alt"] + "<p>Pricing for teams</p>")
-    png = (await shooter.render_scored(page, 800, 600, "() => 0", timeout_s=30)).png
-    image = "data:image/png;base64," + base64.b64encode(png).decode()
+    png, _ = await shooter.render_for_score(page, 800, 600, "() => 0", timeout_s=30)
+    image = parse_input_image("data:image/png;base64," + base64.b64encode(png).decode())
     scorer = FidelityScorer(shooter, ImageDecoder(ImageLimits()), axe=axe)
     renders: list[str] = []
-    real = shooter.render_scored
+    real = shooter.render_for_score
 
     async def counted(*args: Any, **kwargs: Any) -> Any:
-        renders.append(kwargs.get("after", ""))
+        renders.append("checked" if kwargs.get("then") else "")
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(shooter, "render_scored", counted)
+    monkeypatch.setattr(shooter, "render_for_score", counted)
     outcome = await scorer.score(
         page, image, image_index=0, width=800, timeout_s=60, accessibility=True
     )
-    assert renders == [axe.expression]
+    assert renders == ["checked"]
     assert outcome.scores is not None
     assert outcome.scores.text is not None
     assert outcome.scores.text > 0.9

@@ -28,7 +28,8 @@ GRPC_VERSION: str
 
 class ToolServiceStub:
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     @_typing.overload
@@ -40,7 +41,10 @@ class ToolServiceStub:
     this worker can run.
     """
     ExecuteTool: _grpc.UnaryUnaryMultiCallable[_tool_service_pb2.ExecuteToolRequest, _tool_service_pb2.ExecuteToolResponse]
-    """Executes one tool call. Idempotent by `call.id` within a worker's memory."""
+    """Executes one tool call. Idempotent by `call.id` within a worker's memory.
+    Errors: INVALID_ARGUMENT (a malformed call), FAILED_PRECONDITION (an input image
+    sent by reference whose bytes this worker does not hold: see `ToolContext.images`).
+    """
     CaptureUrl: _grpc.UnaryUnaryMultiCallable[_tool_service_pb2.CaptureUrlRequest, _tool_service_pb2.CaptureUrlResponse]
     """Captures a public web page with the worker's browser (for the gateway's
     `/api/screenshot`, through the agent). Not a tool: never offered to models.
@@ -55,13 +59,16 @@ class ToolServiceStub:
     the screenshot's width under the previews' browser slots and limits, reads the
     screenshot by OCR and compares. A page that cannot be scored is an answer with
     `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
-    (no code, an image that is not a decodable data URL, a width out of range).
+    (no code, an image that is not a decodable data URL, a width out of range),
+    FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
+    them, see `ToolContext.images`).
     """
 
 @_typing.type_check_only
 class ToolServiceAsyncStub(ToolServiceStub):
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -70,7 +77,10 @@ class ToolServiceAsyncStub(ToolServiceStub):
     this worker can run.
     """
     ExecuteTool: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.ExecuteToolRequest, _tool_service_pb2.ExecuteToolResponse]  # type: ignore[assignment]
-    """Executes one tool call. Idempotent by `call.id` within a worker's memory."""
+    """Executes one tool call. Idempotent by `call.id` within a worker's memory.
+    Errors: INVALID_ARGUMENT (a malformed call), FAILED_PRECONDITION (an input image
+    sent by reference whose bytes this worker does not hold: see `ToolContext.images`).
+    """
     CaptureUrl: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.CaptureUrlRequest, _tool_service_pb2.CaptureUrlResponse]  # type: ignore[assignment]
     """Captures a public web page with the worker's browser (for the gateway's
     `/api/screenshot`, through the agent). Not a tool: never offered to models.
@@ -85,12 +95,15 @@ class ToolServiceAsyncStub(ToolServiceStub):
     the screenshot's width under the previews' browser slots and limits, reads the
     screenshot by OCR and compares. A page that cannot be scored is an answer with
     `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
-    (no code, an image that is not a decodable data URL, a width out of range).
+    (no code, an image that is not a decodable data URL, a width out of range),
+    FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
+    them, see `ToolContext.images`).
     """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     @_abc_1.abstractmethod
@@ -109,7 +122,10 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _tool_service_pb2.ExecuteToolRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_tool_service_pb2.ExecuteToolResponse, _abc.Awaitable[_tool_service_pb2.ExecuteToolResponse]]:
-        """Executes one tool call. Idempotent by `call.id` within a worker's memory."""
+        """Executes one tool call. Idempotent by `call.id` within a worker's memory.
+        Errors: INVALID_ARGUMENT (a malformed call), FAILED_PRECONDITION (an input image
+        sent by reference whose bytes this worker does not hold: see `ToolContext.images`).
+        """
 
     @_abc_1.abstractmethod
     def CaptureUrl(
@@ -136,7 +152,9 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         the screenshot's width under the previews' browser slots and limits, reads the
         screenshot by OCR and compares. A page that cannot be scored is an answer with
         `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
-        (no code, an image that is not a decodable data URL, a width out of range).
+        (no code, an image that is not a decodable data URL, a width out of range),
+        FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
+        them, see `ToolContext.images`).
         """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
