@@ -27,6 +27,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
 from services.cli_usage import add_turn, cost_text, tokens_text, usage_json
+from services.common.accessibility_view import accessibility_json, accessibility_text
 
 REFRESH_S = 0.125
 
@@ -49,6 +50,8 @@ class VariantView:
     reported: bool = False  # whether any usage came: before that, zeros mean nothing
     # The latest score per input image (`fidelity` events), by image index.
     fidelity: dict[int, common_pb2.Fidelity] = field(default_factory=dict)
+    # The accessibility checks (`accessibility` events), by page and width.
+    accessibility: dict[tuple[str, int], common_pb2.Accessibility] = field(default_factory=dict)
 
     @property
     def number(self) -> int:
@@ -131,6 +134,9 @@ class GenerationView:
             variant.note = event.variant_error.message
         elif kind == "fidelity":
             variant.fidelity[event.fidelity.image_index] = event.fidelity
+        elif kind == "accessibility":
+            check = event.accessibility
+            variant.accessibility[(check.path, check.viewport_width)] = check
 
     def stop_running(self, state: str) -> None:
         """The stream is over early: whatever still ran ends as `state`."""
@@ -162,6 +168,9 @@ def summary_json(view: GenerationView) -> dict[str, Any]:
                     "code_bytes": v.code_bytes,
                     "usage": usage_json(v.spent),
                     "fidelity": [fidelity_json(f) for _, f in sorted(v.fidelity.items())],
+                    "accessibility": [
+                        accessibility_json(a) for _, a in sorted(v.accessibility.items())
+                    ],
                 }
                 for v in view.variants
             ],
@@ -263,6 +272,9 @@ def summary_table(view: GenerationView) -> RenderableType:
     scored = any(v.fidelity for v in view.variants)
     if scored:
         table.add_column("fidelity (block/text/pos/color/visual)", justify="right")
+    checked = any(v.accessibility for v in view.variants)
+    if checked:
+        table.add_column("accessibility", justify="right")
     for v in view.variants:
         result = Text(v.state, style=STATE_STYLES[v.state])
         if v.state == "failed" and v.note:
@@ -278,6 +290,9 @@ def summary_table(view: GenerationView) -> RenderableType:
         ]
         if scored:
             cells.append("\n".join(fidelity_text(f) for _, f in sorted(v.fidelity.items())))
+        if checked:
+            checks = sorted(v.accessibility.items())
+            cells.append("\n".join(accessibility_text(a) for _, a in checks))
         table.add_row(*cells)
     return Group(header, table)
 
@@ -387,6 +402,8 @@ class StepLog:
             self._say(f"{prefix} failed: {event.variant_error.message}{_spent(v)}", "red")
         elif kind == "fidelity":
             self._say(f"{prefix} fidelity {fidelity_text(event.fidelity)}")
+        elif kind == "accessibility":
+            self._say(f"{prefix} accessibility {accessibility_text(event.accessibility)}")
         elif kind == "generation_error":
             self._say(f"generation failed: {event.generation_error.message}", "red")
 

@@ -56,3 +56,47 @@ def test_the_score_is_in_the_table_the_step_log_and_the_json() -> None:
     ]
     assert variants[1]["fidelity"][0]["text"] is None
     assert variants[1]["fidelity"][0]["unavailable_reason"] == "no render: timed out"
+
+
+def test_the_accessibility_check_is_a_column_a_step_and_in_the_json() -> None:
+    view = GenerationView()
+    console = Console(record=True, width=200, color_system=None)
+    log = StepLog(view, console)
+    violations = [
+        common_pb2.AccessibilityViolation(rule_id="image-alt", impact="critical", node_count=2),
+        common_pb2.AccessibilityViolation(rule_id="color-contrast", impact="serious"),
+    ]
+    checked = common_pb2.Accessibility(viewport_width=1000, score=0.6, violations=violations)
+    unavailable = common_pb2.Accessibility(viewport_width=390, unavailable_reason="no render")
+    for e in (
+        event(0, variant_count=pb.VariantCount(count=2, models=["demo", "demo"])),
+        event(0, variant_complete=pb.VariantComplete()),
+        event(0, accessibility=checked),
+        event(1, variant_complete=pb.VariantComplete()),
+        event(1, accessibility=unavailable),
+    ):
+        view.apply(e)
+        log.event(e)
+    steps = console.export_text()
+    assert "[variant 1] accessibility 1000px: 0.60 (1 critical, 1 serious)" in steps
+    assert "[variant 2] accessibility 390px: not checked (no render)" in steps
+    console.print(summary_table(view))
+    table = console.export_text()
+    assert "accessibility" in table
+    assert "1000px: 0.60 (1 critical, 1 serious)" in table
+    variants = summary_json(view)["summary"]["variants"]
+    assert variants[0]["accessibility"] == [
+        {
+            "viewport_width": 1000,
+            "page": "",
+            "score": 0.6,
+            "violations": {
+                "critical": ["image-alt"],
+                "serious": ["color-contrast"],
+                "moderate": [],
+                "minor": [],
+            },
+            "unavailable_reason": "",
+        }
+    ]
+    assert variants[1]["accessibility"][0]["score"] is None

@@ -158,6 +158,7 @@ def replay(record: RunRecord, after_sequence: int) -> list[Event]:
             usage = Usage(variant.usage, variant.cost_usd, variant.priced)
             payloads.append((variant.index, VariantComplete(usage)))
             payloads.extend((variant.index, f) for f in variant.fidelity)
+            payloads.extend((variant.index, a) for a in variant.accessibility)
         elif variant.status == "failed":
             payloads.append((variant.index, VariantError(variant.error)))
     if record.status == "failed":

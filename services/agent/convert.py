@@ -11,6 +11,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
 from services.agent import events as ev
+from services.agent.accessibility_proto import accessibility_to_proto
 from services.agent.domain import (
     FileState,
     GenerationRequest,
@@ -235,6 +236,8 @@ def event_to_proto(event: ev.Event, out: pb.GenerationEvent | None = None) -> pb
             out.variant_complete.usage.CopyFrom(usage_to_proto(usage))
         case ev.Fidelity() as fidelity:
             out.fidelity.CopyFrom(fidelity_to_proto(fidelity))
+        case ev.Accessibility() as check:
+            out.accessibility.CopyFrom(accessibility_to_proto(check))
         case ev.VariantError(message):
             out.variant_error.message = message
         case ev.GenerationError(message):
@@ -281,6 +284,7 @@ def run_to_proto(run: RunRecord) -> pb.Generation:
                 ],
                 files=_files_to_proto(variant.files),
                 fidelity=[fidelity_to_proto(f) for f in variant.fidelity],
+                accessibility=[accessibility_to_proto(a) for a in variant.accessibility],
             )
         )
     return record

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from services.agent import pricing
-from services.agent.events import Fidelity, RunStatus
+from services.agent.events import Accessibility, Fidelity, RunStatus
 from services.common.credentials import Credentials
 from services.common.tool_types import FileState as FileState
 
@@ -91,3 +91,5 @@ class VariantRecord:
     files: tuple[FileState, ...] = ()  # every file written, entry page first
     # The latest score per input image scored (the `fidelity` events).
     fidelity: tuple[Fidelity, ...] = ()
+    # The accessibility checks, one per page and width (the `accessibility` events).
+    accessibility: tuple[Accessibility, ...] = ()

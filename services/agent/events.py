@@ -105,6 +105,32 @@ class Fidelity:
 
 
 @dataclass(frozen=True, slots=True)
+class AccessibilityViolation:
+    """An axe-core rule the page breaks: its elements as (selector, HTML) pairs."""
+
+    rule_id: str
+    impact: str  # critical, serious, moderate or minor
+    help: str
+    help_url: str
+    node_count: int  # every element that breaks it; `nodes` holds the first ten
+    nodes: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Accessibility:
+    """A variant's page checked by axe-core at one width (docs/accessibility.md); `score`
+    is None, and there are no violations, when `unavailable_reason` says why."""
+
+    viewport_width: int
+    path: str = ""  # the project file checked; empty: the entry page
+    score: float | None = None
+    violations: tuple[AccessibilityViolation, ...] = ()
+    rules_passed: int = 0
+    engine: str = ""
+    unavailable_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     """What went wrong, in words the user can act on; never holds a key. The proto's
     `VariantError` (the others go on) and `GenerationError` (all failed) are its
@@ -138,6 +164,7 @@ Payload = (
     | Usage
     | VariantComplete
     | Fidelity
+    | Accessibility
     | VariantError
     | GenerationError
     | GenerationComplete

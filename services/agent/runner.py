@@ -20,6 +20,7 @@ from opentelemetry import trace
 from services.agent.domain import VariantRecord
 from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
 from services.agent.events import (
+    Accessibility,
     Payload,
     RunStatus,
     Status,
@@ -234,6 +235,7 @@ class Runner:
             return
         if not plan.images or not state.code.strip():
             return
+        checks: list[Accessibility] = []
         state.fidelity = await score_variant(
             client,
             state,
@@ -241,9 +243,13 @@ class Runner:
             limit_s=limit_s,
             deadline=generation.deadline,
             owner=plan.id,
+            on_accessibility=checks.append if self._settings.accessibility_enabled else None,
         )
         for score in state.fidelity:
             emit("", score)
+        state.accessibility = tuple(sorted(checks, key=lambda c: (c.path, c.viewport_width)))
+        for check in state.accessibility:
+            emit("", check)
 
     def _observe(self, generation_id: str, spec: ModelSpec, state: VariantRecord) -> None:
         log.info(

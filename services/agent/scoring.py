@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from dataclasses import replace
 
 from services.agent.domain import FileState, VariantRecord
-from services.agent.events import Fidelity
+from services.agent.events import Accessibility, Fidelity
 from services.agent.pages import ENTRY_PATH
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import FidelityClient
@@ -31,12 +33,16 @@ async def score_variant(
     limit_s: float,
     deadline: float,
     owner: str = "",
+    on_accessibility: Callable[[Accessibility], None] | None = None,
 ) -> tuple[Fidelity, ...]:
     """One score per input image (the first MAX_SCORED_IMAGES), each the metrics or why
-    there are none; waits at most `limit_s`, and never past `deadline` (monotonic)."""
+    there are none; waits at most `limit_s`, and never past `deadline` (monotonic). With
+    `on_accessibility`, the first score of each page and width also checks that render's
+    accessibility (docs/accessibility.md) and hands the check to it."""
     limit_s = max(0.1, min(limit_s, deadline - time.monotonic()))
     project = state.files or (FileState(ENTRY_PATH, state.code),)
     entry = project[0]
+    checked = _first_per_page_and_width(images, entry.path) if on_accessibility else frozenset()
 
     async def one(index: int, image: InputImage) -> Fidelity:
         tag = image.tag
@@ -45,6 +51,7 @@ async def score_variant(
         if page is None:
             reason = f"the variant wrote no {path}"
             return Fidelity(index, tag.viewport_width, unavailable_reason=reason, path=path)
+        check = index in checked
         try:
             async with asyncio.timeout(limit_s):
                 answer = await client.score_fidelity(
@@ -57,13 +64,38 @@ async def score_variant(
                     files=tuple(f for f in project if f is not page),
                     viewport_width=tag.viewport_width,
                     owner=owner,
+                    check_accessibility=check,
                 )
+            if check and on_accessibility is not None:
+                on_accessibility(_checked(answer.accessibility, answer.fidelity, page.path))
             return answer.fidelity
         except TimeoutError:
             reason = f"not scored within {limit_s:g} s"
         except ToolServiceError as exc:
             reason = str(exc)
+        if check and on_accessibility is not None:
+            width = tag.viewport_width
+            on_accessibility(Accessibility(width, page.path, unavailable_reason=reason))
         return Fidelity(index, tag.viewport_width, unavailable_reason=reason, path=page.path)
 
     scored = images[:MAX_SCORED_IMAGES]
     return tuple(await asyncio.gather(*(one(i, image) for i, image in enumerate(scored))))
+
+
+def _first_per_page_and_width(images: tuple[InputImage, ...], entry: str) -> frozenset[int]:
+    """The images whose renders are checked: one per page and width (another screenshot of
+    the same page at the same width would render it again for the same answer). An
+    untagged screenshot is rendered at its own width, unknown here: each is checked."""
+    first: dict[tuple[str, int], int] = {}
+    for index, image in enumerate(images[:MAX_SCORED_IMAGES]):
+        tag = image.tag
+        key = (tag.path or entry, tag.viewport_width) if tag.viewport_width else ("", -index)
+        first.setdefault(key, index)
+    return frozenset(first.values())
+
+
+def _checked(check: Accessibility | None, fidelity: Fidelity, path: str) -> Accessibility:
+    if check is None:  # a worker that predates the check answers without one
+        reason = fidelity.unavailable_reason or "the tool worker does not check accessibility"
+        return Accessibility(fidelity.viewport_width, path, unavailable_reason=reason)
+    return replace(check, path=path)

@@ -142,6 +142,9 @@ class AgentSettings:
     # and the most `compare_with_reference` calls one variant may make.
     fidelity_timeout_s: float = 30.0
     max_compares_per_variant: int = 3
+    # Each scored render is also checked by axe-core (docs/accessibility.md;
+    # S2C_ACCESSIBILITY=0: not checked, and no `accessibility` events).
+    accessibility_enabled: bool = True
     # Admission: a generation that would take the variants running on this agent past
     # this is refused at once (RESOURCE_EXHAUSTED), so admitted ones keep their latency;
     # one generation alone is always admitted. 0: no bound. 120: what one core serves on
@@ -200,6 +203,7 @@ class AgentSettings:
             preview_replay_s=int(env.get("S2C_PREVIEW_REPLAY_MS", "1000")) / 1000,
             fidelity_timeout_s=float(env.get("S2C_FIDELITY_TIMEOUT_S", "30")),
             max_compares_per_variant=int(env.get("S2C_MAX_COMPARES_PER_VARIANT", "3")),
+            accessibility_enabled=env.get("S2C_ACCESSIBILITY", "1").strip() != "0",
             retained_generations=settings_env.bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
             retained_bytes=settings_env.bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
             retained_seconds=settings_env.bound(env, "S2C_RETAIN_SECONDS", "300", float),

@@ -17,6 +17,7 @@ from s2c.common.v1 import common_pb2
 from s2c.tools.v1 import tool_service_pb2 as pb
 from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
+from services.agent.accessibility_proto import accessibility_from_proto
 from services.agent.domain import FileState
 from services.agent.fidelity_proto import fidelity_from_proto
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
@@ -227,8 +228,10 @@ class GrpcToolExecutor:
         files: tuple[FileState, ...] = (),
         viewport_width: int = 0,
         owner: str = "",
+        check_accessibility: bool = False,
     ) -> FidelityAnswer:
         request = pb.ScoreFidelityRequest(
+            check_accessibility=check_accessibility,
             code=code,
             reference=_reference(image),
             image_index=image_index,
@@ -258,7 +261,12 @@ class GrpcToolExecutor:
             for r in response.regions
         )
         return FidelityAnswer(
-            fidelity_from_proto(response.fidelity), regions, response.comparison_png
+            fidelity_from_proto(response.fidelity),
+            regions,
+            response.comparison_png,
+            accessibility_from_proto(response.accessibility)
+            if response.HasField("accessibility")
+            else None,
         )
 
     def _error(self, exc: grpc.aio.AioRpcError) -> ToolServiceError:

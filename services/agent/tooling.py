@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from services.agent.domain import FileState
-from services.agent.events import Fidelity
+from services.agent.events import Accessibility, Fidelity
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.common.credentials import Credentials
 from services.common.input_images import InputImage
@@ -69,6 +69,7 @@ class FidelityAnswer:
     fidelity: Fidelity
     regions: tuple[dict[str, Any], ...] = ()
     comparison_png: bytes = b""
+    accessibility: Accessibility | None = None  # asked for with check_accessibility
 
 
 @runtime_checkable
@@ -85,6 +86,7 @@ class FidelityClient(Protocol):
         files: tuple[FileState, ...] = (),
         viewport_width: int = 0,
         owner: str = "",
+        check_accessibility: bool = False,
     ) -> FidelityAnswer:
         """Scores the page `code` (at `path` in a project of `files`) against the input
         `image`, at `viewport_width` (0: the image's own); raises ToolServiceError when no

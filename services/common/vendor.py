@@ -80,6 +80,9 @@ PACKAGES = (
         units=("dist/esm/", "dist/ionicons/"),
     ),
     Package("@fortawesome/fontawesome-free", ("css/*.css", "webfonts/*", "js/*.js")),
+    # Not a page's runtime: the tool workers inject it into each scored render
+    # (services/fidelity/accessibility.py, docs/accessibility.md).
+    Package("axe-core", ("axe.js", "axe.min.js")),
 )
 _FONT_FILES = ("files/*.woff2", "metadata.json", "unicode.json")
 _NEVER_SERVED = ("*.map", "*.d.ts", "*.md", "package.json")

@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from playwright.async_api import Browser, Page, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from services.common.vendor import VendorCatalog
 from services.common.vendor_route import route_offline
+from services.fidelity.accessibility import A11yReport, AxeScript, report_from_js
 from services.fidelity.dom import EXTRACT_JS, blocks_from_js, words_from_js
 from services.fidelity.lines import Word
 from services.fidelity.metrics import PageBlocks
@@ -47,6 +48,8 @@ class Rendering:
     words: tuple[Word, ...] = ()
     # A PNG reference's text blocks read by OCR (None: an HTML reference, or no Tesseract).
     ocr: OcrPage | None = None
+    # axe-core's check of the same page, once its screenshot is taken (a candidate only).
+    accessibility: A11yReport | None = None
 
 
 class RenderError(Exception):
@@ -63,8 +66,13 @@ class Renderer:
     def __init__(self, browser: Browser, vendor: VendorCatalog | None) -> None:
         self._browser = browser
         self._vendor = vendor
+        self._axe = AxeScript(vendor)
 
-    async def render(self, html: str, viewport: Viewport) -> Rendering:
+    async def render(
+        self, html: str, viewport: Viewport, *, accessibility: bool = False
+    ) -> Rendering:
+        """The page at `viewport`; with `accessibility`, also checked by axe-core in the
+        same load (docs/accessibility.md), unless axe-core is not installed."""
         context = await self._browser.new_context(
             viewport={"width": viewport.width, "height": viewport.height},
             device_scale_factor=1,
@@ -76,7 +84,11 @@ class Renderer:
             page = await context.new_page()
             page.set_default_timeout(LOAD_TIMEOUT_MS)
             await page.set_content(html, wait_until="load")
-            return await _capture(page, viewport)
+            rendering = await _capture(page, viewport)
+            if not accessibility or self._axe.unavailable:
+                return rendering
+            check = report_from_js(await page.evaluate(self._axe.expression), viewport.width)
+            return replace(rendering, accessibility=check)
         except PlaywrightError as exc:
             raise RenderError(exc.message.splitlines()[0] if exc.message else str(exc)) from None
         finally:

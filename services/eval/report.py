@@ -11,7 +11,7 @@ from html import escape
 from pathlib import Path
 
 from services.eval.results import BLOCK_METRICS, ItemResult, ModelSummary, Results, write_atomic
-from services.fidelity.metrics import METRICS
+from services.eval.results import EVAL_METRICS as METRICS
 
 LABELS = {
     "block_match": "block-match",
@@ -19,6 +19,7 @@ LABELS = {
     "position": "position",
     "color": "color",
     "visual": "visual",
+    "accessibility": "a11y",
 }
 PNG_NOTE = "PNG reference (no HTML): only the visual score applies"
 OCR_NOTE = (

@@ -21,6 +21,10 @@ from services.fidelity.metrics import METRICS
 
 VERSION = 1
 BLOCK_METRICS = METRICS[:4]
+# axe-core's score of the generated page (docs/accessibility.md): beside the five
+# fidelity metrics, for every item.
+ACCESSIBILITY = "accessibility"
+EVAL_METRICS = (*METRICS, ACCESSIBILITY)
 
 
 class ResultsError(Exception):
@@ -134,7 +138,7 @@ class Results:
         out = []
         for model in self.models:
             s = ModelSummary(model)
-            values: dict[str, list[float]] = {m: [] for m in METRICS}
+            values: dict[str, list[float]] = {m: [] for m in EVAL_METRICS}
             for item in self.items:
                 r = self.get(item["id"], model)
                 if r is None:
@@ -145,7 +149,7 @@ class Results:
                 s.output_tokens += r.output_tokens
                 s.cost_usd += r.cost_usd
                 s.seconds += r.seconds
-                for metric in METRICS:
+                for metric in EVAL_METRICS:
                     blocks = item["id"] in html_items or item.get("ocr")
                     if metric in BLOCK_METRICS and not blocks:
                         continue

@@ -29,7 +29,7 @@ from services.common.security import GrpcSecurity, create_channel
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog, VendorError
 from services.eval.render import Renderer, RenderError, Rendering, renderer
 from services.eval.report import write_report
-from services.eval.results import ItemResult, Results, slug, write_atomic
+from services.eval.results import ACCESSIBILITY, ItemResult, Results, slug, write_atomic
 from services.eval.sets import Reference, ReferenceSet
 from services.eval.stack import DEFAULT_STACK
 from services.fidelity.metrics import score
@@ -234,7 +234,7 @@ async def _one(
     result.code = f"renders/{ref.id}/{name}.html"
     write_atomic(options.out / result.code, variant.code)
     try:
-        rendering = await chromium.render(variant.code, ref.viewport)
+        rendering = await chromium.render(variant.code, ref.viewport, accessibility=True)
     except RenderError as exc:
         result.error = f"the generated page does not render: {exc}"
         result.seconds = time.monotonic() - started
@@ -245,7 +245,8 @@ async def _one(
         scores = score_png(reference.ocr, reference.png, rendering.words, rendering.png).scores
     else:
         scores = score(reference.page, reference.png, rendering.page, rendering.png)
-    result.scores = scores.as_dict()
+    check = rendering.accessibility
+    result.scores = {**scores.as_dict(), ACCESSIBILITY: check.score if check else None}
     result.status = "ok"
     result.seconds = time.monotonic() - started
     return result

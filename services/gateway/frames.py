@@ -24,6 +24,7 @@ from google.protobuf import json_format, struct_pb2
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
+from services.common.accessibility_view import accessibility_frame
 from services.gateway.preview_policy import AppendPolicy, PreviewPolicyConfig, SetCodePolicy
 
 # A site's shared stylesheets and scripts: never its entry page, even when written first.
@@ -283,6 +284,9 @@ class FrameBuilder:
         elif kind == "fidelity":
             # Ours too: the variant's score against an input image (docs/eval.md).
             out.append(self._f("fidelity", v, data=fidelity_frame(event.fidelity)))
+        elif kind == "accessibility":
+            # Ours too: axe-core's check of the page at one width (docs/accessibility.md).
+            out.append(self._f("accessibility", v, data=accessibility_frame(event.accessibility)))
         return out
 
     def _entry_write(self, index: int, path: str, out: list[Frame]) -> bool:

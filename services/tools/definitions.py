@@ -229,6 +229,26 @@ _COMPARE_WITH_REFERENCE = ToolDefinition.of(
     ),
 )
 
+_CHECK_ACCESSIBILITY = ToolDefinition.of(
+    "check_accessibility",
+    "Check the current page for accessibility problems with axe-core (WCAG 2.x A and AA): "
+    "returns a score from 0 to 1 (1 = no violation) and each violated rule with its impact "
+    "and the offending elements (selector, HTML). Use it once the page is written, then fix "
+    "what it lists (contrast, alt text, labels, button names, landmarks) without changing "
+    "how the page looks.",
+    _object(
+        {
+            "viewport_width": {
+                "type": "integer",
+                "description": (
+                    "Width in CSS pixels to check at, 320-1920 (default: the width the first "
+                    "screenshot was taken at, else 1280)."
+                ),
+            }
+        }
+    ),
+)
+
 _SAVE_ASSETS = ToolDefinition.of(
     "save_assets",
     "Promote one or more uploaded temporary image asset IDs (tmp_asset_…) to permanent URLs. "
@@ -259,6 +279,7 @@ TOOL_DEFINITIONS: tuple[ToolDefinition, ...] = (
     _EXTRACT_ASSETS,
     _SCREENSHOT_PREVIEW,
     _COMPARE_WITH_REFERENCE,
+    _CHECK_ACCESSIBILITY,
     _SAVE_ASSETS,
     _RETRIEVE_OPTION,
 )

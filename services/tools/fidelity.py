@@ -20,10 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
+
 from services.common.images import ImageDecoder, ImageRefused
 from services.common.input_images import InputImage
 from services.common.project_paths import is_html, path_problem
 from services.common.tool_types import FileState
+from services.fidelity.accessibility import A11yReport, AxeScript, report_from_js
 from services.fidelity.dom import EXTRACT_JS, words_from_js
 from services.fidelity.metrics import Scores
 from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_available
@@ -57,6 +61,8 @@ class FidelityOutcome:
     comparison_png: bytes = b""
     path: str = ""  # the project file scored; empty: the entry page
     note: str = ""  # what the score left out (a page over the match's bound)
+    # The accessibility check in the same render, when asked and the page rendered.
+    accessibility: A11yReport | None = None
 
 
 @dataclass(frozen=True)
@@ -78,8 +84,10 @@ class FidelityScorer:
         images: ImageDecoder,
         *,
         max_blocks: int = MAX_BLOCKS,
+        axe: AxeScript | None = None,
     ) -> None:
         self._screenshotter = screenshotter
+        self._axe = axe
         self._images = images
         self._max_blocks = max_blocks
         # OCR and the metrics take a core each while they run: as many at once as the
@@ -109,6 +117,7 @@ class FidelityScorer:
         timeout_s: float,
         with_regions: bool = False,
         owner: str = "",
+        accessibility: bool = False,
     ) -> FidelityOutcome:
         """Scores `page` of a project of `files` as it renders (its own .css/.js inlined,
         as screenshot_preview shows it); the outcome names the page. `owner` (a
@@ -124,6 +133,7 @@ class FidelityScorer:
             timeout_s=timeout_s,
             with_regions=with_regions,
             owner=owner,
+            accessibility=accessibility,
         )
         return replace(outcome, path=page.path)
 
@@ -137,6 +147,7 @@ class FidelityScorer:
         timeout_s: float,
         with_regions: bool = False,
         owner: str = "",
+        accessibility: bool = False,
     ) -> FidelityOutcome:
         if not code.strip():
             raise ScoringError("code: empty")
@@ -147,13 +158,14 @@ class FidelityScorer:
 
         async def compute() -> FidelityOutcome:
             try:
-                return await self._score(code, image, width, stop, with_regions, owner)
+                return await self._score(code, image, width, stop, with_regions, owner, after)
             except Stopped:
                 reason = f"not scored within its limit of {timeout_s:g} s"
                 return FidelityOutcome(0, width, unavailable_reason=reason)
 
         # An identical page against the same screenshot at the same width scores the same.
-        key = (hashlib.sha256(code.encode()).hexdigest(), image.sha256, width, with_regions)
+        after = self._axe.expression if accessibility and self._axe is not None else ""
+        key = (hashlib.sha256(code.encode()).hexdigest(), image.sha256, width, with_regions, after)
         outcome = await self._scores.get(key, compute, lambda scored: scored.scores is not None)
         return replace(outcome, image_index=image_index)
 
@@ -165,6 +177,7 @@ class FidelityScorer:
         stop: Stop,
         with_regions: bool,
         owner: str,
+        after: str = "",
     ) -> FidelityOutcome:
         image_index = 0  # the caller's is set on the (kept) outcome
 
@@ -186,6 +199,16 @@ class FidelityScorer:
         unavailable = self.available()
         if unavailable or self._screenshotter is None:
             return FidelityOutcome(image_index, width, unavailable_reason=unavailable)
+        checked: list[A11yReport] = []
+
+        async def check(page: Page) -> None:
+            # A page that breaks axe-core loses its check, never its fidelity score.
+            try:
+                checked.append(report_from_js(await page.evaluate(after), width))
+            except PlaywrightError as exc:
+                reason = f"axe-core failed: {exc.message.splitlines()[0][:200]}"
+                checked.append(A11yReport(width, unavailable_reason=reason))
+
         try:
             png, data = await self._screenshotter.render_for_score(
                 code,
@@ -196,11 +219,13 @@ class FidelityScorer:
                 owner=owner,
                 # A kept page serves only the same generation's renders of this screenshot.
                 keep_for=f"{owner}/{image.sha256}",
+                then=check if after else None,
             )
         except Exception as exc:  # any failed render is "unavailable", never a zero
             log.info("fidelity render failed", extra={"reason": str(exc)[:200]})
             reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
             return FidelityOutcome(image_index, width, unavailable_reason=f"no render: {reason}")
+        a11y = checked[0] if checked else None
         async with self._cpu_slots:
             result = await _in_thread(
                 stop, lambda: _score(reference, data, png, self._max_blocks, stop)
@@ -208,7 +233,9 @@ class FidelityScorer:
             if result.note:
                 log.info("fidelity match bounded", extra={"note": result.note})
             if not with_regions:
-                return FidelityOutcome(image_index, width, result.scores, note=result.note)
+                return FidelityOutcome(
+                    image_index, width, result.scores, note=result.note, accessibility=a11y
+                )
             comparison = await _in_thread(stop, lambda: side_by_side(reference.png, png))
         return FidelityOutcome(
             image_index,
@@ -217,6 +244,7 @@ class FidelityScorer:
             regions=tuple(worst_regions(result)),
             comparison_png=comparison,
             note=result.note,
+            accessibility=a11y,
         )
 
     def _read(self, data: bytes, stop: Stop) -> _Reference:

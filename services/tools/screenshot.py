@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -236,11 +236,14 @@ class Screenshotter:
         timeout_s: float,
         owner: str = "",
         keep_for: str = "",
+        then: Callable[[Page], Awaitable[None]] | None = None,
     ) -> tuple[bytes, Any]:
         """A full-page PNG of `html` at `width` × `height` and `expression` evaluated in
         it: the fidelity score's render (services/tools/fidelity.py). The same routing,
         proxy, load and pixel limits as a preview's, in places of the scores' own; in a
-        page kept for the renders `keep_for` names, if any (score_pages.py)."""
+        page kept for the renders `keep_for` names, if any (score_pages.py). `then` runs
+        in the page once the PNG is taken, within the same limit (the accessibility check:
+        one load serves both, and nothing it does shows in the PNG)."""
         html = normalize_babel_cdn(html)
         viewport = Viewport("fidelity", width, height)
         limit_s = min(self.settings.capture_timeout_s, timeout_s)
@@ -254,6 +257,8 @@ class Screenshotter:
                     png = await page.screenshot(
                         full_page=True, type="png", clip=clip, animations="disabled", caret="hide"
                     )
+                    if then is not None:
+                        await then(page)
         except TimeoutError as exc:
             raise ScreenshotError(f"render timed out after {limit_s:g}s") from exc
         return png, data

@@ -31,6 +31,7 @@ from services.common.proto_enums import enum_names
 from services.common.structs import from_struct, to_struct
 from services.common.tool_types import OWNER_METADATA, FileState, ImageTag, MediaPart, ToolCall
 from services.common.tracing import incoming_context, tracer
+from services.tools.accessibility_proto import accessibility_proto
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
 from services.tools.fidelity import ScoringError
 from services.tools.fidelity_proto import fidelity_response
@@ -179,11 +180,16 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                     timeout_s=remaining if remaining is not None else 60.0,
                     with_regions=request.with_regions,
                     owner=_owner(context),
+                    accessibility=request.check_accessibility,
                 )
             except ScoringError as exc:
                 field, _, message = str(exc).partition(": ")
                 await abort_invalid(context, InvalidRequest([FieldViolation(field, message)]))
-        return fidelity_response(replace(outcome, path=request.path))
+        response = fidelity_response(replace(outcome, path=request.path))
+        if request.check_accessibility:
+            report = self._worker.accessibility_of(outcome)
+            response.accessibility.CopyFrom(accessibility_proto(replace(report, path=request.path)))
+        return response
 
     async def _execute(
         self,

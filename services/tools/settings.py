@@ -35,6 +35,7 @@ DEFAULT_TOOL_TIMEOUTS_S: Mapping[str, float] = MappingProxyType(
         "extract_assets": 120.0,
         "screenshot_preview": 60.0,
         "compare_with_reference": 60.0,  # a render and OCR of the screenshot
+        "check_accessibility": 60.0,  # a render and axe-core's run
         "save_assets": 60.0,  # local copies only, but of up to 20 MiB each
         "create_file": 10.0,
         "edit_file": 10.0,

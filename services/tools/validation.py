@@ -86,6 +86,7 @@ HANDLER_CHECKED: Mapping[str, frozenset[str]] = MappingProxyType(
         "save_assets": frozenset({"/asset_ids"}),
         "retrieve_option": frozenset({"/option_number"}),
         "compare_with_reference": frozenset({"/image_number"}),
+        "check_accessibility": frozenset({"/viewport_width"}),
     }
 )
 

@@ -11,6 +11,9 @@ from services.common.credentials import Credentials
 from services.common.images import ImageDecoder
 from services.common.tool_types import CapturedImage, FileState, ToolCall
 from services.common.vendor import load_or_none
+from services.fidelity.accessibility import A11yReport, AxeScript
+from services.tools.accessibility_tool import NAME as CHECK_A11Y
+from services.tools.accessibility_tool import accessibility_handler
 from services.tools.asset_store import AssetStore
 from services.tools.browser_health import BrowserHealth
 from services.tools.capture import CaptureRequest, UrlCapturer
@@ -19,7 +22,7 @@ from services.tools.compare_tool import compare_handler
 from services.tools.definitions import ToolDefinition
 from services.tools.egress_routes import ENV_NAME, EgressTestRoutes
 from services.tools.extract_assets import extract_assets_handler
-from services.tools.fidelity import FidelityScorer
+from services.tools.fidelity import FidelityOutcome, FidelityScorer
 from services.tools.file_tools import file_tool_handlers
 from services.tools.image_store import ImageRef, ImageStore
 from services.tools.image_tools import image_tool_handlers
@@ -55,6 +58,7 @@ class ToolWorker:
             **asset_tool_handlers(self.store),
             "extract_assets": extract_assets_handler(self.store, self.images),
         }
+        vendor = load_or_none(settings.vendor_dir)
         self.screenshotter: Screenshotter | None = None
         self.browser: BrowserHealth | None = None
         if settings.screenshots_enabled:
@@ -76,22 +80,35 @@ class ToolWorker:
                 resolver=routes.resolver if routes.routes else None,
                 upstream_opener=routes.opener if routes.routes else None,
                 on_launch=self.browser.launched,
-                vendor=load_or_none(settings.vendor_dir),
+                vendor=vendor,
             )
             handlers["screenshot_preview"] = screenshot_preview_handler(self.screenshotter)
         self.capturer = UrlCapturer(self.screenshotter, settings.capture)
+        self.axe = AxeScript(vendor)
         self.fidelity = FidelityScorer(
-            self.screenshotter, self.images, max_blocks=settings.fidelity_max_blocks
+            self.screenshotter, self.images, max_blocks=settings.fidelity_max_blocks, axe=self.axe
         )
         if self.screenshotter is not None:
             handlers["compare_with_reference"] = compare_handler(
                 self.fidelity, settings.tool_timeouts_s.get(COMPARE, 60.0)
             )
+            if not self.axe.unavailable:
+                handlers[CHECK_A11Y] = accessibility_handler(
+                    self.screenshotter, self.axe, settings.tool_timeouts_s.get(CHECK_A11Y, 60.0)
+                )
         self.runtime = ToolRuntime(
             handlers,
             timeouts_s=settings.tool_timeouts_s,
             default_timeout_s=settings.default_tool_timeout_s,
         )
+
+    def accessibility_of(self, outcome: FidelityOutcome) -> A11yReport:
+        """A score's accessibility check, or why there is none (the score's own reason
+        when its page never rendered)."""
+        if outcome.accessibility is not None:
+            return outcome.accessibility
+        reason = self.axe.unavailable or outcome.unavailable_reason or "not checked"
+        return A11yReport(outcome.viewport_width, unavailable_reason=reason)
 
     async def close(self) -> None:
         if self.screenshotter is not None:
@@ -115,6 +132,8 @@ class ToolWorker:
             names.add("screenshot_preview")
             if not self.fidelity.available():
                 names.add(COMPARE)
+            if CHECK_A11Y in self.runtime.tool_names:
+                names.add(CHECK_A11Y)
         return names
 
     async def definitions(self, flags: ToolFlags, credentials: Credentials) -> list[ToolDefinition]:

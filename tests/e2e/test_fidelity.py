@@ -157,6 +157,18 @@ async def test_the_page_of_the_screenshot_scores_higher_and_compare_finds_region
         assert getattr(scores[same], metric) >= 0.9, metric
     kept = {v.variant_index: list(v.fidelity) for v in record.generation.variants}
     assert kept == {same: [scores[same]], other: [scores[other]]}
+    # The same renders were checked by axe-core: one check per option (one width, one
+    # page), after its score and kept in the record (docs/accessibility.md).
+    checks = {e.variant_index: e.accessibility for e in events if e.HasField("accessibility")}
+    for v in (same, other):
+        assert kinds.index(("fidelity", v)) < kinds.index(("accessibility", v))
+        assert checks[v].engine.startswith("axe-core "), checks[v]
+        assert (checks[v].viewport_width, checks[v].unavailable_reason) == (1000, "")
+        assert checks[v].HasField("score")
+        assert checks[v].rules_passed > 0
+    assert [k for k, _ in kinds].count("accessibility") == 2
+    kept_checks = {v.variant_index: list(v.accessibility) for v in record.generation.variants}
+    assert kept_checks == {same: [checks[same]], other: [checks[other]]}
 
     results = [(e.variant_index, e.tool_result) for e in events if e.HasField("tool_result")]
     assert [(v, r.name, r.ok) for v, r in results if r.name == "compare_with_reference"] == [
@@ -320,8 +332,11 @@ async def test_our_ui_socket_waits_for_its_scores(
     assert result.close_code == 1000
     kinds = [f["type"] for f in result.frames]
     assert kinds.count("variantComplete") == 4
-    assert kinds[-1] == "fidelity"
+    # The scores, then each option's accessibility check of the same render, then the close.
+    assert kinds[-1] == "accessibility"
     assert len(result.of("fidelity")) == 4
+    assert len(result.of("accessibility")) == 4
+    assert all(f["data"]["engine"].startswith("axe-core") for f in result.of("accessibility"))
 
 
 LEAVES_STATE = (

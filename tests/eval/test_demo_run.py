@@ -142,6 +142,8 @@ async def test_the_resumed_run_completes_without_redoing_finished_items(
     for by_model in final.values():
         for value in by_model["demo"]["scores"].values():
             assert value is None or 0 <= value <= 1
+        # Every generated page was checked by axe-core in its render.
+        assert 0 <= by_model["demo"]["scores"]["accessibility"] <= 1
 
 
 async def test_the_report_opens_in_chromium(demo_eval: DemoEval) -> None:

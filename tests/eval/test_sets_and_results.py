@@ -74,9 +74,9 @@ def make_results(tmp_path: Path) -> Results:
         {"id": "shot", "html": False, "kind": "", "reference": "refs/shot.png"},
     ]
     scores: dict[str, float | None] = {"block_match": 0.5, "text": 1.0, "position": 0.8}
-    scores |= {"color": 0.6, "visual": 0.4}
+    scores |= {"color": 0.6, "visual": 0.4, "accessibility": 0.85}
     results.put("page", "demo", ItemResult("ok", scores=scores, digest="d1", cost_usd=0.5))
-    png_scores = {**dict.fromkeys(scores), "visual": 0.2}
+    png_scores = {**dict.fromkeys(scores), "visual": 0.2, "accessibility": 0.65}
     results.put("shot", "demo", ItemResult("ok", scores=png_scores, digest="d2"))
     results.put("page", "m/2", ItemResult("failed", error="<boom>", digest="d1"))
     return results
@@ -102,10 +102,13 @@ def test_the_summary_counts_failures_as_zero_and_png_items_only_for_visual(
         "position": 0.8,
         "color": 0.6,
         "visual": pytest.approx(0.3),
+        # axe-core's score applies to every item, a PNG reference's too.
+        "accessibility": pytest.approx(0.75),
     }
     assert (demo.done, demo.failed, demo.cost_usd) == (2, 0, 0.5)
     assert (other.done, other.failed) == (0, 1)
     assert other.means["text"] == 0.0
+    assert other.means["accessibility"] == 0.0
 
 
 def test_an_unreadable_results_file_is_refused(tmp_path: Path) -> None:

@@ -260,3 +260,53 @@ def test_fidelity_is_a_frame_of_its_own_that_upstream_drops() -> None:
     ]
     # Upstream's UI has no case for it: nothing it knows changes (no code, no status).
     assert not {f["type"] for f in frames} & UPSTREAM_TYPES
+
+
+def test_accessibility_is_a_frame_of_its_own_that_upstream_drops() -> None:
+    b = builder(Clock())
+    node = common_pb2.AccessibilityNode(selector="main > img", html='<img src="a.png">')
+    violation = common_pb2.AccessibilityViolation(
+        rule_id="image-alt", impact="critical", help="Images must have alternative text",
+        help_url="https://dequeuniversity.com/rules/axe/4.14/image-alt", node_count=1,
+        nodes=[node],
+    )  # fmt: skip
+    checked = common_pb2.Accessibility(
+        viewport_width=390, path="index.html", score=0.75, violations=[violation],
+        rules_passed=20, engine="axe-core 4.14.1",
+    )  # fmt: skip
+    unavailable = common_pb2.Accessibility(viewport_width=1000, unavailable_reason="no render")
+    frames = [
+        *b.on_event(event(1, accessibility=checked)),
+        *b.on_event(event(1, accessibility=unavailable)),
+    ]
+    assert all(f["type"] == "accessibility" not in UPSTREAM_TYPES for f in frames)
+    assert [f["data"] for f in frames] == [
+        {
+            "viewportWidth": 390,
+            "page": "index.html",
+            "score": 0.75,
+            "rulesPassed": 20,
+            "engine": "axe-core 4.14.1",
+            "unavailableReason": "",
+            "violations": [
+                {
+                    "ruleId": "image-alt",
+                    "impact": "critical",
+                    "help": "Images must have alternative text",
+                    "helpUrl": "https://dequeuniversity.com/rules/axe/4.14/image-alt",
+                    "nodeCount": 1,
+                    "nodes": [{"selector": "main > img", "html": '<img src="a.png">'}],
+                }
+            ],
+        },
+        {
+            "viewportWidth": 1000,
+            "page": "",
+            # Not checked is null, never a zero that looks like a score.
+            "score": None,
+            "rulesPassed": 0,
+            "engine": "",
+            "unavailableReason": "no render",
+            "violations": [],
+        },
+    ]

@@ -25,6 +25,7 @@ def test_canonical_order() -> None:
         "extract_assets",
         "screenshot_preview",
         "compare_with_reference",
+        "check_accessibility",
         "save_assets",
         "retrieve_option",
     ]

@@ -332,7 +332,7 @@ def test_definitions_only_cover_registered_tools() -> None:
 
 def test_definitions_only_cover_available_tools() -> None:
     runtime = ToolRuntime(every_tool(CountingTool()))
-    hidden = {"edit_image", "screenshot_preview", "compare_with_reference"}
+    hidden = {"edit_image", "screenshot_preview", "compare_with_reference", "check_accessibility"}
     available = [n for n in ALL_NAMES if n not in hidden]
     names = [d.name for d in runtime.definitions(ToolFlags(has_input_images=True), available)]
     assert names == [

@@ -59,6 +59,7 @@ VALID: dict[str, list[dict[str, Any]]] = {
     "screenshot_preview": [{}, {"anything": [1, 2]}],
     "compare_with_reference": [{}, {"image_number": 1}, {"image_number": 2.0},
                                {"image_number": None}],
+    "check_accessibility": [{}, {"viewport_width": 390}, {"viewport_width": None}],
     "save_assets": [{"asset_ids": ["tmp_asset_0123456789abcdef01234567"]}],
     "retrieve_option": [{"option_number": 2}, {"option_number": 2.0}],
 }  # fmt: skip

@@ -33,6 +33,7 @@ ALL_TOOLS = frozenset(
         "save_assets",
         "screenshot_preview",
         "compare_with_reference",
+        "check_accessibility",
         "extract_assets",
         "generate_images",
         "edit_image",
@@ -70,6 +71,21 @@ screenshot and lists the text that is missing, reworded, misplaced or miscoloure
 When you build from a screenshot, call it once the page is written, fix the listed \
 differences{fix}, and call it again only to check a substantial fix: it may run a few \
 times per option."""
+
+# Asked of every page, with tools or without (docs/accessibility.md): the check scores
+# the WCAG 2.x A and AA rules, and these are the ones generated pages break most.
+_ACCESSIBLE = """\
+# Accessibility
+Write accessible markup (WCAG 2.2 AA) without changing the design: text contrast of at \
+least 4.5:1 (3:1 for large text), `alt` on every `img` (`alt=""` if decorative), a \
+label for every form field, an accessible name for every icon-only button or link \
+(`aria-label`), `lang` on `<html>`, landmarks (`header`, `nav`, `main`, `footer`) and \
+headings in order."""
+
+_CHECK_ACCESSIBILITY = """\
+`check_accessibility` is available: it runs axe-core on your page and lists each \
+violated rule with the elements that break it. Call it once the page is written and \
+fix what it lists{fix}, keeping the page as close to the screenshot as before."""
 
 _IMAGES_HEADING = "# Images"
 _EXTRACT_BULLET = (
@@ -161,7 +177,7 @@ def build_system_prompt(tools: Collection[str] = ALL_TOOLS, *, text_mode: bool =
     """The system prompt for a model offered `tools`: it names no other tool. In text
     mode (no tools) the model is asked for the page in one fenced block instead."""
     if text_mode:
-        return "\n\n".join([PERSONA, _TEXT_TONE, _TEXT_FILE, _STACKS, _TARGETED_EDITS])
+        return "\n\n".join([PERSONA, _TEXT_TONE, _TEXT_FILE, _ACCESSIBLE, _STACKS, _TARGETED_EDITS])
     offered = frozenset(tools)
     sections = [PERSONA, _TONE, _file_section(offered)]
     if "screenshot_preview" in offered:
@@ -170,6 +186,10 @@ def build_system_prompt(tools: Collection[str] = ALL_TOOLS, *, text_mode: bool =
     if "compare_with_reference" in offered:
         fix = " with `edit_file`" if "edit_file" in offered else ""
         sections.append(_COMPARE.format(fix=fix))
+    sections.append(_ACCESSIBLE)
+    if "check_accessibility" in offered:
+        fix = " with `edit_file`" if "edit_file" in offered else ""
+        sections.append(_CHECK_ACCESSIBILITY.format(fix=fix))
     images = _images_section(offered)
     if images:
         sections.append(images)

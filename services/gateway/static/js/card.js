@@ -9,7 +9,9 @@ import { formatDuration, h, icon } from "./dom.js";
 import { relayedPage } from "./framekeys.js";
 import { PreviewFrame } from "./preview.js";
 import { inlineProject, siteFiles } from "./site.js";
+import { formatAccessibility } from "./accessibility.js";
 import { formatFidelity } from "./fidelity.js";
+import { ScoresPanel } from "./scores.js";
 import { formatUsage } from "./usage.js";
 
 const STATUS_TEXT = { generating: "Generating", complete: "Complete", error: "Error", cancelled: "Cancelled" };
@@ -53,11 +55,17 @@ export class VariantCard {
     );
     this.model = h("span", { class: "badge badge-model", testid: `variant-${i}-model`, title: "Model" });
     this.usage = h("span", { class: "badge badge-usage", testid: `variant-${i}-usage`, hidden: true });
-    this.fidelity = h("span", { class: "badge badge-fidelity", testid: `variant-${i}-fidelity`, hidden: true });
+    // The scores are buttons that open their breakdown in the card (a tooltip alone is
+    // out of reach of keyboard and touch): fidelity per image, accessibility per width.
+    this.scores = new ScoresPanel(i);
+    const toggle = () => this.scores.toggle();
+    this.fidelity = h("button", { type: "button", class: "badge badge-fidelity", testid: `variant-${i}-fidelity`, hidden: true, "aria-expanded": "false", "aria-controls": this.scores.el.id, onclick: toggle });
+    this.accessibility = h("button", { type: "button", class: "badge badge-a11y", testid: `variant-${i}-accessibility`, hidden: true, "aria-expanded": "false", "aria-controls": this.scores.el.id, onclick: toggle });
+    this.scores.buttons = [this.fidelity, this.accessibility];
     this.status = h("span", { class: "status-pill", testid: `variant-${i}-status`, role: "status" });
     this.selectedChip = h("span", { class: "badge badge-selected", text: "Selected", title: "Follow-ups change this option" });
     // Per-option badges (model, tokens and cost, and whatever later describes an option).
-    this.badges = h("span", { class: "variant-badges" }, this.model, this.usage, this.fidelity);
+    this.badges = h("span", { class: "variant-badges" }, this.model, this.usage, this.fidelity, this.accessibility);
     this.position = h("span", { class: "fs-position", testid: `variant-${i}-position` });
     this.closeButton = iconButton("x", "Close full screen", () => onExpand(this), `variant-${i}-close`);
     this.closeButton.title = "Close full screen (Esc)";
@@ -126,6 +134,7 @@ export class VariantCard {
         fullScreenNav,
       ),
       this.message,
+      this.scores.el,
       toolbar,
       this.tabs,
       h("div", { class: "variant-stage" }, this.preview.el, this.codeView),
@@ -282,7 +291,19 @@ export class VariantCard {
       this.fidelity.title = v.best ? `Best match of the options. ${fidelity.title}` : fidelity.title;
       this.fidelity.dataset.available = String(fidelity.available);
       this.fidelity.dataset.best = String(v.best === true);
+      this.fidelity.setAttribute("aria-label", `${this.fidelity.textContent}: closeness to the screenshot, details`);
     }
+    const a11y = formatAccessibility(v.accessibility);
+    this.accessibility.hidden = !a11y;
+    if (a11y) {
+      this.accessibility.textContent = a11y.text;
+      this.accessibility.title = a11y.label;
+      // The name starts with the text on show, so a speech user can say what they see.
+      this.accessibility.setAttribute("aria-label", `${a11y.text}: ${a11y.label}, details`);
+      this.accessibility.dataset.available = String(a11y.available);
+      this.accessibility.dataset.worst = a11y.worst;
+    }
+    this.scores.render(fidelity, v.accessibility);
     this.el.classList.toggle("is-best", v.best === true);
     this.status.dataset.state = v.status;
     const elapsed = formatDuration((v.endedAt ?? now) - v.startedAt);

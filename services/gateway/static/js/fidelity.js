@@ -70,6 +70,7 @@ export function formatFidelity(list) {
   return {
     text: total === null ? "fidelity –" : `fidelity ${pct(total)}`,
     title: `Closeness to the screenshot (1 = the same)\n${lines.join("\n")}`,
+    lines,
     available: total !== null,
   };
 }

@@ -20,8 +20,12 @@ export class Layout {
     const { newPanel, newToggle, newBody, newSummary } = this.els;
     newToggle.setAttribute("aria-expanded", String(!folded));
     newPanel.classList.toggle("is-folded", folded);
+    // Folding hides what had the focus (Ctrl+Enter in the prompt): the focus goes on to
+    // the results rather than dropping to the page's body (a keyboard user's place lost).
+    const hadFocus = folded && newBody.contains(document.activeElement);
     newBody.hidden = folded;
     newSummary.hidden = !folded;
+    if (hadFocus) this.els.workspace.focus({ preventScroll: true });
   }
 
   /** The folded panel's line: what a new generation would start from. */

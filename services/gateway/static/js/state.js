@@ -3,6 +3,7 @@
 // frame into a commit and reports what changed so the views can update just that.
 
 import { formatDuration, plural } from "./dom.js";
+import { addAccessibility } from "./accessibility.js";
 import { addFidelity, bestVariant } from "./fidelity.js";
 import { addUsage } from "./usage.js";
 
@@ -25,6 +26,7 @@ export function newVariant(index, history = []) {
     usage: null, // tokens and cost summed over the variant's model turns (usage.js)
     fidelity: [], // scores against the input images, one per image (fidelity.js)
     best: false, // the best-scoring option of its generation (fidelity.js)
+    accessibility: [], // axe-core's checks, one per page and width (accessibility.js)
     startedAt: performance.now(),
     endedAt: null,
   };
@@ -222,6 +224,10 @@ export function applyFrame(commit, frame, now = performance.now()) {
       change.allHeaders = true;
       break;
     }
+    case "accessibility": // ours: axe-core's check of the option's page at one width
+      variant.accessibility = addAccessibility(variant.accessibility, frame.data);
+      change.header = true;
+      break;
     case "chunk": // legacy upstream frame: appends to the code
       variant.code += String(frame.value ?? "");
       change.code = true;

@@ -1,7 +1,7 @@
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -86,3 +86,45 @@ class Fidelity(_message.Message):
     unavailable_reason: str
     path: str
     def __init__(self, image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., block_match: _Optional[float] = ..., text: _Optional[float] = ..., position: _Optional[float] = ..., color: _Optional[float] = ..., visual: _Optional[float] = ..., unavailable_reason: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
+
+class Accessibility(_message.Message):
+    __slots__ = ("viewport_width", "path", "score", "violations", "rules_passed", "engine", "unavailable_reason")
+    VIEWPORT_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    RULES_PASSED_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_FIELD_NUMBER: _ClassVar[int]
+    UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
+    viewport_width: int
+    path: str
+    score: float
+    violations: _containers.RepeatedCompositeFieldContainer[AccessibilityViolation]
+    rules_passed: int
+    engine: str
+    unavailable_reason: str
+    def __init__(self, viewport_width: _Optional[int] = ..., path: _Optional[str] = ..., score: _Optional[float] = ..., violations: _Optional[_Iterable[_Union[AccessibilityViolation, _Mapping]]] = ..., rules_passed: _Optional[int] = ..., engine: _Optional[str] = ..., unavailable_reason: _Optional[str] = ...) -> None: ...
+
+class AccessibilityViolation(_message.Message):
+    __slots__ = ("rule_id", "impact", "help", "help_url", "node_count", "nodes")
+    RULE_ID_FIELD_NUMBER: _ClassVar[int]
+    IMPACT_FIELD_NUMBER: _ClassVar[int]
+    HELP_FIELD_NUMBER: _ClassVar[int]
+    HELP_URL_FIELD_NUMBER: _ClassVar[int]
+    NODE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    rule_id: str
+    impact: str
+    help: str
+    help_url: str
+    node_count: int
+    nodes: _containers.RepeatedCompositeFieldContainer[AccessibilityNode]
+    def __init__(self, rule_id: _Optional[str] = ..., impact: _Optional[str] = ..., help: _Optional[str] = ..., help_url: _Optional[str] = ..., node_count: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[AccessibilityNode, _Mapping]]] = ...) -> None: ...
+
+class AccessibilityNode(_message.Message):
+    __slots__ = ("selector", "html")
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    HTML_FIELD_NUMBER: _ClassVar[int]
+    selector: str
+    html: str
+    def __init__(self, selector: _Optional[str] = ..., html: _Optional[str] = ...) -> None: ...

@@ -177,7 +177,7 @@ class CaptureUrlResponse(_message.Message):
     def __init__(self, image: _Optional[bytes] = ..., mime_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., final_url: _Optional[str] = ..., truncated: _Optional[bool] = ..., http_status: _Optional[int] = ...) -> None: ...
 
 class ScoreFidelityRequest(_message.Message):
-    __slots__ = ("code", "image", "image_index", "viewport_width", "with_regions", "path", "files", "reference")
+    __slots__ = ("code", "image", "image_index", "viewport_width", "with_regions", "path", "files", "reference", "check_accessibility")
     CODE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -186,6 +186,7 @@ class ScoreFidelityRequest(_message.Message):
     PATH_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    CHECK_ACCESSIBILITY_FIELD_NUMBER: _ClassVar[int]
     code: str
     image: str
     image_index: int
@@ -194,7 +195,8 @@ class ScoreFidelityRequest(_message.Message):
     path: str
     files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
     reference: InputImage
-    def __init__(self, code: _Optional[str] = ..., image: _Optional[str] = ..., image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., with_regions: _Optional[bool] = ..., path: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., reference: _Optional[_Union[InputImage, _Mapping]] = ...) -> None: ...
+    check_accessibility: bool
+    def __init__(self, code: _Optional[str] = ..., image: _Optional[str] = ..., image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., with_regions: _Optional[bool] = ..., path: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., reference: _Optional[_Union[InputImage, _Mapping]] = ..., check_accessibility: _Optional[bool] = ...) -> None: ...
 
 class FidelityRegion(_message.Message):
     __slots__ = ("x", "y", "width", "height", "expected_text", "actual_text", "issue")
@@ -215,11 +217,13 @@ class FidelityRegion(_message.Message):
     def __init__(self, x: _Optional[int] = ..., y: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., expected_text: _Optional[str] = ..., actual_text: _Optional[str] = ..., issue: _Optional[str] = ...) -> None: ...
 
 class ScoreFidelityResponse(_message.Message):
-    __slots__ = ("fidelity", "regions", "comparison_png")
+    __slots__ = ("fidelity", "regions", "comparison_png", "accessibility")
     FIDELITY_FIELD_NUMBER: _ClassVar[int]
     REGIONS_FIELD_NUMBER: _ClassVar[int]
     COMPARISON_PNG_FIELD_NUMBER: _ClassVar[int]
+    ACCESSIBILITY_FIELD_NUMBER: _ClassVar[int]
     fidelity: _common_pb2.Fidelity
     regions: _containers.RepeatedCompositeFieldContainer[FidelityRegion]
     comparison_png: bytes
-    def __init__(self, fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ..., regions: _Optional[_Iterable[_Union[FidelityRegion, _Mapping]]] = ..., comparison_png: _Optional[bytes] = ...) -> None: ...
+    accessibility: _common_pb2.Accessibility
+    def __init__(self, fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ..., regions: _Optional[_Iterable[_Union[FidelityRegion, _Mapping]]] = ..., comparison_png: _Optional[bytes] = ..., accessibility: _Optional[_Union[_common_pb2.Accessibility, _Mapping]] = ...) -> None: ...
