@@ -176,7 +176,8 @@ class VariantEngine:
             self.files[self.file.path] = self.file
 
     def project(self) -> tuple[FileState, ...]:
-        """Every file, the entry page (`index.html`, else the first page) first."""
+        """Every file, the entry page (`dist/index.html`, `index.html`, else the first page)
+        first."""
         entry = entry_file(list(self.files.values()))
         if entry is None:
             return ()
@@ -275,6 +276,11 @@ class VariantEngine:
         if outcome.updated_file is not None:
             self.file = self.files[outcome.updated_file.path] = outcome.updated_file
             self.emit(call.id, CodeSnapshot(self.file.path, clean_text(self.file.content)))
+        if outcome.built_file is not None:
+            # A built project's page (docs/react.md): the entry every client shows; a
+            # failed build sends none, so the last good page stays.
+            built = self.files[outcome.built_file.path] = outcome.built_file
+            self.emit(call.id, CodeSnapshot(built.path, clean_text(built.content)))
         written = outcome.updated_file.path if outcome.updated_file else None
         if streamed is not None and streamed in self.files and streamed != written:
             # The preview streamed into a file the call did not write (it failed, or its
@@ -468,7 +474,8 @@ class _Preview(_CodeStream):
                 # Only a path the tools accept: any other fails the call, and its content
                 # must not show up in a client's view of the project, not even for a moment.
                 # Nor a file past the project's count, which the engine refuses.
-                problem = ProjectPaths(self._engine.files).problem(path)
+                engine = self._engine
+                problem = ProjectPaths(engine.files, engine.context.build).problem(path)
                 fits = problem is None and self._engine.takes_file(path)
                 self.path = path if fits else None
                 summary = {

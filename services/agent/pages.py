@@ -25,6 +25,7 @@ from services.common.project_limits import (
     utf8_size,
 )
 from services.common.project_paths import ProjectPaths, fold
+from services.common.react_project import BUILT_PATH
 
 ENTRY_PATH = project_paths.ENTRY_PATH
 ENTRY_PAGE = "index"
@@ -124,7 +125,11 @@ def _count(n: int, noun: str) -> str:
 
 
 def entry_file(files: Sequence[FileState]) -> FileState | None:
-    """The project's entry page: `index.html`, else its first HTML file, else its first."""
+    """The project's entry page: its build's page when it has one (`dist/index.html`,
+    docs/react.md), else `index.html`, else its first HTML file, else its first."""
+    for file in files:
+        if file.path == BUILT_PATH:
+            return file
     for file in files:
         if file.path == ENTRY_PATH:
             return file

@@ -41,6 +41,7 @@ from services.common import generation_ids
 from services.common.credentials import Credentials
 from services.common.errors import FieldViolation, InvalidRequest
 from services.common.project_paths import path_problem
+from services.common.react_project import build_of
 from services.common.tool_types import ImageTag
 
 # How a refusal of a client's generation id ends.
@@ -239,6 +240,7 @@ def tool_context(
         max_project_files=max_project_files,
         image_tags=image_tags(request),
         owner=request.generation_id,
+        build=build_of(request.stack),
     )
 
 

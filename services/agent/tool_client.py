@@ -23,6 +23,7 @@ from services.agent.tooling import FidelityAnswer, ToolContext, ToolOffer, ToolO
 from services.common.credentials import TOOL_IDS, Credentials, credentials_to_proto
 from services.common.errors import FieldViolation, bad_request_violations
 from services.common.grpc_server import CHANNEL_OPTIONS
+from services.common.react_project import ProjectBuild
 from services.common.security import GrpcSecurity, create_channel
 from services.common.structs import from_struct, to_struct
 from services.common.tool_types import OWNER_METADATA, CapturedImage
@@ -151,6 +152,7 @@ class GrpcToolExecutor:
                     for t in context.image_tags
                 ],
                 max_project_bytes=context.max_project_bytes,
+                build=_BUILDS[context.build],
             ),
             # One file is the project: `file` says it all (and old workers read only that).
             files=(
@@ -170,17 +172,13 @@ class GrpcToolExecutor:
             )
         except grpc.aio.AioRpcError as exc:
             raise self._error(exc) from None
-        updated = (
-            FileState(response.updated_file.path, response.updated_file.content)
-            if response.HasField("updated_file")
-            else None
-        )
         return ToolOutcome(
             ok=response.ok,
             result=from_struct(response.result),
             summary=from_struct(response.summary),
-            updated_file=updated,
+            updated_file=_file(response, "updated_file"),
             media=tuple(_media(part) for part in response.media),
+            built_file=_file(response, "built_file"),
         )
 
     async def capture_url(self, capture: UrlCapture, *, timeout_s: float | None) -> CapturedImage:
@@ -251,6 +249,19 @@ class GrpcToolExecutor:
         return ToolServiceError(
             f"Tool service at {self._target} failed: {exc.code().name}: {exc.details()}"
         )
+
+
+def _file(response: pb.ExecuteToolResponse, name: str) -> FileState | None:
+    if not response.HasField(name):
+        return None
+    file: common_pb2.FileState = getattr(response, name)
+    return FileState(file.path, file.content)
+
+
+_BUILDS: dict[ProjectBuild, pb.ProjectBuild] = {
+    "none": pb.PROJECT_BUILD_UNSPECIFIED,
+    "react_vite": pb.PROJECT_BUILD_REACT_VITE,
+}
 
 
 def _metadata(owner: str) -> Metadata:

@@ -10,6 +10,7 @@ from services.agent.domain import FileState
 from services.agent.events import Fidelity
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.common.credentials import Credentials
+from services.common.react_project import ProjectBuild
 from services.common.tool_types import ImageTag
 
 
@@ -38,6 +39,7 @@ class ToolContext:
     # What each input image shows (compare_with_reference picks the page's own).
     image_tags: tuple[ImageTag, ...] = ()
     owner: str = ""  # the generation: the workers share their browser fairly by it
+    build: ProjectBuild = "none"  # react_vite: the writing tools build the project
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class ToolOutcome:
     summary: dict[str, Any]
     updated_file: FileState | None = None
     media: tuple[MediaPart, ...] = ()
+    built_file: FileState | None = None  # a built project's page (dist/index.html)
 
 
 @dataclass(frozen=True, slots=True)

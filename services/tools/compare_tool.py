@@ -29,7 +29,7 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
         if file is None:
             return failure("No file exists yet. Call create_file first.", "No file to compare")
         images, tags = context.input_images, context.image_tags
-        page = shown_page(file, context.files)
+        page = shown_page(file, context.files, context.build)
         number = arguments.get("image_number")
         if number is None:
             own = (i for i, tag in enumerate(tags) if (tag.path or ENTRY_PATH) == page.path)

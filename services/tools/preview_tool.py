@@ -12,6 +12,7 @@ from urllib.parse import quote, unquote, urljoin, urlsplit
 
 from services.common.markup import RawText, Tag, attribute_values, attributes, scan_markup
 from services.common.project_paths import ENTRY_PATH, is_html
+from services.common.react_project import BUILT_PATH, ProjectBuild
 from services.common.tool_types import FileState, MediaPart
 from services.tools.screenshot import Screenshotter
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
@@ -26,9 +27,11 @@ _ORIGIN = "project.invalid"
 _CLOSING = {name: re.compile(f"</(?={name})", re.IGNORECASE) for name in ("script", "style")}
 
 
-async def page_to_render(file: FileState, files: tuple[FileState, ...]) -> tuple[FileState, str]:
+async def page_to_render(
+    file: FileState, files: tuple[FileState, ...], build: ProjectBuild = "none"
+) -> tuple[FileState, str]:
     """The page a capture shows and its HTML to render (`shown_page`, `project_html`)."""
-    page = shown_page(file, files)
+    page = shown_page(file, files, build)
     return page, await project_html(page, files)
 
 
@@ -38,8 +41,14 @@ async def project_html(page: FileState, files: tuple[FileState, ...]) -> str:
     return await asyncio.to_thread(inline_project, page, files)
 
 
-def shown_page(file: FileState, files: tuple[FileState, ...]) -> FileState:
-    """The current file, or the entry page when the current file is a stylesheet or script."""
+def shown_page(
+    file: FileState, files: tuple[FileState, ...], build: ProjectBuild = "none"
+) -> FileState:
+    """The current file, or the entry page when the current file is a stylesheet or script;
+    on a built project, its last good build's page whatever the current file."""
+    built = next((f for f in files if f.path == BUILT_PATH), None) if build != "none" else None
+    if built is not None:
+        return built
     if is_html(file.path):
         return file
     html_files = [f for f in files if is_html(f.path)]
@@ -104,7 +113,13 @@ def screenshot_preview_handler(shooter: Screenshotter) -> ToolHandler:
     ) -> ToolOutcome:
         if file is None:
             return failure("No file exists yet. Call create_file first.", "No file to screenshot")
-        page, html = await page_to_render(file, context.files)
+        if context.build != "none" and all(f.path != BUILT_PATH for f in context.files):
+            return failure(
+                "The project has not built yet: fix the errors the last create_file or "
+                "edit_file reported, then take the screenshot.",
+                "Nothing built yet",
+            )
+        page, html = await page_to_render(file, context.files, context.build)
         widths = context.viewport_widths
         viewports = tuple(width_viewport(w) for w in widths) if widths else VIEWPORTS
         try:

@@ -16,6 +16,7 @@ from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid
 from services.common.project_paths import ENTRY_PATH
 from services.common.proto_enums import enum_names
+from services.common.react_project import ProjectBuild
 from services.common.structs import from_struct, to_struct
 from services.common.tool_types import OWNER_METADATA, FileState, ImageTag, MediaPart, ToolCall
 from services.common.tracing import incoming_context, tracer
@@ -106,6 +107,10 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                     path=outcome.updated_file.path, content=outcome.updated_file.content
                 )
             )
+        if outcome.built_file is not None:
+            built = outcome.built_file
+            page = common_pb2.FileState(path=built.path, content=built.content)
+            response.built_file.CopyFrom(page)
         return response
 
     async def CaptureUrl(
@@ -180,10 +185,12 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                 max_project_bytes=ctx.max_project_bytes,
                 image_tags=tuple(ImageTag(t.path, t.viewport_width) for t in ctx.image_tags),
                 owner=owner,
+                build=_BUILDS[ctx.build],
             ),
         )
 
 
+_BUILDS: dict[int, ProjectBuild] = enum_names(pb.ProjectBuild, get_args(ProjectBuild), "none")
 _DEVICES: dict[int, Device] = enum_names(pb.CaptureDevice, get_args(Device), "desktop")
 _FORMATS: dict[int, Format] = enum_names(pb.CaptureFormat, get_args(Format), "auto")
 # The codes the proto documents for each failure (INVALID gets its BadRequest above).

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.common.credentials import Credentials
+from services.common.react_project import ProjectBuild
 from services.common.tool_types import FileState as FileState
 from services.common.tool_types import ImageTag as ImageTag
 from services.common.tool_types import MediaPart as MediaPart
@@ -38,6 +39,7 @@ class ToolContext:
     # What each input image shows, aligned with input_images (may be shorter).
     image_tags: tuple[ImageTag, ...] = ()
     owner: str = ""  # whom the call is for (a generation): its share of the browser
+    build: ProjectBuild = "none"  # react_vite: the file tools build the project (react.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class ToolOutcome:
     summary: dict[str, Any]  # for the browser (toolResult.output)
     updated_file: FileState | None = None
     media: tuple[MediaPart, ...] = ()
+    built_file: FileState | None = None  # a built project's page after the call
 
 
 def failure(result_error: str, summary_error: str, **extra: Any) -> ToolOutcome:

@@ -23,6 +23,7 @@ from services.tools.file_tools import file_tool_handlers
 from services.tools.image_tools import image_tool_handlers
 from services.tools.metrics import ToolsMetrics
 from services.tools.preview_tool import screenshot_preview_handler
+from services.tools.react_build import ReactBuilder
 from services.tools.runtime import ToolRuntime
 from services.tools.save_assets import asset_tool_handlers, stage_uploads
 from services.tools.screenshot import ScreenshotSettings, Screenshotter
@@ -43,7 +44,10 @@ class ToolWorker:
         # The process's one image budget: everything here that decodes goes through it.
         self.images = ImageDecoder(settings.images)
         handlers: dict[str, ToolHandler] = {
-            **file_tool_handlers(max_file_bytes=settings.max_file_bytes),
+            **file_tool_handlers(
+                max_file_bytes=settings.max_file_bytes,
+                builder=ReactBuilder(settings.react_build),
+            ),
             **image_tool_handlers(self.store),
             **asset_tool_handlers(self.store),
             "extract_assets": extract_assets_handler(self.store, self.images),

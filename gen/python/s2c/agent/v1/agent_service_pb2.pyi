@@ -34,6 +34,7 @@ class Stack(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STACK_BOOTSTRAP: _ClassVar[Stack]
     STACK_VUE_TAILWIND: _ClassVar[Stack]
     STACK_IONIC_TAILWIND: _ClassVar[Stack]
+    STACK_REACT_VITE: _ClassVar[Stack]
 
 class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -75,6 +76,7 @@ STACK_REACT_TAILWIND: Stack
 STACK_BOOTSTRAP: Stack
 STACK_VUE_TAILWIND: Stack
 STACK_IONIC_TAILWIND: Stack
+STACK_REACT_VITE: Stack
 ROLE_UNSPECIFIED: Role
 ROLE_USER: Role
 ROLE_ASSISTANT: Role

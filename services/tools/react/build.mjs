@@ -1,0 +1,151 @@
+// Builds one react_vite project to a single self-contained HTML page (docs/react.md).
+//
+// Input (stdin, JSON): {"files": {"<path>": "<content>"}, "allowed": ["react", ...]}.
+// Output (stdout, JSON): {"ok": true, "html": "..."} or {"ok": false, "errors": [{file,
+// line, column, text}]}.
+// Usage: node build.mjs <vendor/node_modules>. Nothing of the project is written to disk
+// and no project file is ever executed (Tailwind's config is ours, not the model's).
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const vendorDir = path.resolve(process.argv[2] ?? "");
+const require = createRequire(path.join(vendorDir, "_"));
+const esbuild = require("esbuild");
+const postcss = require("postcss");
+const tailwindcss = require("tailwindcss");
+
+const EXTENSIONS = [".tsx", ".ts", ".jsx", ".js", ".css", ".json"];
+const LOADERS = { ".tsx": "tsx", ".ts": "ts", ".jsx": "jsx", ".js": "jsx", ".css": "css", ".json": "json" };
+const SOURCE = /\.(tsx|ts|jsx|js|html)$/;
+const MAX_ERRORS = 5;
+
+const read = async () => {
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+};
+
+// `./x`, `../x`, `/src/x` and `@/x` (shadcn's alias for src/) name project files.
+const projectPath = (spec, importer) => {
+  if (spec.startsWith("@/")) return path.posix.join("src", spec.slice(2));
+  if (spec.startsWith("/")) return spec.slice(1);
+  return path.posix.join(path.posix.dirname(importer), spec);
+};
+
+const findFile = (files, base) => {
+  if (base in files) return base;
+  for (const ext of EXTENSIONS) if (base + ext in files) return base + ext;
+  for (const ext of EXTENSIONS) if (`${base}/index${ext}` in files) return `${base}/index${ext}`;
+  return null;
+};
+
+const packageOf = (spec) => {
+  const parts = spec.split("/");
+  return spec.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+};
+
+const tailwindCss = async (css, from, files) => {
+  const content = Object.entries(files)
+    .filter(([p]) => SOURCE.test(p))
+    .map(([p, raw]) => ({ raw, extension: path.extname(p).slice(1) }));
+  const config = { content, theme: { extend: {} }, plugins: [] };
+  const result = await postcss([tailwindcss(config)]).process(css, { from });
+  return result.css;
+};
+
+const projectPlugin = (files, allowed, vendorDir) => ({
+  name: "project",
+  setup(build) {
+    build.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind === "entry-point") return { path: args.path, namespace: "project" };
+      if (args.namespace !== "project") return undefined; // inside a vendored package
+      const spec = args.path;
+      if (spec.startsWith(".") || spec.startsWith("/") || spec.startsWith("@/")) {
+        const found = findFile(files, projectPath(spec, args.importer));
+        if (found === null) {
+          return { errors: [{ text: `cannot find "${spec}" in the project (from ${args.importer})` }] };
+        }
+        return { path: found, namespace: "project" };
+      }
+      if (!allowed.includes(packageOf(spec))) {
+        return {
+          errors: [{ text: `"${spec}" is not available: imports are limited to ${allowed.join(", ")} and project files` }],
+        };
+      }
+      return build.resolve(spec, { kind: args.kind, resolveDir: vendorDir });
+    });
+    build.onLoad({ filter: /.*/, namespace: "project" }, async (args) => {
+      const ext = path.extname(args.path);
+      const loader = LOADERS[ext];
+      if (loader === undefined) return { errors: [{ text: `cannot import ${args.path}: not a module` }] };
+      let contents = files[args.path];
+      if (loader === "css") contents = await tailwindCss(contents, args.path, files);
+      return { contents, loader };
+    });
+  },
+});
+
+const entryOf = (html) => {
+  const match = html.match(/<script[^>]*type=["']module["'][^>]*src=["']\/?([^"']+)["'][^>]*>\s*<\/script>/i);
+  return match ? { tag: match[0], path: match[1] } : null;
+};
+
+const location = (message) => ({
+  file: (message.location?.file ?? "").replace(/^project:/, ""),
+  line: message.location?.line ?? 0,
+  column: message.location?.column ?? 0,
+  text: message.text,
+});
+
+const main = async () => {
+  const { files, allowed } = await read();
+  const html = files["index.html"];
+  if (html === undefined) return { ok: false, errors: [{ file: "index.html", line: 0, column: 0, text: "index.html is missing" }] };
+  const entry = entryOf(html);
+  if (entry === null || findFile(files, entry.path) === null) {
+    const text = entry === null
+      ? 'index.html has no <script type="module" src="/src/main.tsx"></script>'
+      : `index.html loads ${entry.path}, which the project does not have`;
+    return { ok: false, errors: [{ file: "index.html", line: 0, column: 0, text }] };
+  }
+  let result;
+  try {
+    result = await esbuild.build({
+      entryPoints: [findFile(files, entry.path)],
+      bundle: true,
+      write: false,
+      outdir: "out",
+      format: "esm",
+      target: "es2020",
+      jsx: "automatic",
+      minify: true,
+      logLevel: "silent",
+      define: { "process.env.NODE_ENV": '"production"' },
+      plugins: [projectPlugin(files, allowed, vendorDir)],
+    });
+  } catch (failure) {
+    if (!failure.errors) throw failure;
+    return { ok: false, errors: failure.errors.slice(0, MAX_ERRORS).map(location) };
+  }
+  let js = "";
+  let css = "";
+  for (const file of result.outputFiles) {
+    if (file.path.endsWith(".js")) js += file.text;
+    else if (file.path.endsWith(".css")) css += file.text;
+  }
+  // esbuild escapes `</script` in its output; a stylesheet cannot hold `</style` unescaped.
+  css = css.replace(/<\/style/gi, "<\\/style");
+  let page = html.replace(entry.tag, "");
+  const style = `<style>${css}</style>`;
+  page = /<\/head>/i.test(page) ? page.replace(/<\/head>/i, () => `${style}</head>`) : style + page;
+  const script = `<script type="module">${js}</script>`;
+  page = /<\/body>/i.test(page) ? page.replace(/<\/body>(?![\s\S]*<\/body>)/i, () => `${script}</body>`) : page + script;
+  return { ok: true, html: page };
+};
+
+main().then(
+  (out) => process.stdout.write(JSON.stringify(out)),
+  (error) => {
+    process.stdout.write(JSON.stringify({ ok: false, errors: [{ file: "", line: 0, column: 0, text: String(error?.message ?? error) }] }));
+  },
+);

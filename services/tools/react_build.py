@@ -1,0 +1,124 @@
+"""Builds a react_vite project into one self-contained page, offline (docs/react.md).
+
+Each build is one `node build.mjs` process: esbuild bundles the TypeScript with React and
+the importable packages from the vendored `node_modules`, the Tailwind compiler (v3, the
+npm package) compiles the project's CSS against its sources, and the script inlines both
+into the project's `index.html`. A process per build keeps every build bounded and
+killable: it runs in a session of its own, its V8 heap is capped, and a timeout or a
+cancellation kills the whole group (node and esbuild's own binary beside it). Nothing of
+the project touches the disk and no project file is executed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.common.react_project import IMPORTABLE
+from services.common.vendor import DEFAULT_VENDOR_DIR
+
+SCRIPT = Path(__file__).resolve().parent / "react" / "build.mjs"
+MAX_ERRORS = 5
+# What a build may print: a page is a few hundred KB; past this something is wrong.
+_MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BuildError:
+    """One error of a build, where it is: `file` relative to the project, 1-based line,
+    0-based column (esbuild's); line 0 when it is about the project as a whole."""
+
+    file: str
+    line: int
+    column: int
+    text: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
+        return f"{where}: {self.text}" if where else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    html: str | None  # the page; None when the build failed
+    errors: tuple[BuildError, ...] = ()
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class BuildSettings:
+    node: str = "node"
+    node_modules: Path = DEFAULT_VENDOR_DIR / "node_modules"
+    timeout_s: float = 20.0  # S2C_REACT_BUILD_TIMEOUT_S
+    max_heap_mb: int = 512  # S2C_REACT_BUILD_HEAP_MB: node's old space
+
+
+class ReactBuilder:
+    """Runs builds with one frozen set of settings; safe to share between calls."""
+
+    def __init__(self, settings: BuildSettings) -> None:
+        self.settings = settings
+
+    async def build(self, files: Mapping[str, str]) -> BuildResult:
+        """Builds `files` (path → content). Raises nothing for a broken project (its
+        errors are the result); cancellation kills the build and propagates."""
+        started = time.monotonic()
+        s = self.settings
+        payload = json.dumps({"files": dict(files), "allowed": list(IMPORTABLE)}).encode()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                s.node,
+                f"--max-old-space-size={s.max_heap_mb}",
+                str(SCRIPT),
+                str(s.node_modules),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=str(s.node_modules),
+                limit=_MAX_OUTPUT_BYTES,
+            )
+        except OSError as exc:
+            return _failed(f"cannot run {s.node} to build the project: {exc}", started)
+        try:
+            async with asyncio.timeout(s.timeout_s):
+                out, _ = await process.communicate(payload)
+        except TimeoutError:
+            return _failed(f"the build took longer than {s.timeout_s:g} s and was stopped", started)
+        finally:
+            _kill_group(process)
+        return _parse(out, process.returncode, started)
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    # esbuild's service binary is node's child: the group takes both.
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _parse(out: bytes, returncode: int | None, started: float) -> BuildResult:
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        # No answer: node ran out of heap or was killed.
+        return _failed(f"the build process failed (exit status {returncode})", started)
+    seconds = time.monotonic() - started
+    if answer.get("ok"):
+        return BuildResult(str(answer["html"]), (), seconds)
+    errors = tuple(
+        BuildError(str(e["file"]), int(e["line"]), int(e["column"]), str(e["text"]))
+        for e in answer.get("errors", [])[:MAX_ERRORS]
+    )
+    return BuildResult(None, errors or (BuildError("", 0, 0, "the build failed"),), seconds)
+
+
+def _failed(text: str, started: float) -> BuildResult:
+    return BuildResult(None, (BuildError("", 0, 0, text),), time.monotonic() - started)
