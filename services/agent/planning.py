@@ -109,7 +109,10 @@ class Planner:
             len(request.prompt.images), request.prompt.image_meta, self._settings.max_pages
         )
         violations += project_violations(
-            request.files, self._settings.max_project_bytes, self._settings.max_project_files
+            request.files,
+            self._settings.max_project_bytes,
+            self._settings.max_project_files,
+            build=build_of(request.stack),
         )
         if request.file_state is not None and (problem := path_problem(request.file_state.path)):
             violations.append(FieldViolation("file_state.path", f"not a project path: {problem}"))

@@ -17,6 +17,7 @@ from services.agent.events import Fidelity
 from services.agent.pages import ENTRY_PATH
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import FidelityClient
+from services.common.react_project import BUILT_PATH
 from services.common.tool_types import ImageTag
 
 # A request's first images are scored; more would multiply renders for little news.
@@ -42,6 +43,9 @@ async def score_variant(
     async def one(index: int, image: str) -> Fidelity:
         tag = tags[index] if index < len(tags) else ImageTag()
         path = tag.path or entry.path
+        if entry.path == BUILT_PATH and path == ENTRY_PATH:
+            # A built project's index.html is a source: the page it stands for is the build.
+            path = BUILT_PATH
         page = next((f for f in project if f.path == path), None)
         if page is None:
             reason = f"the variant wrote no {path}"

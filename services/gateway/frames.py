@@ -7,10 +7,10 @@ close. A client that asked for append-only code (`codeStream: "append"`, our UI)
 `appendCode` frames with only the text it has not seen, and a whole `setCode` only when
 the file it holds is replaced. A project of several files (a site of several pages) is
 its entry page as that code (a built project's `dist/index.html`, else `index.html`, else
-the first page written: all the upstream UI knows) plus our own `setFile` frames, each the whole content of one other file by
-path, sent as that file is written (not streamed). The thinking/assistant deltas of one
-message in one batch go out as one frame: the agent's event-log tick already paces them,
-so no window of our own is added.
+the first page written: all the upstream UI knows) plus our own `setFile` frames, each the
+whole content of one other file by path, sent as that file is written (not streamed). The
+thinking/assistant deltas of one message in one batch go out as one frame: the agent's
+event-log tick already paces them, so no window of our own is added.
 """
 
 from __future__ import annotations

@@ -6,11 +6,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import re
 from typing import Any
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
-from services.common.markup import RawText, Tag, attribute_values, attributes, scan_markup
+from services.common.markup import (
+    RawText,
+    Tag,
+    attribute_values,
+    attributes,
+    escaped_body,
+    scan_markup,
+)
 from services.common.project_paths import ENTRY_PATH, is_html
 from services.common.react_project import BUILT_PATH, ProjectBuild
 from services.common.tool_types import FileState, MediaPart
@@ -23,8 +29,6 @@ log = logging.getLogger(__name__)
 RESULT_CONTENT = "Full-page desktop and mobile screenshots of the current preview are attached."
 # Where a page's relative links are resolved, to see which name a project file.
 _ORIGIN = "project.invalid"
-# A closing tag inside an inlined body would end its element early.
-_CLOSING = {name: re.compile(f"</(?={name})", re.IGNORECASE) for name in ("script", "style")}
 
 
 async def page_to_render(
@@ -87,7 +91,7 @@ def inline_project(page: FileState, files: tuple[FileState, ...]) -> str:
             css = local(values.get("href"))
             if css is None or "stylesheet" not in values.get("rel", "").lower().split():
                 continue
-            pieces += [code[done : token.start], f"<style>{_escaped(css, 'style')}</style>"]
+            pieces += [code[done : token.start], f"<style>{escaped_body(css, 'style')}</style>"]
             done = token.end
         elif isinstance(token, RawText) and token.name == "script":
             found = attributes(code, token)
@@ -96,13 +100,9 @@ def inline_project(page: FileState, files: tuple[FileState, ...]) -> str:
                 continue
             kept = " ".join(a.group(0) for a in found if a.group("name").lower() != "src")
             opening = f"<script {kept}>" if kept else "<script>"
-            pieces += [code[done : token.start], opening, _escaped(js, "script"), "</script>"]
+            pieces += [code[done : token.start], opening, escaped_body(js, "script"), "</script>"]
             done = code.index(">", token.end) + 1  # past the closing tag
     return "".join([*pieces, code[done:]]) if pieces else code
-
-
-def _escaped(body: str, element: str) -> str:
-    return _CLOSING[element].sub("<\\/", body)
 
 
 def screenshot_preview_handler(shooter: Screenshotter) -> ToolHandler:

@@ -1,9 +1,11 @@
 """Builds a react_vite project into one self-contained page, offline (docs/react.md).
 
 Each build is one `node build.mjs` process: esbuild bundles the TypeScript with React and
-the importable packages from the vendored `node_modules`, the Tailwind compiler (v3, the
-npm package) compiles the project's CSS against its sources, and the script inlines both
-into the project's `index.html`. A process per build keeps every build bounded and
+the importable packages from the vendored `node_modules`, and the Tailwind compiler (v3,
+the npm package) compiles the project's CSS against its sources; this module then inlines
+both into the project's `index.html` in place of its `<script type="module" src>`. A
+project whose entry is not there yet (the model writes it file by file) is answered here,
+with no process. A process per build keeps every build bounded and
 killable: it runs in a session of its own, its V8 heap is capped, and a timeout or a
 cancellation kills the whole group (node and esbuild's own binary beside it). Nothing of
 the project touches the disk and no project file is executed.
@@ -21,6 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.common.markup import (
+    RawText,
+    attribute_values,
+    attributes,
+    escaped_body,
+    scan_markup,
+)
 from services.common.react_project import IMPORTABLE
 from services.common.vendor import DEFAULT_VENDOR_DIR
 
@@ -70,8 +79,23 @@ class ReactBuilder:
         """Builds `files` (path → content). Raises nothing for a broken project (its
         errors are the result); cancellation kills the build and propagates."""
         started = time.monotonic()
+        shell = files.get("index.html")
+        entry = entry_of(shell) if shell is not None else None
+        if shell is None or entry is None or entry.path not in files:
+            return _failed(_no_entry(shell, entry), started, "index.html")
+        bundle = await self._bundle(files, entry.path, started)
+        if isinstance(bundle, BuildResult):
+            return bundle
+        js, css = bundle
+        page = _inline(shell[: entry.start] + shell[entry.end :], js, css)
+        return BuildResult(page, (), time.monotonic() - started)
+
+    async def _bundle(
+        self, files: Mapping[str, str], entry: str, started: float
+    ) -> tuple[str, str] | BuildResult:
         s = self.settings
-        payload = json.dumps({"files": dict(files), "allowed": list(IMPORTABLE)}).encode()
+        request = {"files": dict(files), "allowed": list(IMPORTABLE), "entry": entry}
+        payload = json.dumps(request).encode()
         try:
             process = await asyncio.create_subprocess_exec(
                 s.node,
@@ -104,21 +128,65 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
             os.killpg(process.pid, signal.SIGKILL)
 
 
-def _parse(out: bytes, returncode: int | None, started: float) -> BuildResult:
+def _parse(out: bytes, returncode: int | None, started: float) -> tuple[str, str] | BuildResult:
     try:
         answer = json.loads(out)
     except ValueError:
         # No answer: node ran out of heap or was killed.
         return _failed(f"the build process failed (exit status {returncode})", started)
-    seconds = time.monotonic() - started
     if answer.get("ok"):
-        return BuildResult(str(answer["html"]), (), seconds)
+        return str(answer["js"]), str(answer["css"])
     errors = tuple(
         BuildError(str(e["file"]), int(e["line"]), int(e["column"]), str(e["text"]))
         for e in answer.get("errors", [])[:MAX_ERRORS]
     )
+    seconds = time.monotonic() - started
     return BuildResult(None, errors or (BuildError("", 0, 0, "the build failed"),), seconds)
 
 
-def _failed(text: str, started: float) -> BuildResult:
-    return BuildResult(None, (BuildError("", 0, 0, text),), time.monotonic() - started)
+def _failed(text: str, started: float, file: str = "") -> BuildResult:
+    return BuildResult(None, (BuildError(file, 0, 0, text),), time.monotonic() - started)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """index.html's `<script type="module" src>` element (its span) and what it loads."""
+
+    start: int
+    end: int
+    path: str  # relative to the project: `/src/main.tsx` and `./src/main.tsx` are src/main.tsx
+
+
+def entry_of(html: str) -> Entry | None:
+    """The first module script with a `src` of `html`, as Vite takes its entry."""
+    for token in scan_markup(html):
+        if not isinstance(token, RawText) or token.name.lower() != "script":
+            continue
+        values = attribute_values(attributes(html, token))
+        src = values.get("src", "").strip()
+        if values.get("type", "").strip().lower() == "module" and src:
+            close = html.find(">", token.end)
+            end = len(html) if close < 0 else close + 1
+            return Entry(token.start, end, src.removeprefix(".").lstrip("/"))
+    return None
+
+
+def _no_entry(shell: str | None, entry: Entry | None) -> str:
+    if shell is None:
+        return "the project has no index.html yet"
+    if entry is None:
+        return 'index.html has no <script type="module" src="/src/main.tsx"></script>'
+    return f"index.html loads {entry.path}, which the project does not have yet"
+
+
+def _inline(shell: str, js: str, css: str) -> str:
+    """`shell` with the stylesheet at the end of its head and the script at the end of its
+    body (where Vite's built page has them), each escaped so it cannot close its element."""
+    style = f"<style>{escaped_body(css, 'style')}</style>"
+    script = f'<script type="module">{escaped_body(js, "script")}</script>'
+    lower = shell.lower()
+    head = lower.find("</head>")
+    shell = shell[:head] + style + shell[head:] if head >= 0 else style + shell
+    lower = shell.lower()
+    body = lower.rfind("</body>")
+    return shell[:body] + script + shell[body:] if body >= 0 else shell + script

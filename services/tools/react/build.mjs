@@ -1,8 +1,9 @@
-// Builds one react_vite project to a single self-contained HTML page (docs/react.md).
+// Bundles one react_vite project: its script and its stylesheet (docs/react.md).
 //
-// Input (stdin, JSON): {"files": {"<path>": "<content>"}, "allowed": ["react", ...]}.
-// Output (stdout, JSON): {"ok": true, "html": "..."} or {"ok": false, "errors": [{file,
-// line, column, text}]}.
+// Input (stdin, JSON): {"files": {"<path>": "<content>"}, "allowed": ["react", ...],
+// "entry": "src/main.tsx"}. Output (stdout, JSON): {"ok": true, "js": "...", "css": "..."}
+// or {"ok": false, "errors": [{file, line, column, text}]}. The page around them is
+// react_build.py's.
 // Usage: node build.mjs <vendor/node_modules>. Nothing of the project is written to disk
 // and no project file is ever executed (Tailwind's config is ours, not the model's).
 import { createRequire } from "node:module";
@@ -85,11 +86,6 @@ const projectPlugin = (files, allowed, vendorDir) => ({
   },
 });
 
-const entryOf = (html) => {
-  const match = html.match(/<script[^>]*type=["']module["'][^>]*src=["']\/?([^"']+)["'][^>]*>\s*<\/script>/i);
-  return match ? { tag: match[0], path: match[1] } : null;
-};
-
 const location = (message) => ({
   file: (message.location?.file ?? "").replace(/^project:/, ""),
   line: message.location?.line ?? 0,
@@ -98,20 +94,11 @@ const location = (message) => ({
 });
 
 const main = async () => {
-  const { files, allowed } = await read();
-  const html = files["index.html"];
-  if (html === undefined) return { ok: false, errors: [{ file: "index.html", line: 0, column: 0, text: "index.html is missing" }] };
-  const entry = entryOf(html);
-  if (entry === null || findFile(files, entry.path) === null) {
-    const text = entry === null
-      ? 'index.html has no <script type="module" src="/src/main.tsx"></script>'
-      : `index.html loads ${entry.path}, which the project does not have`;
-    return { ok: false, errors: [{ file: "index.html", line: 0, column: 0, text }] };
-  }
+  const { files, allowed, entry } = await read();
   let result;
   try {
     result = await esbuild.build({
-      entryPoints: [findFile(files, entry.path)],
+      entryPoints: [entry],
       bundle: true,
       write: false,
       outdir: "out",
@@ -133,14 +120,7 @@ const main = async () => {
     if (file.path.endsWith(".js")) js += file.text;
     else if (file.path.endsWith(".css")) css += file.text;
   }
-  // esbuild escapes `</script` in its output; a stylesheet cannot hold `</style` unescaped.
-  css = css.replace(/<\/style/gi, "<\\/style");
-  let page = html.replace(entry.tag, "");
-  const style = `<style>${css}</style>`;
-  page = /<\/head>/i.test(page) ? page.replace(/<\/head>/i, () => `${style}</head>`) : style + page;
-  const script = `<script type="module">${js}</script>`;
-  page = /<\/body>/i.test(page) ? page.replace(/<\/body>(?![\s\S]*<\/body>)/i, () => `${script}</body>`) : page + script;
-  return { ok: true, html: page };
+  return { ok: true, js, css };
 };
 
 main().then(

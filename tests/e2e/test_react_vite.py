@@ -1,0 +1,226 @@
+"""A react_vite generation end to end: a scripted model, real esbuild, Tailwind, Chromium.
+
+The model writes the three-component app of tests/react/app.py over several turns, with
+an unknown import and a syntax error on the way. The preview must show the built page at
+least three times while the files come, the model must get each build error with its
+file and line, and the final page must render styled with no network and score >= 0.9
+against a screenshot of itself. An upstream-protocol client (the WS gateway, four
+options) must get the built page as each option's code.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from PIL import Image
+from s2c.agent.v1 import agent_service_pb2 as pb
+
+from services.agent.settings import AgentSettings
+from services.common.react_project import BUILT_PATH
+from services.tools.react_build import BuildSettings, ReactBuilder
+from services.tools.screenshot import Screenshotter
+from services.tools.settings import ToolsSettings
+from tests.browser.pages import CHROMIUM
+from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
+from tests.react.app import (
+    FOOTER_TSX,
+    HEADER_TSX,
+    INDEX_CSS,
+    INDEX_HTML,
+    MAIN_TSX,
+    PRICING_TSX,
+    app_tsx,
+    project,
+)
+from tests.suite import Suite, create_params, generation_events, run_ws, running_suite
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+METRICS = ("block_match", "text", "position", "color", "visual")
+UNKNOWN_IMPORT = (
+    FOOTER_TSX.replace(
+        "export const Footer", 'import { motion } from "framer-motion";\n\nexport const Footer'
+    )
+    .replace("<footer", "<motion.footer")
+    .replace("</footer>", "</motion.footer>")
+)
+UNCLOSED = FOOTER_TSX.replace("</footer>", "")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI() as server:
+        yield server
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def suite(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> AsyncIterator[Suite]:
+    agent = AgentSettings(
+        demo_pace_s=0.0,
+        provider_max_retries=0,
+        pinned_models=("local:tiny",),
+        local_models=("tiny",),
+        local_base_url=fake.base_url,
+        preview_replay_s=0.0,
+    )
+    tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
+    async with running_suite(tmp_path_factory.mktemp("react"), agent=agent, tools=tools) as s:
+        yield s
+
+
+def shooter(suite: Suite) -> Screenshotter:
+    screenshotter = suite.tools.worker.screenshotter
+    assert screenshotter is not None
+    return screenshotter
+
+
+async def render(suite: Suite, html: str) -> Image.Image:
+    png, _ = await shooter(suite).render_for_score(html, 1000, 700, "() => 0", timeout_s=30)
+    return Image.open(io.BytesIO(png)).convert("RGB")
+
+
+def create(call_id: str, path: str, content: str) -> FunctionCall:
+    return FunctionCall(call_id, "create_file", json.dumps({"path": path, "content": content}))
+
+
+def tool_answer(fake: FakeOpenAI, call_id: str) -> dict[str, Any]:
+    """The create_file result the model got back for `call_id`."""
+    for request in fake.requests:
+        for message in request.json["messages"]:
+            if message.get("tool_call_id") == call_id:
+                answer: dict[str, Any] = json.loads(message["content"])
+                return answer
+    raise AssertionError(f"no answer to {call_id}")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def screenshot(suite: Suite) -> tuple[str, str]:
+    """The final app's page built directly, and its render as a PNG data URL."""
+    final = await ReactBuilder(BuildSettings()).build(project())
+    assert final.html is not None
+    buffer = io.BytesIO()
+    (await render(suite, final.html)).save(buffer, format="PNG")
+    return final.html, "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def generated(
+    suite: Suite, fake: FakeOpenAI, screenshot: tuple[str, str]
+) -> list[pb.GenerationEvent]:
+    """One option written over five turns, asked to match the screenshot."""
+    fake.add_chat(
+        chat_turn(
+            [
+                create("c1", "index.html", INDEX_HTML),
+                create("c2", "src/index.css", INDEX_CSS),
+                create("c3", "src/components/Header.tsx", HEADER_TSX),
+                create("c4", "src/App.tsx", app_tsx()),
+                create("c5", "src/main.tsx", MAIN_TSX),
+            ]
+        ),
+        chat_turn(
+            [
+                create("c6", "src/components/Pricing.tsx", PRICING_TSX),
+                create("c7", "src/App.tsx", app_tsx("Pricing")),
+            ]
+        ),
+        chat_turn(
+            [
+                create("c8", "src/App.tsx", app_tsx("Pricing", "Footer")),
+                create("c9", "src/components/Footer.tsx", UNKNOWN_IMPORT),
+            ]
+        ),
+        chat_turn([create("c10", "src/components/Footer.tsx", UNCLOSED)]),
+        chat_turn([create("c11", "src/components/Footer.tsx", FOOTER_TSX)]),
+        chat_turn([Text(["Built the pricing page."])]),
+    )
+    request = pb.GenerateCodeRequest(
+        generation_type=pb.GENERATION_TYPE_CREATE,
+        input_mode=pb.INPUT_MODE_IMAGE,
+        stack=pb.STACK_REACT_VITE,
+        variant_count=1,
+    )
+    request.prompt.images.append(screenshot[1])
+    return await generation_events(suite.agent.port, request)
+
+
+def pages(events: list[pb.GenerationEvent]) -> list[str]:
+    """Each built page the option showed, in order."""
+    return [
+        e.code_snapshot.content
+        for e in events
+        if e.HasField("code_snapshot") and e.code_snapshot.path == BUILT_PATH
+    ]
+
+
+async def test_the_preview_follows_the_build_as_the_files_come(
+    generated: list[pb.GenerationEvent], screenshot: tuple[str, str]
+) -> None:
+    assert generated[-1].HasField("generation_complete")
+    shown = list(dict.fromkeys(pages(generated)))
+    # Header alone, with the pricing cards, then with the footer: three pages at least.
+    assert len(shown) >= 3, len(shown)
+    # As sent, the page has no trailing newline (the agent's clean_text).
+    assert shown[-1] == screenshot[0].rstrip()
+    assert not re.search(r"<script[^>]*\bsrc=|<link[^>]*stylesheet", shown[-1])
+    # Until the fix the preview kept the last good page: none had the footer.
+    assert all("Made with care" not in page for page in shown[:-1])
+    # The option's code is the built page; the sources are its other files.
+    snapshots = [e.code_snapshot for e in generated if e.HasField("code_snapshot")]
+    assert {s.path: s.content for s in snapshots}["src/components/Footer.tsx"] == FOOTER_TSX
+    assert snapshots[-1].path == BUILT_PATH
+
+
+async def test_build_errors_reach_the_model_with_file_and_line(
+    generated: list[pb.GenerationEvent], fake: FakeOpenAI
+) -> None:
+    missing = tool_answer(fake, "c8")["build"]
+    assert missing["errors"][0].startswith("src/App.tsx:3:"), missing
+    assert 'cannot find "@/components/Footer"' in missing["errors"][0]
+    unknown = tool_answer(fake, "c9")["build"]
+    assert unknown["ok"] is False
+    assert unknown["errors"][0].startswith("src/components/Footer.tsx:1:"), unknown
+    assert '"framer-motion" is not available' in unknown["errors"][0]
+    unclosed = tool_answer(fake, "c10")["build"]
+    assert unclosed["ok"] is False
+    assert any(e.startswith("src/components/Footer.tsx:") for e in unclosed["errors"])
+    assert tool_answer(fake, "c11")["build"]["ok"] is True
+
+
+async def test_the_final_page_renders_styled_and_scores_against_itself(
+    suite: Suite, generated: list[pb.GenerationEvent]
+) -> None:
+    page = await render(suite, pages(generated)[-1])
+    assert page.getpixel((500, 10)) == (15, 23, 42)  # bg-slate-900: the header
+    [fidelity] = [e.fidelity for e in generated if e.HasField("fidelity")]
+    assert fidelity.unavailable_reason == ""
+    for metric in METRICS:
+        assert getattr(fidelity, metric) >= 0.9, (metric, fidelity)
+
+
+async def test_an_upstream_client_gets_the_built_page_as_its_code(
+    suite: Suite, fake: FakeOpenAI, screenshot: tuple[str, str]
+) -> None:
+    # Every option (the gateway asks for four) writes the app in one turn.
+    files = project()
+    order = [p for p in files if p not in ("index.html", "src/main.tsx")]
+    calls = [create(f"w{i}", path, files[path]) for i, path in enumerate(order)]
+    calls += [create("w8", "index.html", INDEX_HTML), create("w9", "src/main.tsx", MAIN_TSX)]
+    fake.script_chat(chat_turn(calls), chat_turn([Text(["Done."])]))
+    params = create_params(generatedCodeConfig="react_vite", inputMode="text")
+    params["prompt"] = {"text": "A pricing page", "images": [], "videos": []}
+    result = await run_ws(suite.ws_url, params)
+    assert result.close_code == 1000, result.frames[-3:]
+    variants = {f["variantIndex"] for f in result.of("setCode")}
+    assert len(variants) == 4
+    for v in variants:
+        assert result.last_code(v) == screenshot[0].rstrip()
+        sources = {f["path"]: f["value"] for f in result.of("setFile", v)}
+        assert sources["src/App.tsx"] == files["src/App.tsx"]
