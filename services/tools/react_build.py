@@ -1,14 +1,19 @@
 """Builds a react_vite project into one self-contained page, offline (docs/react.md).
 
-Each build is one `node build.mjs` process: esbuild bundles the TypeScript with React and
-the importable packages from the vendored `node_modules`, and the Tailwind compiler (v3,
-the npm package) compiles the project's CSS against its sources; this module then inlines
-both into the project's `index.html` in place of its `<script type="module" src>`. A
-project whose entry is not there yet (the model writes it file by file) is answered here,
-with no process. A process per build keeps every build bounded and
-killable: it runs in a session of its own, its V8 heap is capped, and a timeout or a
-cancellation kills the whole group (node and esbuild's own binary beside it). Nothing of
-the project touches the disk and no project file is executed.
+A build process (`node build.mjs`) has esbuild bundle the TypeScript with React and the
+importable packages from the vendored `node_modules`, and the Tailwind compiler (v3, the
+npm package) compile the project's CSS against its sources; this module then inlines both
+into the project's `index.html` in place of its `<script type="module" src>`. A project
+whose entry is not there yet (the model writes it file by file) is answered here, with no
+process.
+
+Build processes are kept between builds (starting node and loading Tailwind costs more
+than a build), at most `processes` of them, each serving one build at a time and
+replaced after `builds_per_process` builds (Tailwind keeps a context per config it has
+seen). Every build stays bounded and killable: each process runs in a session of its own
+with its V8 heap capped, and a build past its time or cancelled kills its process's
+whole group (node and esbuild's own binary beside it); the next build starts a fresh
+one. Nothing of the project touches the disk and no project file is executed.
 """
 
 from __future__ import annotations
@@ -63,10 +68,34 @@ class BuildResult:
 
 @dataclass(frozen=True, slots=True)
 class BuildSettings:
-    node: str = "node"
+    node: str = "node"  # S2C_NODE
     node_modules: Path = DEFAULT_VENDOR_DIR / "node_modules"
     timeout_s: float = 20.0  # S2C_REACT_BUILD_TIMEOUT_S
-    max_heap_mb: int = 512  # S2C_REACT_BUILD_HEAP_MB: node's old space
+    max_heap_mb: int = 512  # S2C_REACT_BUILD_HEAP_MB: each process's old space
+    processes: int = 2  # S2C_REACT_BUILD_PROCESSES: builds at once
+    builds_per_process: int = 100
+
+
+class _Process:
+    """One build process; `ask` sends a request line and reads the answer line."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.builds = 0
+
+    async def ask(self, payload: bytes) -> bytes:
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None
+        assert stdout is not None
+        stdin.write(payload + b"\n")
+        await stdin.drain()
+        return await stdout.readline()
+
+    def kill(self) -> None:
+        # esbuild's service binary is node's child: the group takes both.
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
 
 class ReactBuilder:
@@ -74,6 +103,8 @@ class ReactBuilder:
 
     def __init__(self, settings: BuildSettings) -> None:
         self.settings = settings
+        self._slots = asyncio.Semaphore(settings.processes)
+        self._idle: list[_Process] = []
 
     async def build(self, files: Mapping[str, str]) -> BuildResult:
         """Builds `files` (path → content). Raises nothing for a broken project (its
@@ -83,57 +114,68 @@ class ReactBuilder:
         entry = entry_of(shell) if shell is not None else None
         if shell is None or entry is None or entry.path not in files:
             return _failed(_no_entry(shell, entry), started, "index.html")
-        bundle = await self._bundle(files, entry.path, started)
+        request = {"files": dict(files), "allowed": list(IMPORTABLE), "entry": entry.path}
+        bundle = await self._bundle(json.dumps(request).encode(), started)
         if isinstance(bundle, BuildResult):
             return bundle
         js, css = bundle
         page = _inline(shell[: entry.start] + shell[entry.end :], js, css)
         return BuildResult(page, (), time.monotonic() - started)
 
-    async def _bundle(
-        self, files: Mapping[str, str], entry: str, started: float
-    ) -> tuple[str, str] | BuildResult:
+    async def close(self) -> None:
+        """Ends the idle build processes (a running build ends with its caller)."""
+        idle, self._idle = self._idle, []
+        for process in idle:
+            process.kill()
+            await process.process.wait()
+
+    async def _bundle(self, payload: bytes, started: float) -> tuple[str, str] | BuildResult:
         s = self.settings
-        request = {"files": dict(files), "allowed": list(IMPORTABLE), "entry": entry}
-        payload = json.dumps(request).encode()
-        try:
-            process = await asyncio.create_subprocess_exec(
-                s.node,
-                f"--max-old-space-size={s.max_heap_mb}",
-                str(SCRIPT),
-                str(s.node_modules),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=str(s.node_modules),
-                limit=_MAX_OUTPUT_BYTES,
-            )
-        except OSError as exc:
-            return _failed(f"cannot run {s.node} to build the project: {exc}", started)
-        try:
-            async with asyncio.timeout(s.timeout_s):
-                out, _ = await process.communicate(payload)
-        except TimeoutError:
-            return _failed(f"the build took longer than {s.timeout_s:g} s and was stopped", started)
-        finally:
-            _kill_group(process)
-        return _parse(out, process.returncode, started)
+        async with self._slots:
+            try:
+                process = self._idle.pop() if self._idle else await self._start()
+            except OSError as exc:
+                return _failed(f"cannot run {s.node} to build the project: {exc}", started)
+            try:
+                async with asyncio.timeout(s.timeout_s):
+                    out = await process.ask(payload)
+            except TimeoutError:
+                process.kill()
+                text = f"the build took longer than {s.timeout_s:g} s and was stopped"
+                return _failed(text, started)
+            except BaseException:
+                process.kill()  # mid-request: its state is unknown
+                raise
+            process.builds += 1
+            if out and process.builds < s.builds_per_process:
+                self._idle.append(process)
+            else:
+                process.kill()
+            return _parse(out, started)
+
+    async def _start(self) -> _Process:
+        s = self.settings
+        process = await asyncio.create_subprocess_exec(
+            s.node,
+            f"--max-old-space-size={s.max_heap_mb}",
+            str(SCRIPT),
+            str(s.node_modules),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=str(s.node_modules),
+            limit=_MAX_OUTPUT_BYTES,
+        )
+        return _Process(process)
 
 
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    # esbuild's service binary is node's child: the group takes both.
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-
-
-def _parse(out: bytes, returncode: int | None, started: float) -> tuple[str, str] | BuildResult:
+def _parse(out: bytes, started: float) -> tuple[str, str] | BuildResult:
     try:
         answer = json.loads(out)
     except ValueError:
         # No answer: node ran out of heap or was killed.
-        return _failed(f"the build process failed (exit status {returncode})", started)
+        return _failed("the build process ended without an answer (out of memory?)", started)
     if answer.get("ok"):
         return str(answer["js"]), str(answer["css"])
     errors = tuple(

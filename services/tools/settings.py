@@ -88,7 +88,7 @@ class ToolsSettings:
     preview_max_captures: int = 4
     fidelity_max_renders: int = 2
     # How a react_vite project is built (docs/react.md): S2C_NODE, S2C_REACT_BUILD_TIMEOUT_S,
-    # S2C_REACT_BUILD_HEAP_MB; the packages come from `vendor_dir`.
+    # S2C_REACT_BUILD_HEAP_MB, S2C_REACT_BUILD_PROCESSES; the packages from vendor_dir.
     react_build: BuildSettings = field(default_factory=BuildSettings)
 
     @property
@@ -137,6 +137,7 @@ def _build_settings(env: Mapping[str, str]) -> BuildSettings:
         node_modules=vendor_dir_from_env(env) / "node_modules",
         timeout_s=settings_env.positive(env, "S2C_REACT_BUILD_TIMEOUT_S", default.timeout_s),
         max_heap_mb=int(settings_env.positive(env, "S2C_REACT_BUILD_HEAP_MB", default.max_heap_mb)),
+        processes=int(settings_env.positive(env, "S2C_REACT_BUILD_PROCESSES", default.processes)),
     )
 
 

@@ -43,11 +43,9 @@ class ToolWorker:
         self.store = AssetStore(settings.data_dir)
         # The process's one image budget: everything here that decodes goes through it.
         self.images = ImageDecoder(settings.images)
+        self.builder = ReactBuilder(settings.react_build)
         handlers: dict[str, ToolHandler] = {
-            **file_tool_handlers(
-                max_file_bytes=settings.max_file_bytes,
-                builder=ReactBuilder(settings.react_build),
-            ),
+            **file_tool_handlers(max_file_bytes=settings.max_file_bytes, builder=self.builder),
             **image_tool_handlers(self.store),
             **asset_tool_handlers(self.store),
             "extract_assets": extract_assets_handler(self.store, self.images),
@@ -91,6 +89,7 @@ class ToolWorker:
         )
 
     async def close(self) -> None:
+        await self.builder.close()
         if self.screenshotter is not None:
             await self.screenshotter.close()
 

@@ -24,7 +24,6 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.agent.settings import AgentSettings
 from services.common.react_project import BUILT_PATH
-from services.tools.react_build import BuildSettings, ReactBuilder
 from services.tools.screenshot import Screenshotter
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM
@@ -103,7 +102,7 @@ def tool_answer(fake: FakeOpenAI, call_id: str) -> dict[str, Any]:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def screenshot(suite: Suite) -> tuple[str, str]:
     """The final app's page built directly, and its render as a PNG data URL."""
-    final = await ReactBuilder(BuildSettings()).build(project())
+    final = await suite.tools.worker.builder.build(project())
     assert final.html is not None
     buffer = io.BytesIO()
     (await render(suite, final.html)).save(buffer, format="PNG")

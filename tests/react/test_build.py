@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from services.tools.file_tools import create_file, edit_file
 from services.tools.project_build import with_build
@@ -18,11 +20,17 @@ from tests.react.app import project
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-BUILDER = ReactBuilder(BuildSettings())
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def builder() -> AsyncIterator[ReactBuilder]:
+    """One builder for the module: its build processes are reused from build to build."""
+    shared = ReactBuilder(BuildSettings())
+    yield shared
+    await shared.close()
 
 
-async def test_the_project_builds_to_one_self_contained_page() -> None:
-    built = await BUILDER.build(project())
+async def test_the_project_builds_to_one_self_contained_page(builder: ReactBuilder) -> None:
+    built = await builder.build(project())
     assert built.errors == ()
     html = built.html
     assert html is not None
@@ -39,13 +47,15 @@ async def test_the_project_builds_to_one_self_contained_page() -> None:
     assert "lucide-react" in html
 
 
-async def test_an_unknown_import_is_an_error_naming_it_with_file_and_line() -> None:
+async def test_an_unknown_import_is_an_error_naming_it_with_file_and_line(
+    builder: ReactBuilder,
+) -> None:
     files = project()
     files["src/components/Footer.tsx"] = (
         'import { motion } from "framer-motion";\n\n'
         "export const Footer = () => <motion.footer>Hi</motion.footer>;\n"
     )
-    built = await BUILDER.build(files)
+    built = await builder.build(files)
     assert built.html is None
     [error] = built.errors
     assert (error.file, error.line) == ("src/components/Footer.tsx", 1)
@@ -53,13 +63,15 @@ async def test_an_unknown_import_is_an_error_naming_it_with_file_and_line() -> N
     assert str(error).startswith("src/components/Footer.tsx:1:")
 
 
-async def test_a_syntax_error_and_a_missing_file_come_back_where_they_are() -> None:
+async def test_a_syntax_error_and_a_missing_file_come_back_where_they_are(
+    builder: ReactBuilder,
+) -> None:
     files = project()
     pricing = files["src/components/Pricing.tsx"]
     closing = pricing.splitlines().index("    </section>") + 1
     files["src/components/Pricing.tsx"] = pricing.replace("</section>", "</div>")
     del files["src/components/Footer.tsx"]
-    built = await BUILDER.build(files)
+    built = await builder.build(files)
     assert built.html is None
     where = {(e.file, e.line) for e in built.errors}
     assert ("src/components/Pricing.tsx", closing) in where, built.errors
@@ -83,7 +95,8 @@ async def test_a_cancelled_build_is_killed(monkeypatch: pytest.MonkeyPatch) -> N
         return process
 
     monkeypatch.setattr(asyncio, "create_subprocess_exec", spawned)
-    task = asyncio.create_task(BUILDER.build(project()))
+    fresh = ReactBuilder(BuildSettings())  # no idle process: the build starts one
+    task = asyncio.create_task(fresh.build(project()))
     process = await started
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -92,9 +105,9 @@ async def test_a_cancelled_build_is_killed(monkeypatch: pytest.MonkeyPatch) -> N
     assert await process.wait() == -signal.SIGKILL
 
 
-async def test_the_file_tools_report_the_build_and_return_its_page() -> None:
-    create = with_build(create_file, BUILDER)
-    edit = with_build(edit_file, BUILDER)
+async def test_the_file_tools_report_the_build_and_return_its_page(builder: ReactBuilder) -> None:
+    create = with_build(create_file, builder)
+    edit = with_build(edit_file, builder)
     files = project()
     app = files.pop("src/App.tsx")
     ctx = ToolContext(files=tuple(FileState(p, c) for p, c in files.items()), build="react_vite")

@@ -1,13 +1,14 @@
 // Bundles one react_vite project: its script and its stylesheet (docs/react.md).
 //
-// Input (stdin, JSON): {"files": {"<path>": "<content>"}, "allowed": ["react", ...],
-// "entry": "src/main.tsx"}. Output (stdout, JSON): {"ok": true, "js": "...", "css": "..."}
-// or {"ok": false, "errors": [{file, line, column, text}]}. The page around them is
-// react_build.py's.
-// Usage: node build.mjs <vendor/node_modules>. Nothing of the project is written to disk
+// A build process serves one request at a time, one JSON line each way, for as long as
+// react_build.py keeps it. Request: {"files": {"<path>": "<content>"}, "allowed":
+// ["react", ...], "entry": "src/main.tsx"}. Answer: {"ok": true, "js": "...", "css":
+// "..."} or {"ok": false, "errors": [{file, line, column, text}]}. The page around them
+// is react_build.py's. Usage: node build.mjs <vendor/node_modules>. Nothing of the project is written to disk
 // and no project file is ever executed (Tailwind's config is ours, not the model's).
 import { createRequire } from "node:module";
 import path from "node:path";
+import readline from "node:readline";
 
 const vendorDir = path.resolve(process.argv[2] ?? "");
 const require = createRequire(path.join(vendorDir, "_"));
@@ -19,12 +20,6 @@ const EXTENSIONS = [".tsx", ".ts", ".jsx", ".js", ".css", ".json"];
 const LOADERS = { ".tsx": "tsx", ".ts": "ts", ".jsx": "jsx", ".js": "jsx", ".css": "css", ".json": "json" };
 const SOURCE = /\.(tsx|ts|jsx|js|html)$/;
 const MAX_ERRORS = 5;
-
-const read = async () => {
-  const chunks = [];
-  for await (const chunk of process.stdin) chunks.push(chunk);
-  return JSON.parse(Buffer.concat(chunks).toString("utf8"));
-};
 
 // `./x`, `../x`, `/src/x` and `@/x` (shadcn's alias for src/) name project files.
 const projectPath = (spec, importer) => {
@@ -93,8 +88,7 @@ const location = (message) => ({
   text: message.text,
 });
 
-const main = async () => {
-  const { files, allowed, entry } = await read();
+const build = async ({ files, allowed, entry }) => {
   let result;
   try {
     result = await esbuild.build({
@@ -123,9 +117,17 @@ const main = async () => {
   return { ok: true, js, css };
 };
 
-main().then(
-  (out) => process.stdout.write(JSON.stringify(out)),
-  (error) => {
-    process.stdout.write(JSON.stringify({ ok: false, errors: [{ file: "", line: 0, column: 0, text: String(error?.message ?? error) }] }));
-  },
-);
+const failed = (error) => ({
+  ok: false,
+  errors: [{ file: "", line: 0, column: 0, text: String(error?.message ?? error) }],
+});
+
+for await (const line of readline.createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  let answer;
+  try {
+    answer = await build(JSON.parse(line));
+  } catch (error) {
+    answer = failed(error);
+  }
+  process.stdout.write(`${JSON.stringify(answer)}\n`);
+}
