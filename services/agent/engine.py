@@ -29,6 +29,7 @@ from services.agent.events import (
     Usage,
 )
 from services.agent.fence import FenceScanner, Piece
+from services.agent.live_build import LiveBuild
 from services.agent.pages import entry_file, page_room
 from services.agent.providers.base import (
     WHOLE_ARGUMENTS_CHARS,
@@ -170,6 +171,7 @@ class VariantEngine:
     # works on.
     files: dict[str, FileState] = field(default_factory=dict)
     flooded_turns: int = 0  # turns that asked for more calls than max_tool_calls_per_turn
+    live: LiveBuild | None = None  # a built project's previews while its files stream
 
     def __post_init__(self) -> None:
         if self.file is not None and self.file.path not in self.files:
@@ -377,6 +379,8 @@ class _TurnStream:
         """The turn's stream ended: what a text-mode scanner still held goes out."""
         if self.page is not None:
             await self._pieces(self.page.scanner.end())
+        if self._engine.live is not None:
+            await self._engine.live.settle()
 
     async def _pieces(self, pieces: list[Piece]) -> None:
         assert self.page is not None
@@ -489,4 +493,6 @@ class _Preview(_CodeStream):
             # The first text, at offset 0 too, restarts the file just the same.
             if fragment.text and self.path is not None:
                 await self._forward(fragment.offset, clean_text(fragment.text), self.path)
+                if self._engine.live is not None:
+                    self._engine.live.delta(self.path, fragment.offset, fragment.text)
         return self.started

@@ -29,6 +29,7 @@ from services.agent.events import (
     VariantError,
 )
 from services.agent.generation import Generation
+from services.agent.live_build import for_variant
 from services.agent.metrics import AgentMetrics
 from services.agent.models import ModelSpec
 from services.agent.planning import GenerationPlan, image_tags, input_images
@@ -146,7 +147,7 @@ class Runner:
             wanted = SessionRequest(spec, index, messages, tools, plan.request, plan.credentials)
             session = self._sessions(wanted)
             budget.track(session)
-            return VariantEngine(
+            engine = VariantEngine(
                 index=index,
                 session=session,
                 tools=self._tools,
@@ -164,6 +165,11 @@ class Runner:
                 priced=state.priced,
                 text_mode=text_mode,
             )
+            if not text_mode:
+                context = plan.tools
+                build, owner = context.build, context.owner
+                engine.live = for_variant(self._tools, build, engine.files, emit, owner)
+            return engine
 
         try:
             engine = engine_for(text_mode)

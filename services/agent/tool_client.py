@@ -8,6 +8,7 @@ idempotent by tool-call id.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -244,6 +245,22 @@ class GrpcToolExecutor:
         return FidelityAnswer(
             fidelity_from_proto(response.fidelity), regions, response.comparison_png
         )
+
+    async def build_project(
+        self, files: Mapping[str, str], build: ProjectBuild, *, timeout_s: float, owner: str = ""
+    ) -> str | None:
+        """The page a worker builds of `files`, or None when they do not build."""
+        request = pb.BuildProjectRequest(
+            build=_BUILDS[build],
+            files=[common_pb2.FileState(path=p, content=c) for p, c in files.items()],
+        )
+        try:
+            response = await self._stub.BuildProject(
+                request, timeout=timeout_s, wait_for_ready=True, metadata=_metadata(owner)
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise self._error(exc) from None
+        return response.page if response.ok else None
 
     def _error(self, exc: grpc.aio.AioRpcError) -> ToolServiceError:
         return ToolServiceError(

@@ -16,7 +16,7 @@ from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid
 from services.common.project_paths import ENTRY_PATH
 from services.common.proto_enums import enum_names
-from services.common.react_project import ProjectBuild
+from services.common.react_project import BUILT_PATH, ProjectBuild
 from services.common.structs import from_struct, to_struct
 from services.common.tool_types import OWNER_METADATA, FileState, ImageTag, MediaPart, ToolCall
 from services.common.tracing import incoming_context, tracer
@@ -162,6 +162,22 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                 field, _, message = str(exc).partition(": ")
                 await abort_invalid(context, InvalidRequest([FieldViolation(field, message)]))
         return fidelity_response(replace(outcome, path=request.path))
+
+    async def BuildProject(
+        self, request: pb.BuildProjectRequest, context: Context
+    ) -> pb.BuildProjectResponse:
+        build = _BUILDS[request.build]
+        files = {f.path: f.content for f in request.files}
+        violations = self._worker.build_violations(build, files)
+        if violations:
+            await abort_invalid(context, InvalidRequest(violations))
+        files.pop(BUILT_PATH, None)  # the last build's page is not a source
+        built = await self._worker.builder.build(files)
+        return pb.BuildProjectResponse(
+            ok=built.html is not None,
+            page=built.html or "",
+            errors=[str(e) for e in built.errors],
+        )
 
     async def _execute(
         self,

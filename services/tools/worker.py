@@ -5,9 +5,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Mapping
 
 from services.common.credentials import Credentials
+from services.common.errors import FieldViolation
 from services.common.images import ImageDecoder
+from services.common.project_limits import utf8_size
+from services.common.project_paths import ProjectPaths
+from services.common.react_project import BUILT_PATH, ProjectBuild
 from services.common.tool_types import CapturedImage, FileState, ToolCall
 from services.common.vendor import load_or_none
 from services.tools.asset_store import AssetStore
@@ -87,6 +92,26 @@ class ToolWorker:
             timeouts_s=settings.tool_timeouts_s,
             default_timeout_s=settings.default_tool_timeout_s,
         )
+
+    def build_violations(
+        self, build: ProjectBuild, files: Mapping[str, str]
+    ) -> list[FieldViolation]:
+        """What keeps a BuildProject request from being built (empty: nothing)."""
+        if build == "none":
+            return [FieldViolation("build", "required: the kind of project to build")]
+        if not files:
+            return [FieldViolation("files", "required: the project's files")]
+        paths = ProjectPaths((), build)
+        out = []
+        for i, (path, content) in enumerate(files.items()):
+            problem = paths.problem(path) if path != BUILT_PATH else None
+            if problem is not None:
+                out.append(FieldViolation(f"files[{i}].path", f"not a project path: {problem}"))
+            elif utf8_size(content) > self.settings.max_file_bytes:
+                limit = self.settings.max_file_bytes
+                out.append(FieldViolation(f"files[{i}].content", f"more than {limit} bytes"))
+            paths.add(path)
+        return out
 
     async def close(self) -> None:
         await self.builder.close()

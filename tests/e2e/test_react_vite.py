@@ -17,17 +17,19 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
 import pytest
 import pytest_asyncio
 from PIL import Image
 from s2c.agent.v1 import agent_service_pb2 as pb
+from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from services.common.react_project import BUILT_PATH
 from services.tools.screenshot import Screenshotter
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM
-from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
+from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Pause, Text, chat_turn
 from tests.react.app import (
     FOOTER_TSX,
     HEADER_TSX,
@@ -223,3 +225,33 @@ async def test_an_upstream_client_gets_the_built_page_as_its_code(
         assert result.last_code(v) == screenshot[0].rstrip()
         sources = {f["path"]: f["value"] for f in result.of("setFile", v)}
         assert sources["src/App.tsx"] == files["src/App.tsx"]
+
+
+async def test_the_preview_rebuilds_while_the_files_stream(
+    suite: Suite, fake: FakeOpenAI, screenshot: tuple[str, str]
+) -> None:
+    # The turn holds after its last file: no tool has run, yet the page must show.
+    files = project()
+    order = [p for p in files if p != "src/main.tsx"] + ["src/main.tsx"]
+    calls = [create(f"s{i}", path, files[path]) for i, path in enumerate(order)]
+    fake.add_chat(chat_turn([*calls, Pause()]), chat_turn([Text(["Done."])]))
+    request = pb.GenerateCodeRequest(
+        generation_type=pb.GENERATION_TYPE_CREATE,
+        input_mode=pb.INPUT_MODE_TEXT,
+        stack=pb.STACK_REACT_VITE,
+        variant_count=1,
+    )
+    request.prompt.text = "A pricing page"
+    live: list[str] = []
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{suite.agent.port}") as channel:
+        stub = pb_grpc.AgentServiceStub(channel)
+        async for message in stub.GenerateCode(request):
+            for event in message.events:
+                if event.HasField("tool_result"):
+                    assert live, "a tool ran before the live page showed"
+                snapshot = event.code_snapshot
+                if event.HasField("code_snapshot") and snapshot.path == BUILT_PATH and not live:
+                    live.append(snapshot.content)
+                    fake.release()
+    # The same page as the tools' build (theirs has index.html's trailing newline trimmed).
+    assert [page.rstrip() for page in live] == [screenshot[0].rstrip()]

@@ -220,3 +220,21 @@ class ScoreFidelityResponse(_message.Message):
     regions: _containers.RepeatedCompositeFieldContainer[FidelityRegion]
     comparison_png: bytes
     def __init__(self, fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ..., regions: _Optional[_Iterable[_Union[FidelityRegion, _Mapping]]] = ..., comparison_png: _Optional[bytes] = ...) -> None: ...
+
+class BuildProjectRequest(_message.Message):
+    __slots__ = ("build", "files")
+    BUILD_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    build: ProjectBuild
+    files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
+    def __init__(self, build: _Optional[_Union[ProjectBuild, str]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ...) -> None: ...
+
+class BuildProjectResponse(_message.Message):
+    __slots__ = ("ok", "page", "errors")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    page: str
+    errors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ok: _Optional[bool] = ..., page: _Optional[str] = ..., errors: _Optional[_Iterable[str]] = ...) -> None: ...
