@@ -10,22 +10,30 @@ options) must get the built page as each option's code.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
+import os
 import re
+import zipfile
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 import grpc
 import pytest
 import pytest_asyncio
-from PIL import Image
+from PIL import Image, ImageChops
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
 from services.common.react_project import BUILT_PATH
+from services.common.tool_types import FileState
+from services.common.vendor import DEFAULT_VENDOR_DIR
+from services.tools.preview_tool import inline_project
 from services.tools.screenshot import Screenshotter
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM
@@ -255,3 +263,48 @@ async def test_the_preview_rebuilds_while_the_files_stream(
                     fake.release()
     # The same page as the tools' build (theirs has index.html's trailing newline trimmed).
     assert [page.rstrip() for page in live] == [screenshot[0].rstrip()]
+
+
+async def test_the_export_builds_offline_with_vite_to_the_same_page(
+    suite: Suite, generated: list[pb.GenerationEvent], tmp_path: Path
+) -> None:
+    snapshots = (e.code_snapshot for e in generated if e.HasField("code_snapshot"))
+    files = {s.path: s.content for s in snapshots}
+    async with aiohttp.ClientSession() as session:
+        body = {"files": files, "stack": "react_vite"}
+        async with session.post(f"{suite.http_url}/api/export", json=body) as response:
+            assert response.status == 200, await response.text()
+            archive = await response.read()
+    with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+        zipped.extractall(tmp_path)
+    package = json.loads((tmp_path / "package.json").read_text())
+    pins = json.loads((DEFAULT_VENDOR_DIR / "package.json").read_text())["dependencies"]
+    assert package["dependencies"]["react"] == pins["react"]
+    assert package["devDependencies"]["vite"] == pins["vite"]
+    assert (tmp_path / "dist/index.html").read_text() == files[BUILT_PATH]
+    assert (tmp_path / "src/components/Footer.tsx").read_text() == FOOTER_TSX
+    # Offline: the vendored packages stand in for `npm install`.
+    (tmp_path / "node_modules").symlink_to(DEFAULT_VENDOR_DIR / "node_modules")
+    vite = await asyncio.create_subprocess_exec(
+        "node",
+        "node_modules/vite/bin/vite.js",
+        "build",
+        cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    output, _ = await vite.communicate()
+    assert vite.returncode == 0, output.decode()[-2000:]
+    built = tmp_path / "dist"
+    page = FileState("dist/index.html", (built / "index.html").read_text())
+    assets = tuple(
+        FileState(f"dist/{p.relative_to(built).as_posix()}", p.read_text())
+        for p in built.rglob("*")
+        if p.suffix in (".js", ".css")
+    )
+    vite_page = inline_project(page, assets)
+    ours, theirs = await render(suite, files[BUILT_PATH]), await render(suite, vite_page)
+    assert ours.size == theirs.size
+    differ = ImageChops.difference(ours, theirs).convert("L").point(lambda v: 255 if v else 0)
+    assert differ.histogram()[255] <= ours.width * ours.height // 1000, "renders differ"
