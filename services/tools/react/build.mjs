@@ -6,6 +6,7 @@
 // "..."} or {"ok": false, "errors": [{file, line, column, text}]}. The page around them
 // is react_build.py's. Usage: node build.mjs <vendor/node_modules>. Nothing of the project is written to disk
 // and no project file is ever executed (Tailwind's config is ours, not the model's).
+import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import readline from "node:readline";
@@ -49,10 +50,54 @@ const tailwindCss = async (css, from, files) => {
   return result.css;
 };
 
-const projectPlugin = (files, allowed, vendorDir) => ({
+// lucide-react's entry re-exports ~1,500 icon modules: parsing them all cost ~0.6 s of a
+// build. A project's named imports of it are answered by a module re-exporting only those
+// names from the entry's own files (any other form of import gets the whole entry).
+const LUCIDE_DIR = path.join(vendorDir, "lucide-react", "dist", "esm");
+const LUCIDE_EXPORTS = new Map(); // exported name -> [module, its name there]
+for (const match of fs
+  .readFileSync(path.join(LUCIDE_DIR, "lucide-react.mjs"), "utf8")
+  .matchAll(/export \{([^}]*)\} from '\.\/([^']+)'/g)) {
+  for (const part of match[1].split(",")) {
+    const [inner, outer] = part.trim().split(/\s+as\s+/);
+    LUCIDE_EXPORTS.set(outer ?? inner, [match[2], inner]);
+  }
+}
+const LUCIDE_NAMED = /import\s*\{([^}]*)\}\s*from\s*["']lucide-react["']/g;
+const LUCIDE_ANY = /from\s*["']lucide-react["']|import\s*\(\s*["']lucide-react["']/g;
+
+const lucideModule = (files) => {
+  const names = new Set();
+  let named = 0;
+  let any = 0;
+  for (const source of Object.values(files)) {
+    any += (source.match(LUCIDE_ANY) ?? []).length;
+    for (const match of source.matchAll(LUCIDE_NAMED)) {
+      named += 1;
+      for (const part of match[1].split(",")) {
+        const name = part.trim().replace(/^type\s+/, "").split(/\s+as\s+/)[0];
+        if (name) names.add(name);
+      }
+    }
+  }
+  if (any !== named) return null;
+  const lines = [];
+  for (const name of names) {
+    const found = LUCIDE_EXPORTS.get(name);
+    // Not there: a type (elided) or a wrong name, which esbuild reports at the import.
+    if (found !== undefined) lines.push(`export { ${found[1]} as ${name} } from "./${found[0]}";`);
+  }
+  return lines.join("\n");
+};
+
+// The project being built: esbuild's contexts outlive one build, their plugin reads this.
+let current = { files: {}, allowed: [] };
+
+const projectPlugin = () => ({
   name: "project",
   setup(build) {
     build.onResolve({ filter: /.*/ }, (args) => {
+      const { files, allowed } = current;
       if (args.kind === "entry-point") return { path: args.path, namespace: "project" };
       if (args.namespace !== "project") return undefined; // inside a vendored package
       const spec = args.path;
@@ -68,9 +113,18 @@ const projectPlugin = (files, allowed, vendorDir) => ({
           errors: [{ text: `"${spec}" is not available: imports are limited to ${allowed.join(", ")} and project files` }],
         };
       }
+      if (spec === "lucide-react" && lucideModule(files) !== null) {
+        return { path: "lucide-react", namespace: "lucide" };
+      }
       return build.resolve(spec, { kind: args.kind, resolveDir: vendorDir });
     });
+    build.onLoad({ filter: /.*/, namespace: "lucide" }, () => ({
+      contents: lucideModule(current.files),
+      loader: "js",
+      resolveDir: LUCIDE_DIR,
+    }));
     build.onLoad({ filter: /.*/, namespace: "project" }, async (args) => {
+      const { files } = current;
       const ext = path.extname(args.path);
       const loader = LOADERS[ext];
       if (loader === undefined) return { errors: [{ text: `cannot import ${args.path}: not a module` }] };
@@ -88,10 +142,20 @@ const location = (message) => ({
   text: message.text,
 });
 
-const build = async ({ files, allowed, entry }) => {
-  let result;
-  try {
-    result = await esbuild.build({
+// One esbuild context per entry path, kept: a rebuild reparses only what changed, so the
+// vendored packages (lucide-react alone is ~1,500 modules) are read once per process.
+const MAX_CONTEXTS = 4;
+const contexts = new Map();
+
+const contextFor = async (entry) => {
+  let context = contexts.get(entry);
+  if (context === undefined) {
+    if (contexts.size >= MAX_CONTEXTS) {
+      const [oldest, stale] = contexts.entries().next().value;
+      contexts.delete(oldest);
+      await stale.dispose();
+    }
+    context = await esbuild.context({
       entryPoints: [entry],
       bundle: true,
       write: false,
@@ -102,8 +166,18 @@ const build = async ({ files, allowed, entry }) => {
       minify: true,
       logLevel: "silent",
       define: { "process.env.NODE_ENV": '"production"' },
-      plugins: [projectPlugin(files, allowed, vendorDir)],
+      plugins: [projectPlugin()],
     });
+    contexts.set(entry, context);
+  }
+  return context;
+};
+
+const build = async ({ files, allowed, entry }) => {
+  current = { files, allowed };
+  let result;
+  try {
+    result = await (await contextFor(entry)).rebuild();
   } catch (failure) {
     if (!failure.errors) throw failure;
     return { ok: false, errors: failure.errors.slice(0, MAX_ERRORS).map(location) };
