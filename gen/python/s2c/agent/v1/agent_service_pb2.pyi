@@ -384,10 +384,12 @@ class ListModelsRequest(_message.Message):
     def __init__(self, credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ...) -> None: ...
 
 class ListModelsResponse(_message.Message):
-    __slots__ = ("models",)
+    __slots__ = ("models", "stacks")
     MODELS_FIELD_NUMBER: _ClassVar[int]
+    STACKS_FIELD_NUMBER: _ClassVar[int]
     models: _containers.RepeatedCompositeFieldContainer[Model]
-    def __init__(self, models: _Optional[_Iterable[_Union[Model, _Mapping]]] = ...) -> None: ...
+    stacks: _containers.RepeatedScalarFieldContainer[Stack]
+    def __init__(self, models: _Optional[_Iterable[_Union[Model, _Mapping]]] = ..., stacks: _Optional[_Iterable[_Union[Stack, str]]] = ...) -> None: ...
 
 class Model(_message.Message):
     __slots__ = ("id", "provider", "api_name", "available", "vision", "tools", "video", "endpoint", "credential")
