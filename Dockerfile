@@ -90,11 +90,14 @@ RUN chmod 0755 /usr/local/bin/s2c-healthcheck \
 # Both images render with them: the gateway serves /vendor/ and offline exports, the tool
 # workers' Chromium answers CDN URLs from them. Read-only, owned by root.
 COPY --from=vendor /opt/s2c-vendor /opt/s2c-vendor
+# S2C_MCP=off: a gateway listening beyond loopback serves /mcp only with a token
+# (S2C_MCP_TOKEN) and refuses to start with /mcp on and none; set both to serve it.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     S2C_DATA_DIR=/data \
-    S2C_VENDOR_DIR=/opt/s2c-vendor
+    S2C_VENDOR_DIR=/opt/s2c-vendor \
+    S2C_MCP=off
 WORKDIR /home/s2c
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
     CMD ["/usr/local/bin/s2c-healthcheck"]

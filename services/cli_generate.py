@@ -106,6 +106,8 @@ def build_request(args: argparse.Namespace) -> pb.GenerateCodeRequest:
             stack=stacks[args.stack],
             variant_count=args.variants,
             models=args.model,
+            # The summary table and the step log show the scores.
+            score_fidelity=True,
         )
     except ValueError as exc:
         raise UsageError(f"invalid option: {exc}") from None
@@ -224,8 +226,8 @@ async def _run(
                         outcome.rpc_error = exc
             if outcome.signal is not None or outcome.broken_pipe:
                 view.stop_running("cancelled")
-                # Cancelling the stream already stops the generation; saying so explicitly
-                # also covers other watchers keeping it alive.
+                # A stream that ends only detaches (the agent keeps the generation for a
+                # re-attach during its resume grace): the cancel must be said.
                 with contextlib.suppress(grpc.aio.AioRpcError):
                     await stub.CancelGeneration(
                         pb.CancelGenerationRequest(generation_id=request.generation_id),

@@ -4,7 +4,8 @@ Tiers: every test is marked by where it lives, so a new file in a slow directory
 its tier without anyone remembering to mark it. `make test-fast` deselects the slow
 tiers; `make test` (and CI) runs everything.
 
-- `e2e`: real service processes or whole suites end to end (`tests/e2e`, `tests/clients`).
+- `e2e`: real service processes or whole suites end to end (`tests/e2e`, `tests/clients`,
+  `tests/mcp/test_clients.py`).
 - `browser`: a real Chromium (`tests/browser`, the screenshot tool's tests).
 - `fuzz`: the hostile-input campaigns (`tests/e2e/test_fuzz.py`) and the property test
   that checks the tool validators against a reference.
@@ -36,6 +37,7 @@ TESTS = Path(__file__).resolve().parent
 TIERS: dict[str, tuple[str, ...]] = {
     "e2e": ("e2e",),
     "clients": ("e2e",),
+    "mcp/test_clients.py": ("e2e",),
     "browser": ("browser",),
     "e2e/test_fuzz.py": ("fuzz",),
     "e2e/test_scale.py": ("scale",),

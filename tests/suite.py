@@ -158,6 +158,7 @@ class Suite:
     tools: ToolsServer
     agent: AgentServer
     gateway_port: int
+    gateway: web.Application | None = None  # the gateway's app, for what tests drive in it
 
     @property
     def ws_url(self) -> str:
@@ -201,12 +202,13 @@ async def running_suite(
         agent_addr=f"127.0.0.1:{agent_server.port}",
         data_dir=data_dir,
     )
-    runner = web.AppRunner(create_app(gateway_settings))
+    app = create_app(gateway_settings)
+    runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     try:
-        yield Suite(tools_server, agent_server, runner.addresses[0][1])
+        yield Suite(tools_server, agent_server, runner.addresses[0][1], app)
     finally:
         await runner.cleanup()
         await agent_server.stop(grace_s=0.0)

@@ -2,7 +2,9 @@
 
 The agent, the tool workers and the gateway talk over gRPC and HTTP only; what two of them
 genuinely share lives in `services/common`, which imports no service at all. The generated
-protobuf packages (`s2c.*`) are the contract and may be imported by any client.
+protobuf packages (`s2c.*`) are the contract and may be imported by any client. The MCP
+server (`services/mcp`) is such a client: like `common` it imports no service (the gateway
+mounts it, never the other way round), so it cannot grow a second engine.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICES = ("agent", "tools", "gateway")
+# Packages that import no service at all; they check as one more service does.
+CLIENT_PACKAGES = ("common", "mcp")
 
 
 def imported_modules(source: str, module: str) -> Iterator[str]:
@@ -57,7 +61,7 @@ def modules_of(service: str) -> list[tuple[str, Path]]:
     ]
 
 
-@pytest.mark.parametrize("service", [*SERVICES, "common"])
+@pytest.mark.parametrize("service", [*SERVICES, *CLIENT_PACKAGES])
 def test_no_service_imports_another_services_internals(service: str) -> None:
     modules = modules_of(service)
     assert len(modules) > 3, f"found no modules under services/{service}"
@@ -100,6 +104,11 @@ def test_no_service_imports_another_services_internals(service: str) -> None:
         ("from services.agent.x import y\nfrom .z import w", "services.agent.a", []),
         ("from services.common.netguard import x\nimport s2c.tools.v1", "services.gateway.a", []),
         ("import services.toolsmith", "services.agent.a", []),
+        (
+            "from services.gateway.limits import x",
+            "services.mcp.a",
+            ["services.gateway.limits", "services.gateway.limits.x"],
+        ),
     ],
 )
 def test_the_check_sees_every_spelling_of_an_import(
@@ -167,7 +176,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-@pytest.mark.parametrize("service", [*SERVICES, "common"])
+@pytest.mark.parametrize("service", [*SERVICES, *CLIENT_PACKAGES])
 def test_no_import_cycle_inside_a_service(service: str) -> None:
     graph = internal_imports(service)
     assert sum(map(len, graph.values())) > 3, f"found no imports inside services/{service}"

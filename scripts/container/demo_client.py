@@ -6,7 +6,8 @@ Prints `first-code` as soon as the first `setCode` arrives (the check times a SI
 the agent by it), then one JSON line: the close code, each variant's status lines, tool
 results, fidelity scores and ending, and any `error` frame. With a second argument `image`
 the generation is an image create from a small screenshot drawn here (with Pillow, which
-the image has), so the tool workers score each option against it.
+the image has) that asks for scores as the built-in UI does, so the tool workers score
+each option against it.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ def main() -> int:
     if sys.argv[2:] == ["image"]:
         params["inputMode"] = "image"
         params["prompt"] = {"text": "", "images": [screenshot()], "videos": []}
+        # As the built-in UI asks: an upstream-protocol socket gets no scores.
+        params["scoreFidelity"] = True
     summary = asyncio.run(generate(url, params))
     print(json.dumps(summary, sort_keys=True), flush=True)
     return 0 if summary["close"] == 1000 else 1

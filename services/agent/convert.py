@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import assert_never, get_args
 
 from google.protobuf import timestamp_pb2
@@ -28,7 +26,6 @@ from services.agent.models import MAX_VARIANTS
 from services.agent.runstore import RunRecord
 from services.common.credentials import credentials_from_proto
 from services.common.errors import FieldViolation
-from services.common.images import ImageLimits, ImageTooLarge, check
 from services.common.proto_enums import enum_names
 from services.common.structs import to_struct
 
@@ -64,33 +61,6 @@ def _check_media(
                 FieldViolation(f"{field}[{i}]", f"must be a base64 {kind} data URL or an https URL")
             )
     return out
-
-
-def image_violations(request: GenerationRequest, limits: ImageLimits) -> list[FieldViolation]:
-    """The request's images that no one could decode within `limits`, refused before any
-    model or tool sees them (read from their headers; blocking, for a worker thread).
-
-    An image whose header cannot be read is not refused here: the providers say so.
-    """
-    out: list[FieldViolation] = []
-    for field, url in _data_url_images(request):
-        if not url.startswith("data:"):
-            continue  # an https URL: fetched by the provider, never decoded here
-        try:
-            check(base64.b64decode(url.partition(",")[2]), limits)
-        except ImageTooLarge as exc:
-            out.append(FieldViolation(field, exc.message))
-        except (ValueError, binascii.Error):
-            continue
-    return out
-
-
-def _data_url_images(request: GenerationRequest) -> Iterator[tuple[str, str]]:
-    for i, url in enumerate(request.prompt.images):
-        yield f"prompt.images[{i}]", url
-    for j, message in enumerate(request.history):
-        for i, url in enumerate(message.images):
-            yield f"history[{j}].images[{i}]", url
 
 
 def _check_create_input(request: pb.GenerateCodeRequest) -> list[FieldViolation]:
@@ -194,6 +164,7 @@ def request_from_proto(
         models=tuple(request.models),
         variant_count=request.variant_count,
         asset_base_url=request.asset_base_url.rstrip("/"),
+        score_fidelity=request.score_fidelity,
     )
     return domain, violations
 

@@ -66,6 +66,8 @@ class GenerationRequest:
     models: tuple[str, ...] = ()  # pinned model ids; empty: chosen by available keys
     variant_count: int = 0  # 0: by request kind
     asset_base_url: str = ""
+    # The client shows fidelity scores (proto `score_fidelity`): score the variants.
+    score_fidelity: bool = False
 
 
 @dataclass(frozen=True, slots=True)

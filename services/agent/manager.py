@@ -18,7 +18,7 @@ from services.agent.admission import Admission
 from services.agent.archive import Archive
 from services.agent.eventlog import DEFAULT_CODE_TICK_S, MAX_CODE_TICK_S, CodePace
 from services.agent.events import GenerationComplete, VariantError
-from services.agent.generation import Generation
+from services.agent.generation import CANCELLED_AT_SHUTDOWN, Generation
 from services.agent.metrics import AgentMetrics
 from services.agent.planning import LEAVE_ID_EMPTY, GenerationPlan
 from services.agent.runner import Runner
@@ -69,7 +69,11 @@ class GenerationManager:
         release = self._admit(plan.variant_count)
         limit = self._settings.max_generation_s
         generation = Generation(
-            plan.id, plan.request, tick_s=self._settings.event_tick_s, pace=self.code_pace
+            plan.id,
+            plan.request,
+            tick_s=self._settings.event_tick_s,
+            pace=self.code_pace,
+            resume_grace_s=self._settings.resume_grace_s,
         )
         generation.deadline = generation.started_monotonic + (
             limit if deadline_s is None else min(limit, deadline_s)
@@ -114,8 +118,8 @@ class GenerationManager:
         if not running:
             return
         _, pending = await asyncio.wait(running, timeout=grace_s)
-        for task in pending:
-            task.cancel()
+        for generation in list(self._running.values()):
+            generation.cancel(CANCELLED_AT_SHUTDOWN)
         if pending:
             await asyncio.wait(pending)
 
@@ -131,6 +135,7 @@ class GenerationManager:
             self._timed_out(generation)
         except asyncio.CancelledError:
             generation.status = "cancelled"
+            generation.error = generation.cancelled_by or CANCELLED_AT_SHUTDOWN
             for variant in generation.variants:
                 if variant.status == "running":
                     variant.status = "cancelled"
@@ -149,6 +154,7 @@ class GenerationManager:
                 extra={
                     "generation_id": generation.id,
                     "status": generation.status,
+                    "ended_by": generation.error if generation.status == "cancelled" else "",
                     "variants": [v.status for v in generation.variants],
                     "seconds": round(time.time() - generation.started_at, 3),
                 },

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from services.agent.domain import GenerationRequest
+from services.agent.inputs import input_images, prepare_images
 from services.agent.models import (
     LOCAL_PREFIX,
     ModelSelectionError,
@@ -40,9 +41,9 @@ from services.agent.tooling import ToolContext
 from services.common import generation_ids
 from services.common.credentials import Credentials
 from services.common.errors import FieldViolation, InvalidRequest
+from services.common.input_images import InputImage
 from services.common.project_paths import path_problem
 from services.common.react_project import build_of
-from services.common.tool_types import ImageTag
 
 # How a refusal of a client's generation id ends.
 LEAVE_ID_EMPTY = "Leave generation_id empty and the agent mints one."
@@ -63,10 +64,18 @@ class GenerationPlan:
     variant_count: int
     tools: ToolContext  # what every tool call carries (the request's own credentials)
     refusal: str = ""
+    # The still input images, each parsed once with its hash, size and tag (inputs.py).
+    images: tuple[InputImage, ...] = ()
+    # Score the finished variants against the input images (`needs_scores`).
+    scores: bool = False
 
     @property
     def id(self) -> str:
         return self.request.generation_id
+
+    def images_by_url(self) -> dict[str, InputImage]:
+        """Each input image by the data URL it came as (what prompts and providers hold)."""
+        return dict(zip(input_images(self.request), self.images, strict=True))
 
 
 class Planner:
@@ -94,7 +103,8 @@ class Planner:
         self, request: GenerationRequest, found: Sequence[FieldViolation] = ()
     ) -> GenerationPlan:
         """The plan of `request`, or InvalidRequest listing `found` (what converting the
-        request found wrong) and every violation of the plan's own."""
+        request found wrong) and every violation of the plan's own. Blocking: it parses
+        every input image once (inputs.py), so the servicer runs it in a thread."""
         violations = list(found)
         asked: dict[str, ModelSpec] = {}  # the request's pinned models, by the ids it gave
         for i, model_id in enumerate(request.models):
@@ -122,6 +132,8 @@ class Planner:
             self._settings.max_renders,
         )
         violations += self._image_violations(request, asked)
+        images, problems = prepare_images(request, self._settings.images)
+        violations += problems
         if violations:
             raise InvalidRequest(violations)
 
@@ -158,8 +170,12 @@ class Planner:
             credentials=credentials,
             models=tuple(models),
             variant_count=count,
-            tools=tool_context(request, settings.max_project_bytes, settings.max_project_files),
+            tools=tool_context(
+                request, images, settings.max_project_bytes, settings.max_project_files
+            ),
             refusal=refusal,
+            images=images,
+            scores=needs_scores(request),
         )
 
     def _id_violations(self, generation_id: str) -> list[FieldViolation]:
@@ -228,11 +244,22 @@ class Planner:
         return list(dict.fromkeys(ids))
 
 
+def needs_scores(request: GenerationRequest) -> bool:
+    """Whether the variants are scored: only when someone uses the score, never for a
+    client that would drop it (a score costs renders and OCR on the tool workers). Today
+    that is the client showing it (`score_fidelity`); refinement towards the screenshot,
+    which scores every round, will be the second reason, decided here."""
+    return request.score_fidelity
+
+
 def tool_context(
-    request: GenerationRequest, max_project_bytes: int = 0, max_project_files: int = 0
+    request: GenerationRequest,
+    images: tuple[InputImage, ...],
+    max_project_bytes: int = 0,
+    max_project_files: int = 0,
 ) -> ToolContext:
     return ToolContext(
-        input_images=input_images(request),
+        input_images=images,
         option_codes=request.option_codes,
         image_generation_enabled=request.image_generation_enabled,
         asset_extraction_enabled=request.asset_extraction_enabled,
@@ -241,29 +268,6 @@ def tool_context(
         viewport_widths=page_plan(len(request.prompt.images), request.prompt.image_meta).widths,
         max_project_bytes=max_project_bytes,
         max_project_files=max_project_files,
-        image_tags=image_tags(request),
         owner=request.generation_id,
         build=build_of(request.stack),
     )
-
-
-def image_tags(request: GenerationRequest) -> tuple[ImageTag, ...]:
-    """What each of `input_images(request)` shows, aligned with them: the page and width
-    of its tag; a history image, or an untagged one, the entry page at no said width."""
-    prompt = request.prompt
-    tags: dict[str, ImageTag] = {}
-    for page in page_plan(len(prompt.images), prompt.image_meta).pages:
-        for i in page.images:
-            width = prompt.image_meta[i].viewport_width if i < len(prompt.image_meta) else None
-            tags.setdefault(prompt.images[i], ImageTag(page.path, width or 0))
-    return tuple(tags.get(image, ImageTag()) for image in input_images(request))
-
-
-def input_images(request: GenerationRequest) -> tuple[str, ...]:
-    """Still images the tools may use: the prompt's and every user history message's."""
-    images = list(request.prompt.images)
-    for message in request.history:
-        if message.role == "user":
-            images.extend(message.images)
-    seen: dict[str, None] = dict.fromkeys(i for i in images if i.startswith("data:image/"))
-    return tuple(seen)

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from services.agent.domain import GenerationRequest, VariantRecord
+from services.agent.domain import VariantRecord
 from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
 from services.agent.events import (
     Payload,
@@ -32,7 +32,7 @@ from services.agent.generation import Generation
 from services.agent.live_build import for_variant
 from services.agent.metrics import AgentMetrics
 from services.agent.models import ModelSpec
-from services.agent.planning import GenerationPlan, image_tags, input_images
+from services.agent.planning import GenerationPlan
 from services.agent.prompts import PromptError, current_file
 from services.agent.providers.base import ProviderError, ToolsRefused
 from services.agent.providers.factory import SessionFactory, SessionRequest
@@ -42,8 +42,8 @@ from services.agent.status_line import status_line
 from services.agent.textmode import GenerationPrompts, ToollessModels
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import FidelityClient, ToolExecutor
+from services.common.input_images import InputImage
 from services.common.tracing import tracer
-from services.common.uploads import decode_image_data_url, upload_id
 
 log = logging.getLogger(__name__)
 
@@ -93,12 +93,17 @@ class Runner:
             generation.publish(i, "", Status(status_line(spec, saved, offer.unavailable)))
         names = set(offer.names)
         request = plan.request
+        images = plan.images_by_url()
         try:
             prompts = GenerationPrompts.build(
                 request,
                 offer.tools,
                 names,
-                upload_ids(request) if "save_assets" in names else None,
+                # Ids are content hashes: the worker that later runs save_assets derives
+                # the same id from the same image.
+                {url: image.upload_id for url, image in images.items()}
+                if "save_assets" in names
+                else None,
             )
         except PromptError as exc:
             return generation.fail(f"Error assembling prompt: {exc}")
@@ -106,7 +111,7 @@ class Runner:
         budget = CostBudget(self._settings.max_cost_usd, self._settings.max_total_cost_usd)
         await asyncio.gather(
             *(
-                self._run_variant(generation, plan, i, prompts, budget, names)
+                self._run_variant(generation, plan, i, prompts, budget, names, images)
                 for i in range(len(specs))
             )
         )
@@ -122,6 +127,7 @@ class Runner:
         prompts: GenerationPrompts,
         budget: CostBudget,
         offer_names: set[str],
+        images: dict[str, InputImage],
     ) -> None:
         state = generation.variants[index]
         spec = plan.models[index]
@@ -144,7 +150,9 @@ class Runner:
             except PromptError as exc:
                 raise EngineError(f"Error assembling prompt: {exc}") from None
             tools = () if text_mode else prompts.tools
-            wanted = SessionRequest(spec, index, messages, tools, plan.request, plan.credentials)
+            wanted = SessionRequest(
+                spec, index, messages, tools, plan.request, plan.credentials, images
+            )
             session = self._sessions(wanted)
             budget.track(session)
             engine = VariantEngine(
@@ -228,14 +236,14 @@ class Runner:
         """Scores the variant's pages against the input images (docs/eval.md), publishing
         one `fidelity` event per image: the scores, or why there are none."""
         client, limit_s = self._fidelity, self._settings.fidelity_timeout_s
-        images = input_images(plan.request)
-        if client is None or limit_s <= 0 or not images or not state.code.strip():
+        if not plan.scores or client is None or limit_s <= 0:
+            return
+        if not plan.images or not state.code.strip():
             return
         state.fidelity = await score_variant(
             client,
             state,
-            images,
-            image_tags(plan.request),
+            plan.images,
             limit_s=limit_s,
             deadline=generation.deadline,
             owner=plan.id,
@@ -274,14 +282,3 @@ class Runner:
                 m.tokens.labels(provider, kind).inc(count)
         if state.cost_usd:
             m.cost.labels(provider).inc(state.cost_usd)
-
-
-def upload_ids(request: GenerationRequest) -> dict[str, str]:
-    """Uploaded image → its `tmp_asset_…` id. Ids are content hashes, so the tool
-    worker that later runs save_assets derives the same id from the same image."""
-    ids: dict[str, str] = {}
-    for url in input_images(request):
-        image = decode_image_data_url(url)
-        if image is not None:
-            ids[url] = upload_id(image.data)
-    return ids

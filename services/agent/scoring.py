@@ -17,8 +17,8 @@ from services.agent.events import Fidelity
 from services.agent.pages import ENTRY_PATH
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import FidelityClient
+from services.common.input_images import InputImage
 from services.common.react_project import BUILT_PATH
-from services.common.tool_types import ImageTag
 
 # A request's first images are scored; more would multiply renders for little news.
 MAX_SCORED_IMAGES = 4
@@ -27,8 +27,7 @@ MAX_SCORED_IMAGES = 4
 async def score_variant(
     client: FidelityClient,
     state: VariantRecord,
-    images: tuple[str, ...],
-    tags: tuple[ImageTag, ...],
+    images: tuple[InputImage, ...],
     *,
     limit_s: float,
     deadline: float,
@@ -40,8 +39,8 @@ async def score_variant(
     project = state.files or (FileState(ENTRY_PATH, state.code),)
     entry = project[0]
 
-    async def one(index: int, image: str) -> Fidelity:
-        tag = tags[index] if index < len(tags) else ImageTag()
+    async def one(index: int, image: InputImage) -> Fidelity:
+        tag = image.tag
         path = tag.path or entry.path
         if entry.path == BUILT_PATH and path == ENTRY_PATH:
             # A built project's index.html is a source: the page it stands for is the build.

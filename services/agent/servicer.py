@@ -16,7 +16,6 @@ from services.agent.admission import Busy
 from services.agent.archive import replay
 from services.agent.convert import (
     event_to_proto,
-    image_violations,
     request_from_proto,
     run_to_proto,
 )
@@ -42,6 +41,7 @@ from services.agent.tool_client import (
 from services.agent.tooling import ToolContext
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid, clip
+from services.common.generation_ids import GENERATION_ID_HEADER
 from services.common.proto_enums import enum_names, enum_values
 from services.common.tracing import incoming_context, tracer
 
@@ -49,8 +49,6 @@ log = logging.getLogger(__name__)
 
 Context = grpc.aio.ServicerContext[object, object]
 
-# The response header of GenerateCode that names the admitted generation (the proto says).
-GENERATION_ID_HEADER = "s2c-generation-id"
 MAX_BATCH_BYTES = 1 << 20
 # A repeated message field costs a tag byte and a length varint (≤ 5 bytes) per element.
 _FIELD_OVERHEAD = 6
@@ -103,10 +101,10 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
 
     async def _start(self, request: pb.GenerateCodeRequest, context: Context) -> Generation:
         domain, found = request_from_proto(request, self._settings.max_project_files)
-        # Read from the images' headers, before any provider or tool decodes one.
-        found += await asyncio.to_thread(image_violations, domain, self._settings.images)
         try:
-            plan = self._planner.plan(domain, found)
+            # In a thread: planning parses every input image once (base64, SHA-256, the
+            # header against the image budget), before any provider or tool sees one.
+            plan = await asyncio.to_thread(self._planner.plan, domain, found)
         except InvalidRequest as exc:
             await abort_invalid(context, exc)
         if domain.generation_id:
@@ -148,8 +146,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             )
 
     async def _held(self, generation: Generation, after: int) -> AsyncIterator[Sequence[Event]]:
-        # Every open stream holds the generation; when the last caller goes away
-        # (cancel, deadline, disconnect) the work stops too.
+        # Every open stream holds the generation. The last one going away does not stop
+        # the work: a client re-attaches within the resume grace (Generation.release);
+        # stopping is CancelGeneration's, or the deadline's.
         generation.acquire()
         try:
             async for events in generation.batches(after):

@@ -122,6 +122,9 @@ class AgentSettings:
     retained_bytes: int = 32 << 20
     retained_seconds: float = 300.0
     shutdown_grace_s: float = 30.0
+    # How long a generation no client stream holds runs on, for one to re-attach
+    # (WatchGeneration; a browser through any gateway), before it is cancelled.
+    resume_grace_s: float = 30.0
     provider_max_retries: int = 2
     metrics_listen: str = ""  # host:port of the /metrics endpoint; empty: off
     grpc_security: GrpcSecurity = field(default_factory=GrpcSecurity)
@@ -188,6 +191,7 @@ class AgentSettings:
             endpoints=_endpoints(env),
             database_url=env.get("S2C_DATABASE_URL", ""),
             shutdown_grace_s=float(env.get("S2C_SHUTDOWN_GRACE_S", "30")),
+            resume_grace_s=settings_env.seconds(env, "S2C_RESUME_GRACE_S", 30.0),
             max_generation_s=float(env.get("S2C_MAX_GENERATION_S", "900")),
             event_tick_s=int(env.get("S2C_EVENT_TICK_MS", "40")) / 1000,
             code_messages_per_s=settings_env.bound(

@@ -8,9 +8,9 @@ idempotent by tool-call id.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import grpc
 from s2c.common.v1 import common_pb2
@@ -22,8 +22,14 @@ from services.agent.fidelity_proto import fidelity_from_proto
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.agent.tooling import FidelityAnswer, ToolContext, ToolOffer, ToolOutcome
 from services.common.credentials import TOOL_IDS, Credentials, credentials_to_proto
-from services.common.errors import FieldViolation, bad_request_violations
+from services.common.errors import FieldViolation, bad_request_violations, error_info
 from services.common.grpc_server import CHANNEL_OPTIONS
+from services.common.input_images import (
+    NOT_HELD_DOMAIN,
+    NOT_HELD_REASON,
+    ImagesNotHeld,
+    InputImage,
+)
 from services.common.react_project import ProjectBuild
 from services.common.security import GrpcSecurity, create_channel
 from services.common.structs import from_struct, to_struct
@@ -142,15 +148,15 @@ class GrpcToolExecutor:
         request = pb.ExecuteToolRequest(
             call=proto_call,
             context=pb.ToolContext(
-                input_images=context.input_images,
+                images=[_reference(image) for image in context.input_images],
                 option_codes=context.option_codes,
                 flags=_flags(context),
                 credentials=_tool_credentials(context.credentials),
                 asset_base_url=context.asset_base_url,
                 viewport_widths=context.viewport_widths,
                 image_tags=[
-                    pb.ImageTag(path=t.path, viewport_width=t.viewport_width)
-                    for t in context.image_tags
+                    pb.ImageTag(path=i.tag.path, viewport_width=i.tag.viewport_width)
+                    for i in context.input_images
                 ],
                 max_project_bytes=context.max_project_bytes,
                 build=_BUILDS[context.build],
@@ -168,8 +174,13 @@ class GrpcToolExecutor:
         if context.time_left_s is not None:
             timeout = max(0.1, min(timeout, context.time_left_s))
         try:
-            response = await self._stub.ExecuteTool(
-                request, timeout=timeout, wait_for_ready=True, metadata=_metadata(context.owner)
+            response = await _sending_images(
+                self._stub.ExecuteTool,
+                request,
+                request.context.images,
+                context.input_images,
+                timeout=timeout,
+                metadata=_metadata(context.owner),
             )
         except grpc.aio.AioRpcError as exc:
             raise self._error(exc) from None
@@ -205,7 +216,7 @@ class GrpcToolExecutor:
     async def score_fidelity(
         self,
         code: str,
-        image: str,
+        image: InputImage,
         *,
         image_index: int,
         timeout_s: float,
@@ -217,7 +228,7 @@ class GrpcToolExecutor:
     ) -> FidelityAnswer:
         request = pb.ScoreFidelityRequest(
             code=code,
-            image=image,
+            reference=_reference(image),
             image_index=image_index,
             with_regions=with_regions,
             path=path,
@@ -225,10 +236,12 @@ class GrpcToolExecutor:
             viewport_width=viewport_width,
         )
         try:
-            response = await self._stub.ScoreFidelity(
+            response = await _sending_images(
+                self._stub.ScoreFidelity,
                 request,
+                [request.reference],
+                (image,),
                 timeout=max(0.1, timeout_s),
-                wait_for_ready=True,
                 metadata=_metadata(owner),
             )
         except grpc.aio.AioRpcError as exc:
@@ -285,6 +298,49 @@ def _metadata(owner: str) -> Metadata:
     """The trace context, and whom the call is for (the workers' fair share of their
     browser: services/tools/slots.py)."""
     return [*outgoing_metadata(), (OWNER_METADATA, owner)] if owner else outgoing_metadata()
+
+
+Request = TypeVar("Request", pb.ExecuteToolRequest, pb.ScoreFidelityRequest)
+Response = TypeVar("Response")
+
+
+async def _sending_images(
+    rpc: Callable[..., Awaitable[Response]],
+    request: Request,
+    references: Sequence[pb.InputImage],
+    images: Sequence[InputImage],
+    *,
+    timeout: float,  # noqa: ASYNC109 (a gRPC deadline, passed on, not a local wait)
+    metadata: Metadata,
+) -> Response:
+    """The call, its input images named by hash only; a worker that does not hold some
+    (FAILED_PRECONDITION, ImagesNotHeld) is asked again with their bytes, and, should it
+    have dropped others meanwhile, once more with every image's. So a call's size does not
+    grow with the generation's images: each worker gets each image once and keeps it for
+    the calls that follow (services/tools/image_store.py)."""
+    for attempt in range(3):
+        try:
+            return await rpc(request, timeout=timeout, wait_for_ready=True, metadata=metadata)
+        except grpc.aio.AioRpcError as exc:
+            missing = _not_held(exc)
+            if missing is None or attempt == 2:
+                raise
+        for reference, image in zip(references, images, strict=True):
+            if attempt == 1 or reference.sha256 in missing:
+                reference.data = image.data
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _not_held(exc: grpc.aio.AioRpcError) -> set[str] | None:
+    """The digests of the images a worker said it does not hold; None for other errors."""
+    info = error_info(exc) if exc.code() == grpc.StatusCode.FAILED_PRECONDITION else None
+    if info is None or (info.reason, info.domain) != (NOT_HELD_REASON, NOT_HELD_DOMAIN):
+        return None
+    return set(ImagesNotHeld.from_metadata(info.metadata).digests)
+
+
+def _reference(image: InputImage) -> pb.InputImage:
+    return pb.InputImage(sha256=image.sha256, mime_type=image.mime_type)
 
 
 def _tool_credentials(credentials: Credentials) -> common_pb2.Credentials:

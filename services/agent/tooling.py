@@ -10,15 +10,17 @@ from services.agent.domain import FileState
 from services.agent.events import Fidelity
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.common.credentials import Credentials
+from services.common.input_images import InputImage
 from services.common.react_project import ProjectBuild
-from services.common.tool_types import ImageTag
 
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """What every tool call of a variant carries besides its arguments."""
 
-    input_images: tuple[str, ...] = ()
+    # The generation's still input images, parsed once (planning.py): a tool call names
+    # them by hash, and sends their bytes only to a worker that does not hold them.
+    input_images: tuple[InputImage, ...] = ()
     option_codes: tuple[str, ...] = ()
     image_generation_enabled: bool = True
     asset_extraction_enabled: bool = True
@@ -36,8 +38,6 @@ class ToolContext:
     max_project_files: int = 0
     # Every file of the variant's project before the call (set by the engine per call).
     files: tuple[FileState, ...] = ()
-    # What each input image shows (compare_with_reference picks the page's own).
-    image_tags: tuple[ImageTag, ...] = ()
     owner: str = ""  # the generation: the workers share their browser fairly by it
     build: ProjectBuild = "none"  # react_vite: the writing tools build the project
 
@@ -79,7 +79,7 @@ class FidelityClient(Protocol):
     async def score_fidelity(
         self,
         code: str,
-        image: str,
+        image: InputImage,
         *,
         image_index: int,
         timeout_s: float,
@@ -89,7 +89,7 @@ class FidelityClient(Protocol):
         viewport_width: int = 0,
         owner: str = "",
     ) -> FidelityAnswer:
-        """Scores the page `code` (at `path` in a project of `files`) against the data-URL
+        """Scores the page `code` (at `path` in a project of `files`) against the input
         `image`, at `viewport_width` (0: the image's own); raises ToolServiceError when no
         worker could be asked."""
         ...

@@ -69,9 +69,13 @@ async def abort(
     code: grpc.StatusCode,
     message: str,
     violations: Sequence[FieldViolation] = (),
+    *,
+    info: error_details_pb2.ErrorInfo | None = None,
 ) -> NoReturn:
     """Ends the RPC with `code`: the one way a servicer fails a call. With violations,
-    they travel as a google.rpc.BadRequest detail."""
+    they travel as a google.rpc.BadRequest detail; `info` as a google.rpc.ErrorInfo."""
+    if info is not None:
+        await context.abort_with_status(_info_status(code, message, info))
     if violations:
         await context.abort_with_status(error_status(code, message, violations))
     await context.abort(code, message)
@@ -94,3 +98,26 @@ def bad_request_violations(exc: grpc.aio.AioRpcError) -> list[FieldViolation]:
         if detail.Unpack(bad_request):
             out.extend(FieldViolation(v.field, v.description) for v in bad_request.field_violations)
     return out
+
+
+def _info_status(
+    code: grpc.StatusCode, message: str, info: error_details_pb2.ErrorInfo
+) -> grpc.Status:
+    # A machine-readable cause the caller acts on (AIP-193), e.g. which input images a
+    # tool worker does not hold.
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    number, _ = code.value
+    status = status_pb2.Status(code=number, message=message, details=[detail])
+    converted: grpc.Status = rpc_status.to_status(status)
+    return converted
+
+
+def error_info(exc: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo | None:
+    """The ErrorInfo an error carries (client side), if any."""
+    status = rpc_status.from_call(exc)
+    for detail in status.details if status is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return info
+    return None

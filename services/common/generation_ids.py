@@ -8,6 +8,10 @@ from __future__ import annotations
 import re
 import uuid
 
+# GenerateCode's response header naming the admitted generation (agent_service.proto):
+# the agent sends it as it admits one, its clients read the id from it.
+GENERATION_ID_HEADER = "s2c-generation-id"
+
 _MINTED = re.compile(r"(?P<name>[A-Za-z0-9_-]{1,31})-[0-9a-f]{32}")
 
 

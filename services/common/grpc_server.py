@@ -4,13 +4,14 @@ a shutdown that closes each service's resources once, after the server has stopp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import importlib
 import inspect
 import logging
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
+from services.common.listen import ListenError
 from services.common.metrics import serve_metrics
 from services.common.security import GrpcSecurity, add_port, server_interceptors
 
@@ -71,10 +73,6 @@ CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
 
 
 _UNDECODABLE = object()
-
-
-class ListenError(Exception):
-    """A server could not bind its address; the message says which and why."""
 
 
 class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
@@ -155,7 +153,79 @@ class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
         return handler
 
 
+class InFlightCalls(grpc.aio.ServerInterceptor):
+    """Counts the calls whose handler still runs. grpc's `stop` returns once it cancelled
+    the calls left at the grace's end, not once their handlers unwound: the server's
+    resources close only after `idle` (a handler may still use them while it unwinds)."""
+
+    def __init__(self) -> None:
+        self._running = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def idle(self, timeout_s: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self._idle.wait()
+
+    @contextlib.contextmanager
+    def _call(self) -> Iterator[None]:
+        self._running += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._running -= 1
+            if not self._running:
+                self._idle.set()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        kinds = (
+            (handler.unary_unary, grpc.unary_unary_rpc_method_handler),
+            (handler.unary_stream, grpc.unary_stream_rpc_method_handler),
+            (handler.stream_unary, grpc.stream_unary_rpc_method_handler),
+            (handler.stream_stream, grpc.stream_stream_rpc_method_handler),
+        )
+        behavior, make = next((k for k in kinds if k[0] is not None), (None, None))
+        if behavior is None or make is None:
+            return handler
+        wrapped: Any
+        if inspect.isasyncgenfunction(behavior):
+            stream: Any = behavior
+
+            async def wrapped(request: Any, context: Any) -> AsyncIterator[Any]:
+                with self._call():
+                    async for response in stream(request, context):
+                        yield response
+
+        elif inspect.iscoroutinefunction(behavior):
+            call: Any = behavior
+
+            async def wrapped(request: Any, context: Any) -> Any:
+                with self._call():
+                    return await call(request, context)
+
+        else:  # a synchronous handler: none of ours
+            return handler
+        return make(
+            wrapped,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
 Drain = Callable[[float], Awaitable[object]]
+# What the server's calls get after a drain that took the whole grace.
+STREAM_FLUSH_S = 1.0
 
 
 @dataclass
@@ -168,15 +238,16 @@ class RunningServer:
     service_names: Sequence[str]
     # Closed once, in reverse order of opening, after the server has stopped.
     resources: AsyncExitStack = field(default_factory=AsyncExitStack)
-    # In-flight work that is not an RPC (a generation nobody watches): given the same
-    # grace as the calls, while the server stops.
+    # In-flight work that is not an RPC (a generation nobody watches): run out first,
+    # within the grace, while the server still takes calls; then the server stops.
     drain: Drain | None = None
+    in_flight: InFlightCalls = field(default_factory=InFlightCalls)
     _stopping: asyncio.Task[None] | None = None
 
     async def stop(self, grace_s: float) -> None:
-        """Health NOT_SERVING (balancers stop sending work), no new calls, running ones
-        and the drain finish within `grace_s` (then are cancelled), then the resources
-        close. A second call waits for the first instead of closing anything again."""
+        """Health NOT_SERVING (balancers stop sending work); the drain, then the running
+        calls, finish within `grace_s` (then are cancelled), then the resources close. A
+        second call waits for the first instead of closing anything again."""
         if self._stopping is None:
             self._stopping = asyncio.ensure_future(self._stop(grace_s))
         # Shielded: a caller cancelled mid-shutdown must not leave resources half closed.
@@ -185,10 +256,18 @@ class RunningServer:
     async def _stop(self, grace_s: float) -> None:
         try:
             await self.health.enter_graceful_shutdown()
-            work: list[Awaitable[object]] = [self.server.stop(grace_s)]
             if self.drain is not None:
-                work.append(self.drain(grace_s))
-            await asyncio.gather(*work)
+                # The drain first, with the server still taking calls: the work refuses
+                # new tasks itself (the agent: new generations UNAVAILABLE), while a
+                # client re-attaching to running work (a resume) is still served.
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + grace_s
+                await self.drain(grace_s)
+                # Streams of work that just ended still send their last events: a grace
+                # the drain used up must not cut them.
+                grace_s = max(STREAM_FLUSH_S, deadline - loop.time())
+            await self.server.stop(grace_s)
+            await self.in_flight.idle(STREAM_FLUSH_S)
         finally:
             await self.resources.aclose()
 
@@ -211,9 +290,10 @@ async def start_server(
     resources = resources or AsyncExitStack()
     try:
         security = security or GrpcSecurity()
+        in_flight = InFlightCalls()
         server = grpc.aio.server(
             options=[*SERVER_OPTIONS, *options],
-            interceptors=[*server_interceptors(security), DecodeErrorInterceptor()],
+            interceptors=[*server_interceptors(security), DecodeErrorInterceptor(), in_flight],
         )
         names = list(register(server))
         health_servicer = health.aio.HealthServicer()
@@ -233,7 +313,7 @@ async def start_server(
         raise
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, health_servicer, names, resources, drain)
+    return RunningServer(server, port, health_servicer, names, resources, drain, in_flight)
 
 
 async def serve_until_signalled(
@@ -288,11 +368,9 @@ class GrpcService(ABC):
             await self.running.stop(self._stop_grace_s if grace_s is None else grace_s)
 
     async def serve(self) -> None:
-        try:
-            await self.start()
-        except ListenError as exc:
-            log.error(str(exc))
-            raise SystemExit(1) from None
+        """Starts, then serves until a signal. A ListenError reaches the caller, which
+        knows which flag and variable set the address (services/cli.py)."""
+        await self.start()
         assert self.running is not None
         await serve_until_signalled(self.running, self._shutdown_grace_s, self.startup_modules())
 
@@ -306,7 +384,9 @@ def open_metrics_port(resources: AsyncExitStack, registry: CollectorRegistry, li
     try:
         server, _ = serve_metrics(registry, host, port)
     except OSError as exc:
-        raise ListenError(f"cannot serve /metrics on {listen}: {exc.strerror}") from None
+        raise ListenError(
+            f"cannot serve /metrics on {listen}: {exc.strerror}", metrics=True
+        ) from None
 
     async def close() -> None:
         # shutdown() waits for the serving thread's next poll (up to 0.5 s): not on the loop.

@@ -51,6 +51,20 @@ def positive(env: Mapping[str, str], name: str, default: float, *, unit: str = "
     return value
 
 
+def seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """A number of seconds ≥ 0 (0: at once); unset or blank gives `default`."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ValueError(f"{name} must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
 def integer(env: Mapping[str, str], name: str, default: int) -> int:
     """Any integer; unset or blank gives `default`."""
     raw = env.get(name, "").strip()

@@ -21,8 +21,6 @@ UPLOAD_ID_PREFIX = "tmp_asset_"
 CONTENT_TYPE_EXTENSIONS: Mapping[str, str] = MappingProxyType(
     {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
 )
-# Decoding first and measuring after would let a huge payload cost its full decode.
-_MAX_BASE64_CHARS = 4 * -(-MAX_ASSET_BYTES // 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,25 +39,41 @@ def upload_id(data: bytes) -> str:
     return f"{UPLOAD_ID_PREFIX}{digest_of(data)}"
 
 
+def parse_data_url(url: str, *, max_bytes: int | None = None) -> DecodedImage:
+    """The media type (lower case) and bytes of a `data:<type>;base64,<payload>` URL: the
+    one data-URL parser of the project. ValueError says why a URL is not one: not a data
+    URL, not base64, not strict base64 (no whitespace, correct padding), empty, or more
+    than `max_bytes` once decoded (measured before decoding: a huge payload costs nothing).
+    """
+    if not isinstance(url, str) or url[:5].lower() != "data:":
+        raise ValueError("not a data URL")
+    header, sep, payload = url[5:].partition(",")
+    if not sep:
+        raise ValueError("not a data URL")
+    if max_bytes is not None and len(payload) > 4 * -(-max_bytes // 3):
+        raise ValueError(f"more than {max_bytes} bytes")
+    media_type, _, encoding = header.partition(";")
+    if encoding.strip().lower() != "base64":
+        raise ValueError("not a base64 data URL")
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("invalid base64 in data URL") from None
+    if not data:
+        raise ValueError("an empty data URL")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ValueError(f"more than {max_bytes} bytes")
+    return DecodedImage(media_type.strip().lower() or "text/plain", data)
+
+
 def decode_image_data_url(data_url: str) -> DecodedImage | None:
     """The image in a `data:image/…;base64,…` URL, or None unless it is one we accept.
 
     Accepted: png, jpeg, gif or webp; strict base64 (no whitespace, correct padding);
     at most MAX_ASSET_BYTES once decoded.
     """
-    if not isinstance(data_url, str) or data_url[:5].lower() != "data:":
-        return None
-    header, sep, payload = data_url[5:].partition(",")
-    if not sep or len(payload) > _MAX_BASE64_CHARS:
-        return None
-    media_type, _, encoding = header.partition(";")
-    content_type = media_type.strip().lower()
-    if encoding.strip().lower() != "base64" or content_type not in CONTENT_TYPE_EXTENSIONS:
-        return None
     try:
-        data = base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError):
+        image = parse_data_url(data_url, max_bytes=MAX_ASSET_BYTES)
+    except ValueError:
         return None
-    if not data or len(data) > MAX_ASSET_BYTES:
-        return None
-    return DecodedImage(content_type, data)
+    return image if image.content_type in CONTENT_TYPE_EXTENSIONS else None

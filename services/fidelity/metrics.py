@@ -11,15 +11,17 @@ from __future__ import annotations
 import io
 from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
 from PIL import Image
-from scipy.optimize import linear_sum_assignment
-from skimage.color import deltaE_ciede2000, rgb2lab
-from skimage.metrics import structural_similarity
 
 from services.fidelity.stop import Stop
+
+# NumPy, SciPy and scikit-image load on the first score, in the functions that use them:
+# a tool worker that never scores does not carry them (about 100 MB; issue 42).
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 # Pairs whose texts are less alike than this are not the same block (Design2Code's 0.5).
 MATCH_THRESHOLD = 0.5
@@ -80,6 +82,8 @@ def text_similarity(a: str, b: str) -> float:
 
 def _centres(page: PageBlocks) -> NDArray[np.float64]:
     """Block centres as fractions of the page's width and height."""
+    import numpy as np
+
     w, h = max(page.width, 1.0), max(page.height, 1.0)
     return np.array(
         [((b.x + b.w / 2) / w, (b.y + b.h / 2) / h) for b in page.blocks], dtype=np.float64
@@ -92,6 +96,9 @@ def match_blocks(
     """The one-to-one pairing (reference index, candidate index, text similarity) that
     maximises the summed text similarity; pairs under MATCH_THRESHOLD are dropped.
     `stop` is checked before each comparison (Stopped): there are N × M of them."""
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
     if not ref.blocks or not cand.blocks:
         return []
     stop = stop or Stop()
@@ -112,6 +119,8 @@ def match_blocks(
 
 def _areas(page: PageBlocks) -> NDArray[np.float64]:
     """Block areas as fractions of the page's area (pages of different sizes compare)."""
+    import numpy as np
+
     area = max(page.width, 1.0) * max(page.height, 1.0)
     return np.array([b.w * b.h / area for b in page.blocks], dtype=np.float64)
 
@@ -120,6 +129,9 @@ def block_scores(
     ref: PageBlocks, cand: PageBlocks, stop: Stop | None = None
 ) -> tuple[float, float, float, float]:
     """(block_match, text, position, color) of `cand` against `ref`."""
+    import numpy as np
+    from skimage.color import deltaE_ciede2000, rgb2lab
+
     if not ref.blocks and not cand.blocks:
         return 1.0, 1.0, 1.0, 1.0  # two pages without text agree on all of it
     pairs = match_blocks(ref, cand, stop)
@@ -152,12 +164,17 @@ def centre_offset(ref: PageBlocks, a: Block, cand: PageBlocks, b: Block) -> floa
 
 def block_color_closeness(a: Color, b: Color) -> float:
     """1 − ΔE₀₀ / DELTA_E_SCALE of two colours, clipped at 0: what `color` averages."""
+    import numpy as np
+    from skimage.color import deltaE_ciede2000, rgb2lab
+
     lab = rgb2lab(np.array([a, b], dtype=np.float64) / 255.0)
     delta = float(deltaE_ciede2000(lab[0], lab[1]))  # type: ignore[no-untyped-call]
     return max(0.0, 1.0 - delta / DELTA_E_SCALE)
 
 
 def _gray(png: bytes) -> NDArray[np.float64]:
+    import numpy as np
+
     with Image.open(io.BytesIO(png)) as image:
         # Transparent pixels count as white, as a browser shows them on a blank page.
         rgba = image.convert("RGBA")
@@ -169,6 +186,9 @@ def _gray(png: bytes) -> NDArray[np.float64]:
 
 def visual_score(ref_png: bytes, cand_png: bytes) -> float:
     """SSIM of the two screenshots in grayscale at VISUAL_SIZE, negatives as 0."""
+    import numpy as np
+    from skimage.metrics import structural_similarity
+
     ssim = structural_similarity(_gray(ref_png), _gray(cand_png), data_range=255.0)  # type: ignore[no-untyped-call]
     return float(np.clip(ssim, 0.0, 1.0))
 

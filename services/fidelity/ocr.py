@@ -14,14 +14,18 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
 from PIL import Image, ImageFilter
 
 from services.fidelity.lines import Word, group_words
 from services.fidelity.metrics import Color, PageBlocks
 from services.fidelity.stop import Stop
+
+# NumPy loads on the first reading, as in metrics.py.
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 # Tesseract's own confidence (0-100) under which a "word" is noise: an icon, a check mark
 # or a photo's texture read as letters.
@@ -70,6 +74,8 @@ def word_color(pixels: NDArray[np.uint8], x: int, y: int, w: int, h: int) -> Col
     """The ink colour of the word boxed at (x, y, w, h): the background is the median of a
     ring just outside the box, the ink the mean of the box's pixels furthest from it
     (anti-aliased edges sit between the two, so only the far ones count)."""
+    import numpy as np
+
     height, width = pixels.shape[:2]
     x0, y0 = max(x - 2, 0), max(y - 2, 0)
     x1, y1 = min(x + w + 2, width), min(y + h + 2, height)
@@ -93,6 +99,8 @@ def dark_on_light(image: Image.Image) -> Image.Image:
     """Grey, with dark neighbourhoods inverted: Tesseract reads dark text on light and
     misses light text on dark cards and buttons, so every area whose surroundings are
     dark is flipped (measured on evalsets/basic: docs/fidelity.md)."""
+    import numpy as np
+
     gray = image.convert("L")
     background = np.asarray(gray.filter(ImageFilter.BoxBlur(BACKGROUND_RADIUS)), dtype=np.int16)
     pixels = np.asarray(gray, dtype=np.int16)
@@ -103,6 +111,8 @@ def dark_on_light(image: Image.Image) -> Image.Image:
 def ocr_page(png: bytes, timeout_s: float = DEFAULT_TIMEOUT_S, stop: Stop | None = None) -> OcrPage:
     """The OCR blocks of a screenshot (blocking: run it in a thread). Raises Stopped when
     `stop` is set or reached, once Tesseract has really ended."""
+    import numpy as np
+
     stop = stop or Stop()
     image = _flat_rgb(png)
     stop.check()

@@ -9,7 +9,7 @@ Environment:
   `http://HOST:7001/?token=<token>`, keeps the token in sessionStorage and sends it on
   its API calls and WebSocket. At least 8 URL-safe characters, so it survives query
   strings and log redaction unchanged. Public, so that probes, the UI shell and the
-  pages it previews load without it: `/`, `/healthz`, `/static/…`, `/local-assets/…`
+  pages it previews load without it: `/`, `/healthz`, `/readyz`, `/static/…`, `/local-assets/…`
   (content-addressed names that cannot be guessed) and `/vendor/…` (the CDN copies the
   preview loads, open to every origin as a CDN is). `/metrics` is not public: it
   reveals traffic; Prometheus sends the token with `authorization: {credentials: …}`.
@@ -57,7 +57,7 @@ from services.gateway.relay import APP_ERROR
 
 log = logging.getLogger(__name__)
 
-PUBLIC_PATHS = ("/", "/healthz")
+PUBLIC_PATHS = ("/", "/healthz", "/readyz")
 PUBLIC_PREFIXES = ("/static/", "/local-assets/", "/vendor/")
 # Read-only public files that preview frames (an opaque origin, `Origin: null` on their
 # CORS requests for module scripts and fonts) load: no origin check, no token.

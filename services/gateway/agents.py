@@ -22,20 +22,24 @@ import grpc
 from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
+from services.common.generation_ids import GENERATION_ID_HEADER as GENERATION_ID_HEADER
 from services.common.generation_ids import owner_name as owner_name
 from services.common.grpc_server import CHANNEL_OPTIONS
 from services.common.security import GrpcSecurity, create_channel
 
 log = logging.getLogger(__name__)
 
-# GenerateCode's response header naming the admitted generation (agent_service.proto).
-GENERATION_ID_HEADER = "s2c-generation-id"
 # How long asking the agents their names may take: a resume waits for it.
 NAME_TIMEOUT_S = 5.0
 
 
 class UnknownOwner(ValueError):
     """A generation id naming no agent this gateway can reach; the text says why."""
+
+
+class OwnerUnreachable(UnknownOwner):
+    """The id names no agent that answered, but some did not answer: the owner may be one
+    of them, restarting. Worth retrying, unlike its base."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +56,26 @@ def agent_addrs(setting: str) -> list[str]:
     return [addr.strip() for addr in setting.split(",") if addr.strip()]
 
 
+# An agent restarting (a rolling update) is back within seconds; gRPC's default reconnect
+# backoff (up to 120 s) would keep its channel failing long after, and every resume to it
+# with it. Reconnect attempts at most 2 s apart.
+AGENT_CHANNEL_OPTIONS = (
+    *CHANNEL_OPTIONS,
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+)
+# How long a resume waits for its agent's channel (a restart under the same name) before
+# the client is told to re-attach later.
+RESUME_CONNECT_S = 5.0
+
+
 class AgentPool:
     """One channel per configured agent; create it inside the running loop."""
 
     def __init__(self, setting: str, security: GrpcSecurity) -> None:
         addrs = agent_addrs(setting) or ["127.0.0.1:50051"]
         self.agents = [
-            Agent(addr, create_channel(addr, security, CHANNEL_OPTIONS)) for addr in addrs
+            Agent(addr, create_channel(addr, security, AGENT_CHANNEL_OPTIONS)) for addr in addrs
         ]
         self._next = 0
         self._names: dict[str, Agent] = {}
@@ -70,6 +87,20 @@ class AgentPool:
         start = self._next % len(self.agents)
         self._next = start + 1
         return self.agents[start:] + self.agents[:start]
+
+    async def reachable_owner(self, generation_id: str) -> Agent:
+        """`owner`, once its channel is connected: OwnerUnreachable if it is not within
+        RESUME_CONNECT_S (the agent is restarting, or down)."""
+        agent = await self.owner(generation_id)
+        try:
+            async with asyncio.timeout(RESUME_CONNECT_S):
+                await agent.channel.channel_ready()
+        except TimeoutError:
+            raise OwnerUnreachable(
+                f"the agent at {agent.addr}, which holds generation {generation_id[:80]!r}, "
+                f"did not answer within {RESUME_CONNECT_S:g} s"
+            ) from None
+        return agent
 
     async def owner(self, generation_id: str) -> Agent:
         """The agent that holds `generation_id`; UnknownOwner when no agent of ours has
@@ -103,6 +134,7 @@ class AgentPool:
                 )
                 if unreachable:
                     message += " (or is one that does not answer now)"
+                    raise OwnerUnreachable(message)
                 raise UnknownOwner(message)
         return self._names[name]
 

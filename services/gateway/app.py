@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,16 +17,27 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.common.credentials import CREDENTIALS
 from services.common.grpc_server import freeze_startup_heap
+from services.common.listen import ListenError
 from services.common.metrics import render
 from services.common.tracing import outgoing_metadata
 from services.common.vendor import load_or_none
-from services.gateway.access import access_middleware, allowed_origin
+from services.gateway.access import PUBLIC_PATHS, access_middleware, allowed_origin
 from services.gateway.access_log import AccessLogger
 from services.gateway.agents import AgentPool
 from services.gateway.design_systems import STORE_NAME
-from services.gateway.generate import generate_code, hold_context
-from services.gateway.keys import AGENTS_KEY, CHANNEL_KEY, LIMITER_KEY, METRICS_KEY, SETTINGS_KEY
+from services.gateway.drain import Sockets
+from services.gateway.generate import generate_code
+from services.gateway.keys import (
+    AGENTS_KEY,
+    CHANNEL_KEY,
+    LIMITER_KEY,
+    METRICS_KEY,
+    SETTINGS_KEY,
+    SOCKETS_KEY,
+)
 from services.gateway.limits import ClientLimiter
+from services.gateway.mcp_route import PATH as MCP_PATH
+from services.gateway.mcp_route import add_mcp
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.models_route import models
 from services.gateway.routes import DESIGN_SYSTEMS_KEY, add_routes, max_request_body_bytes
@@ -78,6 +90,14 @@ async def health(app: web.Application) -> dict[str, Any]:
         "storage": storage,
         "capabilities": capabilities,
     }
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """The readiness probe: 503 from the moment a SIGTERM starts the drain, so balancers
+    send no new sockets here (/healthz, the liveness one, stays 200 while it drains)."""
+    if request.app[SOCKETS_KEY].draining:
+        return web.json_response({"status": "draining"}, status=503)
+    return web.json_response({"status": "ready"})
 
 
 async def capabilities(request: web.Request) -> web.Response:
@@ -154,7 +174,8 @@ async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 def create_app(settings: GatewaySettings) -> web.Application:
     app = web.Application(
-        middlewares=[cors, access_middleware(settings.access)],
+        # /mcp checks its own token (mcp_route.py), which may differ from the gateway's.
+        middlewares=[cors, access_middleware(settings.access, (*PUBLIC_PATHS, MCP_PATH))],
         # Each route reads its body with its own, smaller limit (routes.py); WebSocket
         # frames have theirs (S2C_MAX_FRAME_BYTES).
         client_max_size=max_request_body_bytes(settings),
@@ -162,6 +183,7 @@ def create_app(settings: GatewaySettings) -> web.Application:
     app[SETTINGS_KEY] = settings
     app[METRICS_KEY] = GatewayMetrics()
     app[LIMITER_KEY] = ClientLimiter(settings.access)
+    app[SOCKETS_KEY] = Sockets()
 
     async def channel_context(app: web.Application) -> AsyncIterator[None]:
         # Channels must be created inside the running loop.
@@ -172,8 +194,9 @@ def create_app(settings: GatewaySettings) -> web.Application:
 
     app.cleanup_ctx.append(channel_context)
     app.router.add_get("/generate-code", generate_code)
-    app.cleanup_ctx.append(hold_context)
+    add_mcp(app)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
     app.router.add_get("/api/health", health_detail)
     app.router.add_get("/metrics", metrics_endpoint)
     app.router.add_get("/api/capabilities", capabilities)
@@ -190,19 +213,26 @@ def create_app(settings: GatewaySettings) -> web.Application:
 
 
 async def serve(settings: GatewaySettings) -> None:
-    """Serves until SIGTERM/SIGINT; logs the bound port (port 0 picks a free one)."""
+    """Serves until SIGTERM/SIGINT, then drains its sockets (drain.py) and exits; logs
+    the bound port (port 0 picks a free one)."""
     # aiohttp's keep-alive timer also runs from the moment a connection is made, and a
     # request whose headers never complete leaves the connection idle: this one setting
     # closes half-sent headers and idle keep-alive connections alike.
+    app = create_app(settings)
     runner = web.AppRunner(
-        create_app(settings),
+        app,
         access_log_class=AccessLogger,
         shutdown_timeout=10.0,
         keepalive_timeout=settings.http_idle_timeout_s,
     )
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        why = "the port is taken" if exc.errno == errno.EADDRINUSE else str(exc)
+        raise ListenError(f"cannot listen on {settings.host}:{settings.port}: {why}") from None
     port = runner.addresses[0][1]
     log.info("gateway listening", extra={"port": port, "url": f"http://{settings.host}:{port}/"})
     stop = asyncio.Event()
@@ -211,4 +241,6 @@ async def serve(settings: GatewaySettings) -> None:
         loop.add_signal_handler(sig, stop.set)
     freeze_startup_heap()
     await stop.wait()
+    # Still listening while it drains: probes read 503 from /readyz, new sockets get 503.
+    await app[SOCKETS_KEY].drain(settings.drain_s)
     await runner.cleanup()

@@ -8,8 +8,14 @@ that of the latest event in its code). Such a client that lost its socket re-att
 by sending, as its only frame, `{"resumeGenerationId": <id>, "afterSequence": <highest
 seq seen>}`: it gets the whole code of every variant at that sequence (never older than
 the code it holds), then every frame after that sequence. A dropped
-resumable socket keeps its generation running for `resume_grace_s`; a 4333
-close, or any close of a non-resumable socket, cancels it at once.
+resumable socket leaves its generation running: the agent keeps it for its resume grace
+(S2C_RESUME_GRACE_S) for a re-attach through any gateway; a 4333 close, or any close
+of a non-resumable socket (which nobody can resume), cancels it at once.
+
+Our UI also asks for the fidelity scores (`"scoreFidelity": true`, in its params and in
+every resume): its socket closes after the `fidelity` frames. Any other socket (the
+upstream UI's) is not scored unless S2C_SCORE_UNASKED says so, and closes 1000 as soon as
+every variant ended with one completed, never waiting for a score (relay.py).
 
 Our UI also asks for append-only code (`"codeStream": "append"`, in its params and in
 every resume): `appendCode` frames carry only new text, and a whole `setCode` goes out
@@ -32,7 +38,6 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -41,21 +46,41 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 
 from services.common.tracing import outgoing_metadata, tracer
 from services.gateway.access import FrameLimitedWebSocketResponse
-from services.gateway.agents import GENERATION_ID_HEADER, Agent, AgentPool, UnknownOwner
+from services.gateway.agents import (
+    GENERATION_ID_HEADER,
+    Agent,
+    AgentPool,
+    OwnerUnreachable,
+    UnknownOwner,
+)
 from services.gateway.bodies import TooManyValues, parse_json
+from services.gateway.drain import RESTARTING
 from services.gateway.frames import FrameBuilder, frame
 from services.gateway.keys import (
     AGENTS_KEY,
-    HOLDS_KEY,
     LIMITER_KEY,
     METRICS_KEY,
     SETTINGS_KEY,
+    SOCKETS_KEY,
 )
 from services.gateway.limits import ClientLimiter, client_identity
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.params import ParamsError, appends_code, kind_of, parse_params
+from services.gateway.params import (
+    ParamsError,
+    appends_code,
+    asks_for_scores,
+    kind_of,
+    parse_params,
+)
 from services.gateway.preview_policy import PreviewPolicyConfig
-from services.gateway.relay import APP_ERROR, USER_CANCEL, EventStream, Relay
+from services.gateway.relay import (
+    AGENT_RESTARTING,
+    APP_ERROR,
+    TRY_AGAIN_LATER,
+    USER_CANCEL,
+    EventStream,
+    Relay,
+)
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -146,9 +171,20 @@ async def _read_params(
 
 
 async def generate_code(request: web.Request) -> web.StreamResponse:
+    sockets = request.app[SOCKETS_KEY]
+    if sockets.draining:
+        # Before the upgrade: the client's reconnect logic tries again, elsewhere.
+        return web.json_response({"detail": RESTARTING}, status=503, headers={"Retry-After": "1"})
     settings = request.app[SETTINGS_KEY]
     ws = FrameLimitedWebSocketResponse(max_msg_size=settings.access.max_frame_bytes, heartbeat=20.0)
     await ws.prepare(request)
+    with sockets.held(ws):
+        return await _generate_code(request, ws, settings)
+
+
+async def _generate_code(
+    request: web.Request, ws: web.WebSocketResponse, settings: GatewaySettings
+) -> web.StreamResponse:
     limiter = request.app[LIMITER_KEY]
     metrics = request.app[METRICS_KEY]
     client = client_identity(request, settings.access)
@@ -193,11 +229,13 @@ async def _generate(
     call: EventStream
     resumed = "resumeGenerationId" in params
     try:
-        # A resume names its code stream again: it is the socket's, not the generation's.
+        # A resume names its code stream again: it is the socket's, not the generation's;
+        # so is waiting for the scores.
         append = appends_code(params)
+        scores = asks_for_scores(params)
         if resumed:
             generation_id, after = _resume_params(params)
-            agent = await request.app[AGENTS_KEY].owner(generation_id)
+            agent = await request.app[AGENTS_KEY].reachable_owner(generation_id)
             call = agent.stub.WatchGeneration(
                 pb.WatchGenerationRequest(generation_id=generation_id),
                 metadata=outgoing_metadata(),
@@ -211,6 +249,9 @@ async def _generate(
                 asset_base_url=asset_base_url(request),
                 max_files=settings.max_project_files,
             )
+            # Scored only for a client that shows the scores, or when the operator wants
+            # them in the run record anyway (docs/fidelity.md).
+            generate_request.score_fidelity = scores or settings.score_unasked
             agent, call, generation_id = await _admitted(request.app[AGENTS_KEY], generate_request)
             admitted = bool(generation_id)
             # A refused generation has no id to resume: the relay reports the refusal.
@@ -218,6 +259,11 @@ async def _generate(
             agent_addr = agent.addr
     except ParamsError as exc:
         await _refuse(ws, metrics, "invalid_params", str(exc))
+        return ws
+    except OwnerUnreachable as exc:
+        log.info("resume deferred: owner unreachable", extra={"reason": str(exc)[:300]})
+        metrics.connections.labels("retry_later").inc()
+        await ws.close(code=TRY_AGAIN_LATER, message=AGENT_RESTARTING.encode())
         return ws
     except UnknownOwner as exc:
         await _refuse(ws, metrics, "invalid_params", f"Invalid resume: {exc}")
@@ -240,25 +286,30 @@ async def _generate(
         metrics,
         skip_until=skip_until,
         send_timeout_s=settings.send_timeout_s,
+        wait_for_scores=scores,
+        resumable=resumable,
     )
-    held = False
+    request.app[SOCKETS_KEY].relaying(ws, relay, resumable=resumable)
     try:
         await relay.run()
         metrics.connections.labels(relay.outcome).inc()
-        if relay.outcome == "client_closed":
-            if relay.client_close_code == USER_CANCEL:
-                with contextlib.suppress(grpc.aio.AioRpcError):
-                    await agent.stub.CancelGeneration(
-                        pb.CancelGenerationRequest(generation_id=generation_id), timeout=5
-                    )
-            elif resumable:
-                _hold(request.app, relay, call, settings.resume_grace_s)
-                held = True
+        # A socket closed as its options completed (`closed_early`) asked for nothing
+        # more: its generation finishes on the agent (scores for the run record, if the
+        # operator wants them), which keeps it for its resume grace.
+        if relay.outcome in ("client_closed", "drained") and (
+            relay.client_close_code == USER_CANCEL or not resumable
+        ):
+            # Asked to cancel, or nobody can ever resume it: stop the work now. A resumable
+            # socket that went away only ends its stream; the agent keeps the generation.
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                await agent.stub.CancelGeneration(
+                    pb.CancelGenerationRequest(generation_id=generation_id),
+                    timeout=5,
+                    metadata=outgoing_metadata(),
+                )
     finally:
-        if not held:
-            await relay.stop()
-            # Ending the RPC releases the generation; the last holder leaving cancels it.
-            call.cancel()
+        await relay.stop()
+        call.cancel()
     return ws
 
 
@@ -304,34 +355,3 @@ def _resume_params(params: dict[str, Any]) -> tuple[str, int]:
     if not isinstance(after, int) or isinstance(after, bool) or after < 0:
         raise ParamsError("Invalid resume: afterSequence must be a non-negative integer")
     return generation_id, after
-
-
-def _hold(
-    app: web.Application,
-    relay: Relay,
-    call: grpc.aio.UnaryStreamCall[Any, Any],
-    grace_s: float,
-) -> None:
-    """Keeps a dropped client's stream (and so its generation) alive for `grace_s`. The
-    relay's own reader goes on reading: a second reader of the call would race it."""
-
-    async def hold() -> None:
-        try:
-            await relay.hold(grace_s)
-        finally:
-            call.cancel()
-
-    holds = app[HOLDS_KEY]
-    task = asyncio.create_task(hold())
-    holds.add(task)
-    task.add_done_callback(holds.discard)
-
-
-async def hold_context(app: web.Application) -> AsyncIterator[None]:
-    app[HOLDS_KEY] = set()
-    yield
-    held: set[asyncio.Task[None]] = app[HOLDS_KEY]
-    holds = list(held)
-    for task in holds:
-        task.cancel()
-    await asyncio.gather(*holds, return_exceptions=True)

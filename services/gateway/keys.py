@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
 from aiohttp import web
 
 from services.gateway.agents import AgentPool
-from services.gateway.limits import ClientLimiter
+from services.gateway.drain import Sockets
+from services.gateway.limits import CaptureLimiter, ClientLimiter
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.settings import GatewaySettings
 
@@ -19,5 +18,7 @@ CHANNEL_KEY = web.AppKey("channel", grpc.aio.Channel)
 AGENTS_KEY = web.AppKey("agents", AgentPool)
 METRICS_KEY = web.AppKey("metrics", GatewayMetrics)
 LIMITER_KEY = web.AppKey("limiter", ClientLimiter)
-# Streams of dropped resumable browsers, held open for a grace period.
-HOLDS_KEY: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("holds")
+# URL captures per client and in all: `/api/screenshot` and MCP's capture_url share them.
+CAPTURES_KEY = web.AppKey("captures", CaptureLimiter)
+# The open /generate-code sockets, which a SIGTERM drains (drain.py).
+SOCKETS_KEY = web.AppKey("sockets", Sockets)

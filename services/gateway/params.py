@@ -45,6 +45,19 @@ def appends_code(params: dict[str, Any]) -> bool:
     raise ParamsError(f'Invalid params: codeStream must be "append" or "setCode", got {shown}')
 
 
+def asks_for_scores(params: dict[str, Any]) -> bool:
+    """Whether the params (a create's or a resume's) ask for `fidelity` frames (ours,
+    docs/browser-protocol.md): the socket then waits for the scores before it closes.
+
+    The upstream UI never sends the key: it drops `fidelity` frames unseen, so its sockets
+    are not scored (unless the operator says so) and close as their variants complete.
+    """
+    value = params.get("scoreFidelity")
+    if value is None or isinstance(value, bool):
+        return value is True
+    raise ParamsError(f"Invalid params: scoreFidelity must be a boolean, got {kind_of(value)}")
+
+
 def _show(value: Any) -> str:
     # Upstream formats the offending value with Python's str(); keep the same text.
     return "None" if value is None else str(value)

@@ -22,6 +22,10 @@ log = logging.getLogger(__name__)
 APP_ERROR = 4332  # upstream: an `error` frame precedes it
 USER_CANCEL = 4333  # sent by the upstream UI to cancel
 SLOW_CLIENT = 1008  # policy violation: the browser did not read its frames in time
+# RFC 6455's "try again later": the agent that holds a resumable socket's generation is
+# restarting or out of reach; the client re-attaches with backoff (the built-in UI does).
+TRY_AGAIN_LATER = 1013
+AGENT_RESTARTING = "The agent holding this generation is unavailable: re-attach shortly."
 
 _END = object()  # the agent's stream ended
 _WAKE = object()  # the browser went away
@@ -156,8 +160,15 @@ class Relay:
         *,
         skip_until: int = 0,
         send_timeout_s: float = 30.0,
+        wait_for_scores: bool = True,
+        resumable: bool = False,
     ) -> None:
         self._send_timeout_s = send_timeout_s
+        self._resumable = resumable
+        # False: the client shows no scores, so its socket closes once every variant ended
+        # with one completed (`closed_early`), never waiting for the scores.
+        self._wait_for_scores = wait_for_scores
+        self.closed_early = False
         self._ws = ws
         self._events = events
         self._builder = builder
@@ -179,8 +190,11 @@ class Relay:
         # What the log says about its end: the variants, those that ended, the status.
         self._variants = 0
         self._ended: set[int] = set()
+        self._completed = 0
         self._final: int = pb.RUN_STATUS_UNSPECIFIED
         self._last_sequence = 0
+        # Set by `interrupt`: the close code, its message, and whether that is an error.
+        self._interrupted: tuple[int, str, bool] | None = None
 
     async def run(self) -> None:
         self._reader = asyncio.create_task(self._read())
@@ -191,10 +205,8 @@ class Relay:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
-            # Cancelling the task that reads a grpc.aio call cancels the call, and so the
-            # generation: a browser that dropped may be held (`hold`), so the caller decides.
-            if self.outcome != "client_closed":
-                await self.stop()
+            # Ending the stream detaches from the generation; only a cancel stops it.
+            await self.stop()
 
     async def stop(self) -> None:
         """Stops reading the agent's stream (which ends the call)."""
@@ -203,17 +215,16 @@ class Relay:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
 
-    async def hold(self, grace_s: float) -> None:
-        """After the browser dropped: keeps reading the stream, so the generation runs on,
-        for `grace_s` or until it ends; a resume re-attaches with its own stream."""
-        deadline = asyncio.get_running_loop().time() + grace_s
-        try:
-            while True:
-                item = await self._queue.get(deadline)
-                if item is _END or item is _TIMED_OUT or isinstance(item, grpc.aio.AioRpcError):
-                    break
-        finally:
-            await self.stop()
+    def interrupt(self, code: int, message: str, *, error: bool) -> None:
+        """Ends the socket from outside (the gateway's drain, drain.py): with an `error`
+        frame saying `message` when `error`, else `message` as the close reason; then close
+        `code`. Outcome "drained"; what becomes of the generation is the caller's."""
+        if self._interrupted is not None or self.client_gone.is_set():
+            return
+        self._interrupted = (code, message, error)
+        self.client_gone.set()
+        if not self._queue.full():  # wake the pump if it is waiting for events
+            self._queue.put_nowait(_WAKE)
 
     async def _read(self) -> None:
         try:
@@ -252,7 +263,12 @@ class Relay:
                     extra={"code": item.code().name, "details": (item.details() or "")[:300]},
                 )
                 await self._send(builder.flush_all())
-                await self.fail(rpc_error_text(item, self._agent_addr))
+                if self._resumable and item.code() == grpc.StatusCode.UNAVAILABLE:
+                    # Its agent stopped or restarts: a re-attach finds the generation (or
+                    # its record) again, so this is no final answer.
+                    await self.retry_later()
+                else:
+                    await self.fail(rpc_error_text(item, self._agent_addr))
                 return
             assert isinstance(item, pb.GenerateCodeResponse | pb.WatchGenerationResponse)
             frames: list[Frame] = []
@@ -268,6 +284,13 @@ class Relay:
             if not self._catching_up:
                 frames += builder.on_timer()  # whatever fell due, text included
             await self._send(frames)
+            if not self._wait_for_scores and self._variants_done():
+                # Everything this client shows has come: it never waits for the scores.
+                self.closed_early = True
+                break
+        if self._interrupted is not None:
+            await self._end_interrupted(*self._interrupted)
+            return
         if self.client_gone.is_set():
             self.outcome = "client_closed"
             return
@@ -285,15 +308,29 @@ class Relay:
         else:
             await self._ws.close(code=1000)
 
+    def _variants_done(self) -> bool:
+        """Every variant ended and one completed: the generation completes (only what
+        comes after a variant's end, its scores, is left)."""
+        return self._completed > 0 and len(self._ended) >= self._variants
+
     def _see(self, event: pb.GenerationEvent) -> None:
         kind = event.WhichOneof("payload")
         self._last_sequence = event.sequence
+        if kind == "variant_complete" and event.variant_index not in self._ended:
+            self._completed += 1
         if kind in ("variant_complete", "variant_error"):
             self._ended.add(event.variant_index)
         elif kind == "variant_count":
             self._variants = event.variant_count.count
         elif kind == "generation_complete":
             self._final = event.generation_complete.status
+
+    async def _end_interrupted(self, code: int, message: str, error: bool) -> None:
+        self.outcome = "drained"
+        if error:
+            await self._send([frame("error", None, value=message)])
+        if not self._ws.closed:
+            await self._ws.close(code=code, message=b"" if error else message.encode())
 
     async def _cancelled(self) -> None:
         frames: list[Frame] = []
@@ -341,6 +378,11 @@ class Relay:
             )
             self._frame_counters[kind] = counters
         return counters
+
+    async def retry_later(self) -> None:
+        self.outcome = "retry_later"
+        if not self._ws.closed:
+            await self._ws.close(code=TRY_AGAIN_LATER, message=AGENT_RESTARTING.encode())
 
     async def fail(self, message: str) -> None:
         self.outcome = "failed"

@@ -41,7 +41,7 @@ from services.gateway.design_systems import (
 from services.gateway.export import ExportBusy, ExportPolicy, build_export
 from services.gateway.export_markup import ExportTooComplex
 from services.gateway.export_react import react_project_zip
-from services.gateway.keys import CHANNEL_KEY, METRICS_KEY
+from services.gateway.keys import CAPTURES_KEY, CHANNEL_KEY, METRICS_KEY
 from services.gateway.limits import CaptureLimiter, client_identity
 from services.gateway.settings import GatewaySettings
 from services.gateway.vendor_files import catalog_of
@@ -203,13 +203,17 @@ def _base_url(value: object) -> str | None:
 
 class _Routes:
     def __init__(
-        self, settings: GatewaySettings, store: DesignSystemStore, policy: ExportPolicy
+        self,
+        settings: GatewaySettings,
+        store: DesignSystemStore,
+        policy: ExportPolicy,
+        captures: CaptureLimiter,
     ) -> None:
         self._settings = settings
         self._store = store
         self._policy = policy
         self._export_slots = asyncio.Semaphore(EXPORT_CPU_SLOTS)
-        self._captures = CaptureLimiter(settings.access)
+        self._captures = captures
 
     async def list_design_systems(self, request: web.Request) -> web.StreamResponse:
         return web.json_response([s.to_json() for s in await self._store.list_all()])
@@ -353,7 +357,8 @@ def add_routes(
         else DesignSystemStore(settings.data_dir, clock=clock, limits=limits, health=health)
     )
     app[DESIGN_SYSTEMS_KEY] = store
-    routes = _Routes(settings, store, export_policy or settings.export)
+    captures = app[CAPTURES_KEY] = CaptureLimiter(settings.access)
+    routes = _Routes(settings, store, export_policy or settings.export, captures)
     table: Iterable[tuple[str, str, Handler]] = (
         (hdrs.METH_GET, "/api/design-systems", routes.list_design_systems),
         (hdrs.METH_POST, "/api/design-systems", routes.create_design_system),

@@ -13,8 +13,10 @@ from services.common.vendor import DEFAULT_VENDOR_DIR, vendor_dir_from_env
 from services.gateway.access import AccessSettings
 from services.gateway.design_systems import DesignSystemLimits
 from services.gateway.export import ExportPolicy
+from services.gateway.mcp_access import McpAccess
 
 _SECONDS = "number of seconds"
+_TRUE = frozenset({"1", "true", "yes", "on"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +37,9 @@ class GatewaySettings:
     # Closes a connection that has not sent a complete request within this time of
     # connecting, or stays idle this long between requests (half-sent headers included).
     http_idle_timeout_s: float = 15.0
-    # How long a dropped resumable browser's generation keeps running, waiting for it.
-    resume_grace_s: float = 30.0
+    # On SIGTERM, how long upstream-protocol sockets (which cannot resume) may go on for
+    # their generations to end (drain.py): past the agent's longest generation deadline.
+    drain_s: float = 930.0
     # A frame the browser has not taken within this time disconnects it.
     send_timeout_s: float = 30.0
     # Count, per-system and total size of the saved design systems.
@@ -48,6 +51,15 @@ class GatewaySettings:
     # The most files an update's `files` and an export may hold (S2C_MAX_PROJECT_FILES,
     # the agents' bound too): checked before any file is looked at; 0: no bound.
     max_project_files: int = DEFAULT_MAX_PROJECT_FILES
+    # Score the generations of sockets that did not ask for scores (the upstream UI), for
+    # the run record (S2C_SCORE_UNASKED); such a socket still closes as its variants end.
+    score_unasked: bool = False
+    # `/mcp`: on or off, and its token (mcp_access.py).
+    mcp: McpAccess = field(default_factory=McpAccess)
+
+    def __post_init__(self) -> None:
+        # Here, not in from_env: `s2c gateway --host` replaces the host after reading.
+        self.mcp.check_listen(self.host)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -56,6 +68,7 @@ class GatewaySettings:
             agent_addr=env.get("S2C_AGENT_ADDR", "127.0.0.1:50051"),
             **settings_env.service_fields(env),
             access=AccessSettings.from_env(env),
+            mcp=McpAccess.from_env(env),
             design_systems=DesignSystemLimits.from_env(env),
             export=ExportPolicy.from_env(env),
             vendor_dir=vendor_dir_from_env(env),
@@ -70,4 +83,12 @@ class GatewaySettings:
             max_project_files=settings_env.bound(
                 env, FILES_ENV, str(DEFAULT_MAX_PROJECT_FILES), int
             ),
+            score_unasked=env.get("S2C_SCORE_UNASKED", "0").strip().lower() in _TRUE,
+            drain_s=settings_env.seconds(env, "S2C_DRAIN_S", _default_drain_s(env)),
         )
+
+
+def _default_drain_s(env: Mapping[str, str]) -> float:
+    """The agents' generation deadline (S2C_MAX_GENERATION_S, the same variable) and 30 s
+    more, so a drain with the defaults never cuts a generation that could still end."""
+    return settings_env.positive(env, "S2C_MAX_GENERATION_S", 900.0, unit=_SECONDS) + 30

@@ -34,6 +34,7 @@ from urllib.parse import unquote, urlsplit
 from services.common.uploads import (
     CONTENT_TYPE_EXTENSIONS,
     MAX_ASSET_BYTES,
+    DecodedImage,
     decode_image_data_url,
     digest_of,
     upload_id,
@@ -246,10 +247,11 @@ class AssetStore:
 
     # -- uploads ---------------------------------------------------------------------------
 
-    async def stage_upload(self, data_url: str, base_url: str) -> str | None:
-        """Stage an uploaded image; returns its `tmp_asset_<digest>` id, None when refused."""
-        image = decode_image_data_url(data_url)
-        if image is None:
+    async def stage_upload(self, image: DecodedImage, base_url: str) -> str | None:
+        """Stage an uploaded image; returns its `tmp_asset_<digest>` id, None when refused
+        (not png/jpeg/gif/webp, empty, over MAX_ASSET_BYTES)."""
+        size = len(image.data)
+        if image.content_type not in CONTENT_TYPE_EXTENSIONS or not 0 < size <= MAX_ASSET_BYTES:
             return None
         asset_id = upload_id(image.data)
         ext = CONTENT_TYPE_EXTENSIONS[image.content_type]

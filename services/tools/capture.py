@@ -34,8 +34,8 @@ from services.common.images import ImageRefused, read_header
 from services.common.netguard import network_target
 from services.common.tool_types import CapturedImage
 from services.tools.egress_proxy import EGRESS_HEADER
-from services.tools.screenshot import Screenshotter, page_clip
-from services.tools.viewports import DESKTOP, Viewport
+from services.tools.screenshot import Screenshotter
+from services.tools.viewports import DESKTOP, Viewport, page_clip
 
 log = logging.getLogger(__name__)
 

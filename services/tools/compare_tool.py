@@ -8,7 +8,7 @@ import base64
 from typing import Any
 
 from services.common.project_paths import ENTRY_PATH
-from services.common.tool_types import FileState, ImageTag, MediaPart
+from services.common.tool_types import FileState, MediaPart
 from services.tools.fidelity import FidelityOutcome, FidelityScorer, ScoringError
 from services.tools.preview_tool import shown_page
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
@@ -28,11 +28,11 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
     ) -> ToolOutcome:
         if file is None:
             return failure("No file exists yet. Call create_file first.", "No file to compare")
-        images, tags = context.input_images, context.image_tags
+        images = context.input_images
         page = shown_page(file, context.files, context.build)
         number = arguments.get("image_number")
         if number is None:
-            own = (i for i, tag in enumerate(tags) if (tag.path or ENTRY_PATH) == page.path)
+            own = (i for i, im in enumerate(images) if (im.tag.path or ENTRY_PATH) == page.path)
             number = next(own, 0) + 1
         number = int(number)
         if not images:
@@ -40,7 +40,7 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
         if not 1 <= number <= len(images):
             message = f"image_number must be between 1 and {len(images)}; got {number}."
             return failure(message, "No such image")
-        tag = tags[number - 1] if number <= len(tags) else ImageTag()
+        tag = images[number - 1].tag
         try:
             outcome = await scorer.score_page(
                 page,

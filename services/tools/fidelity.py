@@ -3,8 +3,9 @@ against it by the shared scoring code (services/fidelity, docs/eval.md).
 
 The render goes through the previews' Screenshotter: the same browser slots, offline
 routing of CDN runtimes, egress proxy, load and pixel limits. The screenshot is decoded
-within the process's image budget and read by OCR once per image while any caller holds
-it (the variants of a generation score against the same screenshot).
+within the process's image budget and read by OCR once per image, and an identical page
+is scored once (score_cache.py): every option and round of a generation scores against
+the same screenshot.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from services.common.images import ImageDecoder, ImageRefused
+from services.common.input_images import InputImage
 from services.common.project_paths import is_html, path_problem
 from services.common.tool_types import FileState
-from services.common.uploads import decode_image_data_url
 from services.fidelity.dom import EXTRACT_JS, words_from_js
 from services.fidelity.metrics import Scores
 from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_available
@@ -30,6 +31,7 @@ from services.fidelity.regions import Region, side_by_side, worst_regions
 from services.fidelity.score import MAX_BLOCKS, PngScore, png_size, score_png
 from services.fidelity.stop import Stop, Stopped
 from services.tools.preview_tool import project_html
+from services.tools.score_cache import MAX_READINGS, MAX_SCORES, KeptResults
 from services.tools.screenshot import Screenshotter
 
 log = logging.getLogger(__name__)
@@ -59,7 +61,7 @@ class FidelityOutcome:
 
 @dataclass(frozen=True)
 class _Reference:
-    """A decoded screenshot and its OCR (weakly shared: see ImageDecoder.shared)."""
+    """A decoded screenshot and its OCR (kept per image hash: score_cache.py)."""
 
     png: bytes
     ocr: OcrPage
@@ -84,6 +86,9 @@ class FidelityScorer:
         # browser renders at once, so scores cannot crowd out the previews' CPU.
         captures = screenshotter.settings.max_concurrent_captures if screenshotter else 1
         self._cpu_slots = asyncio.Semaphore(max(1, captures))
+        # Each screenshot read once, each page scored once (score_cache.py).
+        self._readings: KeptResults[_Reference] = KeptResults(MAX_READINGS)
+        self._scores: KeptResults[FidelityOutcome] = KeptResults(MAX_SCORES)
 
     def available(self) -> str:
         """Why this worker cannot score (empty when it can)."""
@@ -97,7 +102,7 @@ class FidelityScorer:
         self,
         page: FileState,
         files: tuple[FileState, ...],
-        image_url: str,
+        image: InputImage,
         *,
         image_index: int,
         width: int,
@@ -113,7 +118,7 @@ class FidelityScorer:
             raise ScoringError(f"path: {problem}")
         outcome = await self.score(
             await project_html(page, files),
-            image_url,
+            image,
             image_index=image_index,
             width=width,
             timeout_s=timeout_s,
@@ -125,7 +130,7 @@ class FidelityScorer:
     async def score(
         self,
         code: str,
-        image_url: str,
+        image: InputImage,
         *,
         image_index: int,
         width: int,
@@ -133,39 +138,42 @@ class FidelityScorer:
         with_regions: bool = False,
         owner: str = "",
     ) -> FidelityOutcome:
-        image = decode_image_data_url(image_url)
-        if image is None:
-            raise ScoringError("image: not a data URL of a PNG, JPEG, GIF or WebP image")
         if not code.strip():
             raise ScoringError("code: empty")
         if width and not MIN_WIDTH <= width <= MAX_WIDTH:
             raise ScoringError(f"viewport_width: must be 0 or {MIN_WIDTH}-{MAX_WIDTH}")
         # The whole score's limit: its work in threads checks it (`Stop`) and ends there.
         stop = Stop(time.monotonic() + timeout_s)
-        try:
-            return await self._score(
-                image.data, code, image_index, width, stop, with_regions, owner
-            )
-        except Stopped:
-            reason = f"not scored within its limit of {timeout_s:g} s"
-            return FidelityOutcome(image_index, width, unavailable_reason=reason)
+
+        async def compute() -> FidelityOutcome:
+            try:
+                return await self._score(code, image, width, stop, with_regions, owner)
+            except Stopped:
+                reason = f"not scored within its limit of {timeout_s:g} s"
+                return FidelityOutcome(0, width, unavailable_reason=reason)
+
+        # An identical page against the same screenshot at the same width scores the same.
+        key = (hashlib.sha256(code.encode()).hexdigest(), image.sha256, width, with_regions)
+        outcome = await self._scores.get(key, compute, lambda scored: scored.scores is not None)
+        return replace(outcome, image_index=image_index)
 
     async def _score(
         self,
-        image: bytes,
         code: str,
-        image_index: int,
+        image: InputImage,
         width: int,
         stop: Stop,
         with_regions: bool,
         owner: str,
     ) -> FidelityOutcome:
-        key = ("fidelity-reference", hashlib.sha256(image).hexdigest())
-        try:
+        image_index = 0  # the caller's is set on the (kept) outcome
+
+        async def read() -> _Reference:
             async with self._cpu_slots:
-                reference = await _in_thread(
-                    stop, lambda: self._images.shared(key, lambda: self._read(image, stop))
-                )
+                return await _in_thread(stop, lambda: self._read(image.data, stop))
+
+        try:
+            reference = await self._readings.get(image.sha256, read, lambda _: True)
         except ImageRefused as exc:
             raise ScoringError(f"image: {exc}") from None
         except OcrError as exc:
@@ -180,7 +188,14 @@ class FidelityScorer:
             return FidelityOutcome(image_index, width, unavailable_reason=unavailable)
         try:
             png, data = await self._screenshotter.render_for_score(
-                code, width, height, EXTRACT_JS, timeout_s=_remaining(stop), owner=owner
+                code,
+                width,
+                height,
+                EXTRACT_JS,
+                timeout_s=_remaining(stop),
+                owner=owner,
+                # A kept page serves only the same generation's renders of this screenshot.
+                keep_for=f"{owner}/{image.sha256}",
             )
         except Exception as exc:  # any failed render is "unavailable", never a zero
             log.info("fidelity render failed", extra={"reason": str(exc)[:200]})

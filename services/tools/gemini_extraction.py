@@ -9,8 +9,6 @@ a malformed detection costs that one asset, never the batch.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import io
 import json
 import math
@@ -18,15 +16,19 @@ import os
 import ssl
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import certifi
-from google import genai
-from google.genai import types
 from PIL import Image
 from pydantic import BaseModel, Field
 
 from services.common.images import ImageDecoder, ImageRefused
+from services.common.input_images import InputImage
+
+# google-genai loads on a worker's first extraction, not at its start (~40 MB; issue 42).
+if TYPE_CHECKING:
+    from google import genai
+    from google.genai import types
 
 DEFAULT_MODEL = "gemini-3.6-flash"
 MAX_ASSETS_PER_REQUEST = 25
@@ -121,38 +123,24 @@ class _Detection:
 # -- sources -----------------------------------------------------------------------------
 
 
-def _data_url_bytes(data_url: str) -> bytes | None:
-    header, sep, payload = data_url.partition(",")
-    if not sep or not header.startswith("data:"):
-        return None
-    mime, *params = header[len("data:") :].split(";")
-    if mime.strip().lower() not in _SOURCE_MIME_TYPES or "base64" not in params:
-        return None
-    try:
-        return base64.b64decode(payload, validate=False)
-    except (binascii.Error, ValueError):
-        return None
-
-
 @dataclass(frozen=True, slots=True)
 class Sources:
     images: list[SourceImage]
     skipped: list[str]  # why each input left out was, for the caller
 
 
-def decode_sources(data_urls: Sequence[str], decoder: ImageDecoder) -> Sources:
+def decode_sources(inputs: Sequence[InputImage], decoder: ImageDecoder) -> Sources:
     """Each decodable input, upright (EXIF applied) and re-encoded as PNG, decoded within
     the process's image budget (one at a time when large); the others are skipped.
 
     Blocking (decoding and encoding); run it in a thread.
     """
     sources = Sources([], [])
-    for number, data_url in enumerate(data_urls, start=1):
-        raw = _data_url_bytes(data_url) if isinstance(data_url, str) else None
-        if not raw:
-            continue  # not an image data URL this tool reads (the agent lists only those)
+    for number, source_image in enumerate(inputs, start=1):
+        if source_image.mime_type not in _SOURCE_MIME_TYPES:
+            continue  # not a format Gemini reads (a GIF)
         try:
-            with decoder.open(raw, upright=True) as image:
+            with decoder.open(source_image.data, upright=True) as image:
                 buffer = io.BytesIO()
                 image.save(buffer, format="PNG")
                 source = SourceImage(number, buffer.getvalue(), image.width, image.height)
@@ -329,6 +317,8 @@ def default_tls_context() -> ssl.SSLContext:
 
 
 def generation_config() -> types.GenerateContentConfig:
+    from google.genai import types
+
     return types.GenerateContentConfig(
         system_instruction=SYSTEM_INSTRUCTION,
         temperature=_TEMPERATURE,
@@ -339,6 +329,9 @@ def generation_config() -> types.GenerateContentConfig:
 
 
 def _client(endpoint: GeminiEndpoint) -> genai.Client:
+    from google import genai
+    from google.genai import types
+
     options = types.HttpOptions(
         # Per-part media resolution is a v1alpha feature.
         api_version="v1alpha",
@@ -373,7 +366,7 @@ async def _all(calls: Sequence[Awaitable[dict[str, _Detection]]]) -> list[dict[s
 
 async def extract_assets(
     descriptions: Sequence[str],
-    data_urls: Sequence[str],
+    inputs: Sequence[InputImage],
     endpoint: GeminiEndpoint,
     decoder: ImageDecoder,
     *,
@@ -384,7 +377,9 @@ async def extract_assets(
     Raises whatever the API raises (auth, quota, timeout): a failed call fails the batch,
     because a partial answer would silently report the other chunks' assets as missing.
     """
-    decoded = await asyncio.to_thread(decode_sources, list(data_urls), decoder)
+    from google.genai import types
+
+    decoded = await asyncio.to_thread(decode_sources, list(inputs), decoder)
     sources = decoded.images
     if not sources:
         return ExtractionResult([], " ".join([NO_VALID_SOURCES, *decoded.skipped]))

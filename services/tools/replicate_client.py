@@ -24,10 +24,6 @@ from types import MappingProxyType, TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-from replicate.client import Client as _SDKClient
-from replicate.exceptions import ReplicateError as _SDKHTTPError
-
 from services.common.uploads import MAX_ASSET_BYTES
 from services.tools.asset_store import url_origin
 
@@ -173,6 +169,9 @@ def _env_proxy(base_url: str) -> str | None:
 
 def _translate(exc: BaseException) -> BaseException:
     """Our exception for a failure of the SDK or the transport; anything else unchanged."""
+    import httpx
+    from replicate.exceptions import ReplicateError as _SDKHTTPError
+
     if isinstance(exc, TimeoutError):
         return PredictionTimedOut("Inference timed out")
     if isinstance(exc, _SDKHTTPError):
@@ -207,6 +206,11 @@ class ReplicateClient:
             raise ValueError("a Replicate API token is required")
         self.settings = settings or ReplicateSettings()
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        # The SDK (with NumPy) and httpx load on a worker's first image call, not at its
+        # start (~35 MB; issue 42).
+        import httpx
+        from replicate.client import Client as _SDKClient
+
         timeout = httpx.Timeout(self.settings.request_timeout_s, connect=5.0)
         self._transport = httpx.AsyncHTTPTransport(proxy=_env_proxy(self.base_url))
         # Explicit token and base URL: the SDK must not fall back to this process's env.
@@ -272,6 +276,8 @@ class ReplicateClient:
 
         Only for URLs of our own endpoint: this is not a general-purpose fetcher.
         """
+        import httpx
+
         if not self.same_origin(url):
             return None
         try:

@@ -248,7 +248,8 @@ def _digest(call: ToolCall, file: FileState | None, ctx: ToolContext) -> bytes:
         put("file")
         put(file.path)
         put(file.content)
-    for group in (ctx.input_images, ctx.option_codes):
+    # Images by their hash: the key of a call names the same images the call does.
+    for group in ([i.sha256 for i in ctx.input_images], ctx.option_codes):
         put(str(len(group)))
         for item in group:
             put(item)

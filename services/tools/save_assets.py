@@ -12,8 +12,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from services.common.input_images import InputImage
 from services.common.tool_summaries import summarize_text
 from services.common.tool_types import FileState, MediaPart
+from services.common.uploads import DecodedImage
 from services.tools.asset_store import AssetStore, PromotedAsset
 from services.tools.image_tools import string_list
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome
@@ -21,19 +23,21 @@ from services.tools.types import ToolContext, ToolHandler, ToolOutcome
 SUMMARY_ID_CHARS = 100
 
 
-async def stage_uploads(store: AssetStore, images: Sequence[str], base_url: str) -> dict[str, str]:
-    """Each stageable image data URL mapped to its temporary asset id.
+async def stage_uploads(
+    store: AssetStore, images: Sequence[InputImage], base_url: str
+) -> dict[str, str]:
+    """Each stageable input image's hash mapped to its temporary asset id.
 
-    Images we do not accept (not png/jpeg/gif/webp, bad base64, over 20 MiB) are left out.
+    Images we do not accept (not png/jpeg/gif/webp, over 20 MiB) are left out.
     One at a time: each image may be 20 MiB, so running them all at once only adds memory.
     """
     staged: dict[str, str] = {}
     for image in images:
-        if image in staged:
+        if image.sha256 in staged:
             continue
-        asset_id = await store.stage_upload(image, base_url)
+        asset_id = await store.stage_upload(DecodedImage(image.mime_type, image.data), base_url)
         if asset_id is not None:
-            staged[image] = asset_id
+            staged[image.sha256] = asset_id
     return staged
 
 

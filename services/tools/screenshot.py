@@ -26,7 +26,6 @@ from typing import Any
 
 from playwright.async_api import (
     Browser,
-    FloatRect,
     Page,
     Playwright,
     Route,
@@ -46,8 +45,9 @@ from services.tools.egress_proxy import (
     ProxyObserver,
     UpstreamOpener,
 )
+from services.tools.score_pages import KeptPages
 from services.tools.slots import FairSlots
-from services.tools.viewports import DESKTOP, VIEWPORTS, Capture, Viewport
+from services.tools.viewports import DESKTOP, VIEWPORTS, Capture, Viewport, page_clip
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +68,6 @@ _CLOSE_TIMEOUT_S = 5.0
 # The pages one capture renders at once: the default desktop and mobile pair together, a
 # screenshot's many tagged widths two by two (twenty at once took 2.3 GB, issue 35).
 PAGES_AT_ONCE = 2
-_PAGE_SIZE_JS = (
-    "() => [Math.max(document.documentElement.scrollWidth, "
-    "document.body ? document.body.scrollWidth : 0), "
-    "Math.max(document.documentElement.scrollHeight, "
-    "document.body ? document.body.scrollHeight : 0)]"
-)
 
 
 @dataclass(frozen=True)
@@ -143,6 +137,7 @@ class Screenshotter:
         self._probed_at = 0.0
         self._spares: dict[Viewport, tuple[Browser, asyncio.Task[Page]]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._kept = KeptPages(self._new_page, self.settings.max_concurrent_captures)
 
     async def probe(self) -> bool:
         """Whether Chromium launches here: the outcome of the last launch, or of one made
@@ -240,17 +235,19 @@ class Screenshotter:
         *,
         timeout_s: float,
         owner: str = "",
+        keep_for: str = "",
     ) -> tuple[bytes, Any]:
         """A full-page PNG of `html` at `width` × `height` and `expression` evaluated in
         it: the fidelity score's render (services/tools/fidelity.py). The same routing,
-        proxy, load and pixel limits as a preview's, in places of the scores' own."""
+        proxy, load and pixel limits as a preview's, in places of the scores' own; in a
+        page kept for the renders `keep_for` names, if any (score_pages.py)."""
         html = normalize_babel_cdn(html)
         viewport = Viewport("fidelity", width, height)
         limit_s = min(self.settings.capture_timeout_s, timeout_s)
         try:
             async with asyncio.timeout(limit_s), self._score_slots.hold(owner):
                 browser = await self._ready_browser()
-                async with self._rendered(browser, html, viewport) as page:
+                async with self._rendered(browser, html, viewport, keep_for) as page:
                     data = await page.evaluate(expression)
                     settings = self.settings
                     clip = await page_clip(page, width, settings.max_height_px)
@@ -287,6 +284,7 @@ class Screenshotter:
                 self._discard(spare)
             self._spares.clear()
             await asyncio.gather(*self._background, return_exceptions=True)
+            await self._kept.close()
             browser, self._browser = self._browser, None
             driver, self._playwright = self._playwright, None
             if browser is not None:
@@ -358,9 +356,9 @@ class Screenshotter:
 
     @contextlib.asynccontextmanager
     async def _rendered(
-        self, browser: Browser, html: str, viewport: Viewport
+        self, browser: Browser, html: str, viewport: Viewport, keep_for: str = ""
     ) -> AsyncIterator[Page]:
-        page = await self._take_page(browser, viewport)
+        page = await self._kept.take(browser, viewport, keep_for, self._take_page)
         try:
             # One budget for the page's loads and its fonts together: a stylesheet and a
             # font that never answer hold the place for it once, not twice.
@@ -383,7 +381,7 @@ class Screenshotter:
                 await asyncio.sleep(self.settings.settle_ms / 1000)  # let late layout land
             yield page
         finally:
-            self._in_background(_quietly(page.context.close()))
+            self._in_background(self._kept.give_back(browser, page, keep_for))
 
     async def _new_page(
         self,
@@ -474,25 +472,6 @@ class Screenshotter:
             log.info("websocket route failed (the page may be gone); closed", exc_info=True)
             with contextlib.suppress(Exception):
                 await socket.close(code=1011, reason="the preview sandbox failed")
-
-
-async def page_clip(page: Page, max_width: int, max_height: int) -> FloatRect | None:
-    """The area of a full-page screenshot, when the page is larger than the limits allow
-    (from its top left); None when the whole page fits."""
-    try:
-        size = await page.evaluate(_PAGE_SIZE_JS)
-        width, height = int(size[0]), int(size[1])
-    except (PlaywrightError, TypeError, ValueError, IndexError):
-        # A page that broke its own DOM: only the limits are known to be safe.
-        width, height = max_width + 1, max_height + 1
-    if width <= max_width and height <= max_height:
-        return None
-    return {
-        "x": 0,
-        "y": 0,
-        "width": min(max(width, 1), max_width),
-        "height": min(max(height, 1), max_height),
-    }
 
 
 async def _quietly(closing: Any) -> None:

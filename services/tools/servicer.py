@@ -5,15 +5,27 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import get_args
+from typing import NoReturn, get_args
 
 import grpc
+from google.rpc.error_details_pb2 import ErrorInfo
 from s2c.common.v1 import common_pb2
 from s2c.tools.v1 import tool_service_pb2 as pb
 from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.common.credentials import Credentials, credentials_from_proto
-from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid
+from services.common.errors import (
+    FieldViolation,
+    InvalidRequest,
+    abort,
+    abort_invalid,
+)
+from services.common.input_images import (
+    NOT_HELD_DOMAIN,
+    NOT_HELD_REASON,
+    ImagesNotHeld,
+    parse_input_image,
+)
 from services.common.project_paths import ENTRY_PATH
 from services.common.proto_enums import enum_names
 from services.common.react_project import BUILT_PATH, ProjectBuild
@@ -23,6 +35,7 @@ from services.common.tracing import incoming_context, tracer
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
 from services.tools.fidelity import ScoringError
 from services.tools.fidelity_proto import fidelity_response
+from services.tools.image_store import BadImageRef, ImageRef
 from services.tools.types import ToolContext, ToolFlags, ToolOutcome
 from services.tools.worker import ToolWorker
 
@@ -93,7 +106,13 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             context=incoming_context(context.invocation_metadata()),
             attributes={"s2c.tool_call_id": call.id},
         ) as span:
-            outcome = await self._execute(call, file, ctx, request.files, _owner(context))
+            try:
+                outcome = await self._execute(call, file, ctx, request.files, _owner(context))
+            except BadImageRef as exc:
+                violation = FieldViolation(f"context.{exc.field}", exc.problem)
+                await abort_invalid(context, InvalidRequest([violation]))
+            except ImagesNotHeld as exc:
+                await _not_held(context, exc)
             span.set_attribute("s2c.ok", outcome.ok)
         response = pb.ExecuteToolResponse(
             ok=outcome.ok,
@@ -148,10 +167,18 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             "ScoreFidelity", context=incoming_context(context.invocation_metadata())
         ):
             try:
+                (image,) = self._worker.inputs.resolve([_score_reference(request)])
+            except BadImageRef as exc:
+                field = "reference" if request.HasField("reference") else "image"
+                violation = FieldViolation(f"{field}.{exc.field.partition('.')[2]}", exc.problem)
+                await abort_invalid(context, InvalidRequest([violation]))
+            except ImagesNotHeld as exc:
+                await _not_held(context, exc)
+            try:
                 outcome = await self._worker.fidelity.score_page(
                     FileState(request.path or ENTRY_PATH, request.code),
                     tuple(FileState(f.path, f.content) for f in request.files),
-                    request.image,
+                    image,
                     image_index=request.image_index,
                     width=request.viewport_width,
                     timeout_s=remaining if remaining is not None else 60.0,
@@ -191,7 +218,6 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             call,
             file,
             ToolContext(
-                input_images=tuple(ctx.input_images),
                 option_codes=tuple(ctx.option_codes),
                 flags=_flags(ctx.flags),
                 credentials=credentials_from_proto(ctx.credentials),
@@ -199,10 +225,10 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                 files=tuple(FileState(f.path, f.content) for f in files),
                 viewport_widths=tuple(ctx.viewport_widths),
                 max_project_bytes=ctx.max_project_bytes,
-                image_tags=tuple(ImageTag(t.path, t.viewport_width) for t in ctx.image_tags),
                 owner=owner,
                 build=_BUILDS[ctx.build],
             ),
+            _image_refs(ctx),
         )
 
 
@@ -226,6 +252,43 @@ def _owner(context: Context) -> str:
         if key == OWNER_METADATA and isinstance(value, str):
             return value[:MAX_ID_LENGTH]
     return ""
+
+
+def _image_refs(ctx: pb.ToolContext) -> list[ImageRef]:
+    """The call's input images with their tags: by hash (`images`), or as data URLs from
+    an agent that sends them whole (`input_images`), parsed here once."""
+    tags = [ImageTag(t.path, t.viewport_width) for t in ctx.image_tags]
+    tags += [ImageTag()] * (max(len(ctx.images), len(ctx.input_images)) - len(tags))
+    if ctx.images:
+        return [
+            ImageRef(i.sha256, i.mime_type, i.data, tag)
+            for i, tag in zip(ctx.images, tags, strict=False)
+        ]
+    refs = []
+    for url, tag in zip(ctx.input_images, tags, strict=False):
+        try:
+            image = parse_input_image(url)
+        except ValueError:
+            continue  # not an image the tools read (the agent lists only those)
+        refs.append(ImageRef(image.sha256, image.mime_type, image.data, tag))
+    return refs
+
+
+def _score_reference(request: pb.ScoreFidelityRequest) -> ImageRef:
+    if request.HasField("reference"):
+        ref = request.reference
+        return ImageRef(ref.sha256, ref.mime_type, ref.data)
+    try:
+        image = parse_input_image(request.image)
+    except ValueError:
+        raise BadImageRef(0, "data", "not a data URL of a PNG, JPEG, GIF or WebP image") from None
+    return ImageRef(image.sha256, image.mime_type, image.data)
+
+
+async def _not_held(context: Context, exc: ImagesNotHeld) -> NoReturn:
+    # Not the caller's fault: the agent sends the bytes and asks again.
+    info = ErrorInfo(reason=NOT_HELD_REASON, domain=NOT_HELD_DOMAIN, metadata=exc.metadata)
+    await abort(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc), info=info)
 
 
 def _flags(flags: pb.ToolFlags) -> ToolFlags:

@@ -47,6 +47,7 @@ DEFAULT_MAX_FILE_BYTES = MAX_FILE_BYTES  # a text-mode page is held to the same
 # Agents balance over the workers a DNS name resolves to, but only resolve it again when a
 # connection goes away: closing each one after a minute lets workers added since get calls.
 DEFAULT_MAX_CONNECTION_AGE_S = 60.0
+DEFAULT_IMAGE_CACHE_BYTES = 256 << 20
 # How much longer than the longest call a closing connection is kept, so none is cut.
 CONNECTION_GRACE_MARGIN_S = 10.0
 
@@ -90,6 +91,9 @@ class ToolsSettings:
     # How a react_vite project is built (docs/react.md): S2C_NODE, S2C_REACT_BUILD_TIMEOUT_S,
     # S2C_REACT_BUILD_HEAP_MB, S2C_REACT_BUILD_PROCESSES; the packages from vendor_dir.
     react_build: BuildSettings = field(default_factory=BuildSettings)
+    # The input images the worker keeps for the generations it serves, by hash
+    # (image_store.py; S2C_TOOLS_IMAGE_CACHE_MB), and the fidelity scorer's OCR of them.
+    image_cache_bytes: int = DEFAULT_IMAGE_CACHE_BYTES
 
     @property
     def max_connection_age_grace_s(self) -> float:
@@ -127,6 +131,10 @@ class ToolsSettings:
             preview_max_captures=int(settings_env.positive(env, "S2C_PREVIEW_MAX_CAPTURES", 4)),
             fidelity_max_renders=int(settings_env.positive(env, "S2C_FIDELITY_MAX_RENDERS", 2)),
             react_build=_build_settings(env),
+            image_cache_bytes=settings_env.bound(
+                env, "S2C_TOOLS_IMAGE_CACHE_MB", str(DEFAULT_IMAGE_CACHE_BYTES >> 20), int
+            )
+            << 20,
         )
 
 

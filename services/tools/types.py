@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.common.credentials import Credentials
+from services.common.input_images import InputImage
 from services.common.react_project import ProjectBuild
 from services.common.tool_types import FileState as FileState
 from services.common.tool_types import ImageTag as ImageTag
@@ -26,7 +27,9 @@ class ToolFlags:
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    input_images: tuple[str, ...] = ()  # data URLs of the request's still images
+    # The request's still images with their tags (what each shows), resolved by hash
+    # (image_store.py) only for the tools that read them (worker.py); empty for the rest.
+    input_images: tuple[InputImage, ...] = ()
     option_codes: tuple[str, ...] = ()
     flags: ToolFlags = field(default_factory=ToolFlags)
     credentials: Credentials = field(default_factory=Credentials)
@@ -36,8 +39,6 @@ class ToolContext:
     # Widths the input screenshots were taken at (screenshot_preview captures each).
     viewport_widths: tuple[int, ...] = ()
     max_project_bytes: int = 0  # all files together; 0: the worker's own limit
-    # What each input image shows, aligned with input_images (may be shorter).
-    image_tags: tuple[ImageTag, ...] = ()
     owner: str = ""  # whom the call is for (a generation): its share of the browser
     build: ProjectBuild = "none"  # react_vite: the file tools build the project (react.md)
 

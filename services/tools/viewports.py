@@ -1,8 +1,19 @@
-"""What a capture shows: a viewport (a name and a window size) and the PNG taken in it."""
+"""What a capture shows: a viewport (a name and a window size), the part of the page
+kept (`page_clip`) and the PNG taken in it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import FloatRect, Page
+
+_PAGE_SIZE_JS = (
+    "() => [Math.max(document.documentElement.scrollWidth, "
+    "document.body ? document.body.scrollWidth : 0), "
+    "Math.max(document.documentElement.scrollHeight, "
+    "document.body ? document.body.scrollHeight : 0)]"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,3 +44,22 @@ class Capture:
     viewport: Viewport
     png: bytes
     full_page: bool = True
+
+
+async def page_clip(page: Page, max_width: int, max_height: int) -> FloatRect | None:
+    """The area of a full-page screenshot, when the page is larger than the limits allow
+    (from its top left); None when the whole page fits."""
+    try:
+        size = await page.evaluate(_PAGE_SIZE_JS)
+        width, height = int(size[0]), int(size[1])
+    except (PlaywrightError, TypeError, ValueError, IndexError):
+        # A page that broke its own DOM: only the limits are known to be safe.
+        width, height = max_width + 1, max_height + 1
+    if width <= max_width and height <= max_height:
+        return None
+    return {
+        "x": 0,
+        "y": 0,
+        "width": min(max(width, 1), max_width),
+        "height": min(max(height, 1), max_height),
+    }

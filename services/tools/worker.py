@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from services.common.credentials import Credentials
 from services.common.errors import FieldViolation
@@ -25,6 +25,7 @@ from services.tools.egress_routes import ENV_NAME, EgressTestRoutes
 from services.tools.extract_assets import extract_assets_handler
 from services.tools.fidelity import FidelityScorer
 from services.tools.file_tools import file_tool_handlers
+from services.tools.image_store import ImageRef, ImageStore
 from services.tools.image_tools import image_tool_handlers
 from services.tools.metrics import ToolsMetrics
 from services.tools.preview_tool import screenshot_preview_handler
@@ -38,6 +39,9 @@ from services.tools.types import ToolContext, ToolFlags, ToolHandler, ToolOutcom
 log = logging.getLogger(__name__)
 
 _ALWAYS = frozenset({"create_file", "edit_file", "retrieve_option", "save_assets"})
+# The tools that read the request's input images: only their calls resolve the images
+# the call names (and make the agent send any this worker does not hold).
+_READ_IMAGES = frozenset({"save_assets", "extract_assets", COMPARE})
 _REPLICATE = frozenset({"generate_images", "remove_background", "edit_image"})
 
 
@@ -49,6 +53,8 @@ class ToolWorker:
         # The process's one image budget: everything here that decodes goes through it.
         self.images = ImageDecoder(settings.images)
         self.builder = ReactBuilder(settings.react_build)
+        # The generations' input images by hash, sent once per worker (image_store.py).
+        self.inputs = ImageStore(settings.image_cache_bytes)
         handlers: dict[str, ToolHandler] = {
             **file_tool_handlers(max_file_bytes=settings.max_file_bytes, builder=self.builder),
             **image_tool_handlers(self.store),
@@ -147,8 +153,19 @@ class ToolWorker:
         return self.browser.unavailable() if self.browser is not None else {}
 
     async def execute(
-        self, call: ToolCall, file: FileState | None, ctx: ToolContext
+        self,
+        call: ToolCall,
+        file: FileState | None,
+        ctx: ToolContext,
+        images: Sequence[ImageRef] = (),
     ) -> ToolOutcome:
+        """Runs one call. `images` are the request's input images as the call names them:
+        kept when their bytes came along, resolved only for a tool that reads them
+        (ImagesNotHeld when this worker does not hold some; BadImageRef for bad ones)."""
+        if call.name in _READ_IMAGES:
+            ctx = dataclasses.replace(ctx, input_images=self.inputs.resolve(images))
+        else:
+            self.inputs.keep(images)
         merged = dataclasses.replace(
             ctx, credentials=self.settings.credential_policy.resolve(ctx.credentials)
         )

@@ -247,12 +247,14 @@ async def test_a_dropped_connection_reattaches_and_loses_nothing(
     assert not [f for f in first if f["type"] in ("variantComplete", "variantError")]
     [params_frame] = params
     assert (params_frame["resumable"], params_frame["codeStream"]) == (True, "append")
+    assert params_frame["scoreFidelity"] is True
     assert first[0] == {"type": "generation", "value": dropped.id}
     assert resume == [
         {
             "resumeGenerationId": dropped.id,
             "afterSequence": max(seqs(first)),
             "codeStream": "append",
+            "scoreFidelity": True,
         }
     ]
     # First each variant's code, whole and at least what the page held (no flash back to

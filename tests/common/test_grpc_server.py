@@ -14,11 +14,11 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.common.grpc_server import (
-    ListenError,
     RunningServer,
     max_connection_age_options,
     start_server,
 )
+from services.common.listen import ListenError
 
 WAIT = "/test.Lifecycle/Wait"
 

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.common.uploads import MAX_ASSET_BYTES, decode_image_data_url, upload_id
+from services.common.input_images import InputImage, parse_input_image
+from services.common.tool_types import ImageTag
+from services.common.uploads import (
+    MAX_ASSET_BYTES,
+    decode_image_data_url,
+    parse_data_url,
+    upload_id,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"fake png body"
 
@@ -68,3 +75,40 @@ def test_data_url_round_trip(data: bytes) -> None:
     decoded = decode_image_data_url(data_url(data, "image/webp"))
     assert decoded is not None
     assert decoded.data == data
+
+
+# -- the one parser, and an input image parsed once ---------------------------------------
+
+
+def test_parse_data_url_gives_the_type_in_lower_case_and_the_bytes() -> None:
+    parsed = parse_data_url(data_url(PNG, "image/PNG"))
+    assert (parsed.content_type, parsed.data) == ("image/png", PNG)
+    # A video goes through the same parser, with no size bound unless asked.
+    assert parse_data_url(data_url(b"\0" * 64, "video/mp4")).data == b"\0" * 64
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("https://example.com/a.png", "not a data URL"),
+        ("data:image/png;base64", "not a data URL"),
+        ("data:text/plain,a%20b", "not a base64 data URL"),
+        ("data:image/png;base64,aGVs bG8=", "invalid base64"),
+        ("data:image/png;base64,", "empty"),
+    ],
+)
+def test_parse_data_url_says_why_a_url_is_not_one(url: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        parse_data_url(url)
+
+
+def test_an_input_image_carries_its_hash_size_tag_and_upload_id() -> None:
+    png = base64.b64decode(  # 2×3 pixels
+        "iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAIAAAA2iEnWAAAAE0lEQVR4nGP8z8DAwMDAxIBMAQAUQAEF3SN5DgAAAABJRU5ErkJggg=="
+    )
+    tag = ImageTag("pricing.html", 390)
+    image = parse_input_image(data_url(png), tag)
+    assert image == InputImage("image/png", png, hashlib.sha256(png).hexdigest(), 2, 3, tag)
+    assert image.upload_id == upload_id(png)
+    with pytest.raises(ValueError, match="not an image data URL"):
+        parse_input_image(data_url(png, "text/plain"))

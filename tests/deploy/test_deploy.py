@@ -30,6 +30,7 @@ from services.cli import (
     TOOLS_METRICS_PORT,
     TOOLS_PORT,
 )
+from services.gateway.settings import GatewaySettings
 from services.tools.settings import ToolsSettings
 from tests.deploy import manifests as k8s
 from tests.deploy.healthcheck import run_healthcheck
@@ -162,13 +163,69 @@ def test_grpc_services_probe_grpc_health_on_their_design_port(name: str) -> None
         assert container[probe]["grpc"] == {"port": port}, (name, probe)
 
 
-def test_gateway_listens_on_all_interfaces_and_probes_healthz() -> None:
+def test_gateway_listens_on_all_interfaces_and_probes_readyz_and_healthz() -> None:
     container = k8s.container("gateway")
     assert container["args"] == _serve_args("gateway")
     assert [p["containerPort"] for p in container["ports"]] == [GATEWAY_PORT]
-    for probe in ("readinessProbe", "livenessProbe"):
-        assert container[probe]["httpGet"]["path"] == "/healthz"
+    # Ready: not draining (503 from SIGTERM on); alive: /healthz, 200 while it drains.
+    paths = {"readinessProbe": "/readyz", "livenessProbe": "/healthz"}
+    for probe, path in paths.items():
+        assert container[probe]["httpGet"]["path"] == path
         assert container[probe]["httpGet"]["port"] in ("http", GATEWAY_PORT)
+
+
+# --- rolling updates (docs/architecture.md, "Rolling updates") --------------------------------
+
+
+def _drains_s() -> dict[str, float]:
+    """How long each service may take to stop after SIGTERM, by its settings in deploy/."""
+    return {
+        "gateway": GatewaySettings.from_env(k8s.env(k8s.container("gateway"))).drain_s,
+        "agent": AgentSettings.from_env(k8s.env(k8s.container("agent"))).shutdown_grace_s,
+        "tools": ToolsSettings.from_env(k8s.env(k8s.container("tools"))).shutdown_grace_s,
+    }
+
+
+def test_each_pod_gets_its_whole_drain_before_it_is_killed() -> None:
+    drains = _drains_s()
+    for name, drain_s in drains.items():
+        pod = k8s.workloads()[name]["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {})
+        assert pod["terminationGracePeriodSeconds"] > pre_stop.get("seconds", 0) + drain_s, name
+    # Drains that let every generation end: upstream sockets and running generations
+    # outlast the longest generation deadline.
+    deadline = AgentSettings.from_env(k8s.env(k8s.container("agent"))).max_generation_s
+    assert drains["gateway"] >= deadline
+    assert drains["agent"] >= deadline
+    # Proxies learn of a terminating gateway a few seconds late: it keeps serving meanwhile.
+    assert k8s.container("gateway")["lifecycle"]["preStop"]["sleep"]["seconds"] >= 5
+
+
+def test_every_service_has_a_disruption_budget_of_one() -> None:
+    pdbs = [d for d in k8s.docs() if d["kind"] == "PodDisruptionBudget"]
+    for name in PORTS:
+        (pdb,) = [
+            p
+            for p in pdbs
+            if k8s.selects(p["spec"]["selector"]["matchLabels"], k8s.pod_labels(name))
+        ]
+        assert pdb["spec"].get("maxUnavailable") == 1, name
+
+
+def test_compose_stops_gateway_and_agent_only_after_their_drain() -> None:
+    services = _compose()["services"]
+    defaults = {
+        "gateway": ("S2C_DRAIN_S", GatewaySettings().drain_s),
+        "agent": ("S2C_SHUTDOWN_GRACE_S", AgentSettings().shutdown_grace_s),
+    }
+    for name, (variable, fallback) in defaults.items():
+        value = services[name]["environment"][variable]
+        match = re.fullmatch(r"\$\{" + variable + r":-(\d+)\}", value)
+        drain_s = float(match.group(1)) if match else fallback
+        grace = re.fullmatch(r"(\d+)s", services[name]["stop_grace_period"])
+        assert grace, name
+        assert int(grace.group(1)) > drain_s >= AgentSettings().max_generation_s, name
 
 
 def test_agent_reaches_tools_through_a_headless_service() -> None:

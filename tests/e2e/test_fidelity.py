@@ -25,12 +25,16 @@ from s2c.tools.v1 import tool_service_pb2 as tpb
 from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
 
 from services.agent.settings import AgentSettings
+from services.common.input_images import parse_input_image
+from services.gateway.access import AccessSettings
+from services.gateway.settings import GatewaySettings
 from services.tools.screenshot import Screenshotter
 from services.tools.settings import ToolsSettings
+from services.tools.viewports import Viewport
 from tests.browser.pages import CHROMIUM
 from tests.eval.test_scores import BLOCKS, Spec, page
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
-from tests.suite import Suite, generation_events, running_suite
+from tests.suite import Suite, create_params, generation_events, run_ws, running_suite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -64,7 +68,16 @@ async def suite(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> A
         preview_replay_s=0.0,
     )
     tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
-    async with running_suite(tmp_path_factory.mktemp("fidelity"), agent=agent, tools=tools) as s:
+    # The operator scores every generation (S2C_SCORE_UNASKED): an upstream socket must
+    # still close without waiting for the scores.
+    gateway = GatewaySettings(
+        access=AccessSettings(
+            max_concurrent_per_client=0, starts_per_minute=0, max_waiting_per_client=0
+        ),
+        score_unasked=True,
+    )
+    data_dir = tmp_path_factory.mktemp("fidelity")
+    async with running_suite(data_dir, agent=agent, tools=tools, gateway=gateway) as s:
         yield s
 
 
@@ -102,6 +115,7 @@ def image_create(images: list[str], variant_count: int) -> pb.GenerateCodeReques
         input_mode=pb.INPUT_MODE_IMAGE,
         stack=pb.STACK_HTML_CSS,
         variant_count=variant_count,
+        score_fidelity=True,  # as our clients ask: unasked, nothing is scored
     )
     request.prompt.images.extend(images)
     return request
@@ -166,15 +180,16 @@ async def test_the_page_of_the_screenshot_scores_higher_and_compare_finds_region
 async def test_a_page_that_cannot_render_is_unavailable_with_the_reason(
     suite: Suite, screenshot: str
 ) -> None:
+    image = parse_input_image(screenshot)
     outcome = await suite.tools.worker.fidelity.score(
-        HANGING, screenshot, image_index=0, width=0, timeout_s=1.0
+        HANGING, image, image_index=0, width=0, timeout_s=1.0
     )
     assert outcome.scores is None
     assert outcome.unavailable_reason.startswith("no render:"), outcome
     assert "timed out" in outcome.unavailable_reason
     # The browser is still usable afterwards: the same page scores.
     again = await suite.tools.worker.fidelity.score(
-        SAME, screenshot, image_index=0, width=0, timeout_s=30.0
+        SAME, image, image_index=0, width=0, timeout_s=30.0
     )
     assert again.scores is not None
     assert again.scores.text is not None
@@ -269,3 +284,77 @@ async def test_each_screenshot_is_scored_against_its_own_page_at_its_width(
         600,
     )
     assert details["scores"]["color"] >= 0.9
+
+
+async def test_an_upstream_socket_closes_at_its_last_variant_complete(
+    suite: Suite, fake: FakeOpenAI, screenshot: str
+) -> None:
+    # The upstream UI's params: no scoreFidelity, no count (the default four options).
+    fake.add_chat(*[chat_turn([create(page, "call_1")]) for page in (SAME, OTHER, SAME, OTHER)])
+    fake.add_chat(*[chat_turn([Text(["Built it."])])] * 4)
+    prompt = {"text": "", "images": [screenshot], "videos": []}
+    result = await run_ws(
+        suite.ws_url, create_params(generatedCodeConfig="html_css", prompt=prompt)
+    )
+    assert result.close_code == 1000
+    # Closed right after the last option completed: no score was waited for.
+    assert result.frames[-1]["type"] == "variantComplete"
+    assert len(result.of("variantComplete")) == 4
+    assert result.of("fidelity") == []
+    # The operator's scores go on without the socket, into the record, not cancelled.
+    generation = max(suite.agent.manager.generations(), key=lambda g: g.started_monotonic)
+    assert generation.task is not None
+    await generation.task
+    assert generation.status == "completed"
+    assert all(v.fidelity and v.fidelity[0].unavailable_reason == "" for v in generation.variants)
+
+
+async def test_our_ui_socket_waits_for_its_scores(
+    suite: Suite, fake: FakeOpenAI, screenshot: str
+) -> None:
+    fake.add_chat(*[chat_turn([create(SAME, "call_1")])] * 4)
+    fake.add_chat(*[chat_turn([Text(["Built it."])])] * 4)
+    prompt = {"text": "", "images": [screenshot], "videos": []}
+    params = create_params(generatedCodeConfig="html_css", prompt=prompt, scoreFidelity=True)
+    result = await run_ws(suite.ws_url, params)
+    assert result.close_code == 1000
+    kinds = [f["type"] for f in result.frames]
+    assert kinds.count("variantComplete") == 4
+    assert kinds[-1] == "fidelity"
+    assert len(result.of("fidelity")) == 4
+
+
+LEAVES_STATE = (
+    "<p>first</p><script>window.leak = 1; window.name = 'secret';"
+    "setInterval(() => { document.body.dataset.tick = 'on' }, 5)</script>"
+)
+READS_STATE = "() => [typeof window.leak, window.name, document.body.dataset.tick ?? null]"
+
+
+async def test_a_kept_score_page_carries_nothing_from_one_render_to_the_next(
+    suite: Suite,
+) -> None:
+    browser = shooter(suite)
+
+    async def render(html: str, key: str) -> list[object]:
+        _, data = await browser.render_for_score(
+            html, 400, 300, READS_STATE, timeout_s=20, keep_for=key
+        )
+        await browser.warm()  # the page's reset (in the background) is done
+        assert isinstance(data, list)
+        return data
+
+    async def contexts() -> int:
+        # The browser's contexts, less the one this look takes.
+        async with browser.fresh_page(Viewport("look", 200, 200)) as page:
+            assert page.context.browser is not None
+            return len(page.context.browser.contexts) - 1
+
+    first = await render(LEAVES_STATE, "screenshot-a")
+    assert first[:2] == ["number", "secret"]
+    kept = await contexts()
+    second = await render("<p>second</p>", "screenshot-a")
+    # The same page, kept (no new context): none of the first render is left in it.
+    assert second == ["undefined", "", None]
+    assert await contexts() == kept
+    assert await render("<p>other</p>", "screenshot-b") == ["undefined", "", None]

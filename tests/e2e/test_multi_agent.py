@@ -240,13 +240,13 @@ def test_up_runs_one_agent_per_core_each_with_its_own_port_and_run_store(
     args = cli.build_parser().parse_args(["up", "--agents", "2"])
     args.agents = cli._agent_count(args.agents)
     env = {"S2C_DATA_DIR": "/data"}
-    (zero, zero_env), (one, one_env) = cli._agent_commands(args, ["s2c"], env)
-    assert zero[zero.index("--listen") + 1] == "127.0.0.1:50051"
-    assert one[one.index("--listen") + 1] == "127.0.0.1:50151"
-    assert one[one.index("--metrics-listen") + 1] == "127.0.0.1:9201"
-    assert (zero_env["S2C_AGENT_NAME"], one_env["S2C_AGENT_NAME"]) == ("agent-0", "agent-1")
-    assert zero_env["S2C_DATA_DIR"] == "/data"
-    assert one_env["S2C_DATA_DIR"] == str(Path("/data") / "agent-1")
+    zero, one = cli._agent_specs(args, ["s2c"], env)
+    assert zero.command[zero.command.index("--listen") + 1] == "127.0.0.1:50051"
+    assert one.command[one.command.index("--listen") + 1] == "127.0.0.1:50151"
+    assert one.command[one.command.index("--metrics-listen") + 1] == "127.0.0.1:9201"
+    assert (zero.env["S2C_AGENT_NAME"], one.env["S2C_AGENT_NAME"]) == ("agent-0", "agent-1")
+    assert zero.env["S2C_DATA_DIR"] == "/data"
+    assert one.env["S2C_DATA_DIR"] == str(Path("/data") / "agent-1")
     # A shared PostgreSQL store: every agent keeps the one data directory.
     shared = {**env, "S2C_DATABASE_URL": "postgresql://db/s2c"}
-    assert {e["S2C_DATA_DIR"] for _, e in cli._agent_commands(args, ["s2c"], shared)} == {"/data"}
+    assert {s.env["S2C_DATA_DIR"] for s in cli._agent_specs(args, ["s2c"], shared)} == {"/data"}

@@ -155,6 +155,7 @@ async def generated(
         input_mode=pb.INPUT_MODE_IMAGE,
         stack=pb.STACK_REACT_VITE,
         variant_count=1,
+        score_fidelity=True,
     )
     request.prompt.images.append(screenshot[1])
     return await generation_events(suite.agent.port, request)

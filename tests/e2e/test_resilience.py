@@ -14,6 +14,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 
 from services.agent.settings import AgentSettings
+from services.gateway.relay import TRY_AGAIN_LATER
 from tests.processes import Processes, base_env, running_processes, start_service
 from tests.suite import Suite, close_once_coding, create_params, run_ws, running_suite
 
@@ -35,9 +36,10 @@ async def test_agent_killed_mid_generation_closes_the_record_as_interrupted(
                 async for message in ws:
                     frames.append(json.loads(message.data))
                 close_code = ws.close_code
-        assert close_code == 4332
-        assert frames[-1]["type"] == "error"
-        assert "agent service" in frames[-1]["value"]
+        # Resumable: told to re-attach later (its agent may be restarting under the same
+        # name, test_rolling.py), not given a final error.
+        assert close_code == TRY_AGAIN_LATER
+        assert not [f for f in frames if f["type"] == "error"]
         generation_id = frames[0]["value"]
         await suite.agent.process.wait()
 

@@ -1,8 +1,8 @@
 """A resumed stream ends the way its generation ended, across gateway and agent restarts.
 
-Real processes: the gateway is SIGKILLed mid-stream (so the agent cancels the generation
-nobody holds), restarted, and the client resumes through it; the agent is SIGKILLed and
-restarted (the run becomes "interrupted"); a retired generation replays its run record.
+Real processes: the gateway is SIGKILLed mid-stream (the agent keeps the generation for
+its resume grace), restarted, and the client resumes through it; the agent is SIGKILLed
+and restarted (the run becomes "interrupted"); a retired generation replays its run record.
 """
 
 from __future__ import annotations
@@ -120,22 +120,39 @@ def finished(generation_id: str, status: str) -> Any:
     )
 
 
-async def test_resume_after_the_gateway_was_killed_ends_with_the_cancellation(
+async def test_resume_after_the_gateway_was_killed_completes_the_generation(
     tmp_path: Path,
 ) -> None:
     async with suite(tmp_path) as s:
         generation_id, seq = await start_and_drop(s.ws_url, frames_wanted=5)
         await s.restart_gateway()
         await close_open_sockets()
-        # Nobody holds it any more: the agent cancels it.
-        await s.agent.wait_for_log(finished(generation_id, "cancelled"))
+
+        result = await resume(s.ws_url, generation_id, seq)
+        # A crashed gateway is not a cancel: the generation ran on, for the resume.
+        await s.agent.wait_for_log(finished(generation_id, "completed"))
+
+    assert result.close_code == 1000
+    assert sorted(f["variantIndex"] for f in result.of("variantComplete")) == [0, 1]
+    assert not result.of("variantError")
+
+
+async def test_a_generation_nobody_resumes_is_cancelled_after_the_grace_saying_so(
+    tmp_path: Path,
+) -> None:
+    async with suite(tmp_path, S2C_RESUME_GRACE_S="0.5", S2C_DEMO_PACE_MS="200") as s:
+        generation_id, seq = await start_and_drop(s.ws_url, frames_wanted=2)
+        await s.restart_gateway()
+        await close_open_sockets()
+        finished_log = await s.agent.wait_for_log(finished(generation_id, "cancelled"))
 
         result = await resume(s.ws_url, generation_id, seq)
 
+    assert finished_log["ended_by"] == (
+        "Cancelled: no client was attached for the 0.5 s resume grace."
+    )
     assert result.close_code == 4333
-    errors = result.of("variantError")
-    assert sorted(f["variantIndex"] for f in errors) == [0, 1]
-    assert {f["value"] for f in errors} == {CANCELLED}
+    assert {f["value"] for f in result.of("variantError")} == {CANCELLED}
     assert not result.of("variantComplete")
 
 

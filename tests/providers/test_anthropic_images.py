@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 import random
 
 import pillow_heif
@@ -19,7 +18,6 @@ from services.agent.providers.anthropic_images import (
     base64_length,
     fit_image,
     max_dimension_for,
-    parse_data_url,
 )
 from services.common.images import ImageDecoder, ImageLimits, ImageTooLarge, ImageUnreadable
 
@@ -171,17 +169,3 @@ def test_an_image_over_the_pixel_budget_is_refused_naming_the_limit() -> None:
 
     with pytest.raises(ImageTooLarge, match="S2C_IMAGE_MAX_PIXELS"):
         fit_image(data, "image/png", ImageDecoder(ImageLimits(1_000_000)))
-
-
-def test_parse_data_url_decodes_base64_and_percent_encoding() -> None:
-    payload = os.urandom(32)
-    url = "data:image/PNG;base64," + base64.b64encode(payload).decode()
-
-    assert parse_data_url(url) == ("image/png", payload)
-    assert parse_data_url("data:text/plain,a%20b") == ("text/plain", b"a b")
-
-
-@pytest.mark.parametrize("url", ["https://example.com/a.png", "data:image/png;base64"])
-def test_parse_data_url_rejects_what_is_not_a_data_url(url: str) -> None:
-    with pytest.raises(ValueError, match="not a data URL"):
-        parse_data_url(url)

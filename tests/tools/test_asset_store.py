@@ -13,13 +13,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.common.uploads import MAX_ASSET_BYTES, upload_id
+from services.common.input_images import InputImage
+from services.common.uploads import MAX_ASSET_BYTES, DecodedImage, upload_id
 from services.tools.asset_store import AssetStore, LocalDirBackend
 from services.tools.save_assets import stage_uploads
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"fake png body"
 JPEG = b"\xff\xd8\xff\xe0" + b"fake jpeg body"
 BASE = "http://127.0.0.1:7001"
+
+
+def upload(data: bytes, content_type: str = "image/png") -> DecodedImage:
+    return DecodedImage(content_type, data)
 
 
 def data_url(data: bytes, content_type: str = "image/png") -> str:
@@ -163,7 +168,7 @@ def test_local_backend_refuses_traversal_keys(tmp_path: Path) -> None:
 
 
 async def test_stage_upload_writes_image_and_sidecar(store: AssetStore, tmp_path: Path) -> None:
-    asset_id = await store.stage_upload(data_url(PNG), BASE)
+    asset_id = await store.stage_upload(upload(PNG), BASE)
     assert asset_id is not None
     assert re.fullmatch(r"tmp_asset_[0-9a-f]{24}", asset_id)
     assert asset_id == "tmp_asset_" + hashlib.sha256(PNG).hexdigest()[:24]
@@ -176,23 +181,22 @@ async def test_stage_upload_writes_image_and_sidecar(store: AssetStore, tmp_path
 
 
 @pytest.mark.parametrize(
-    "url",
+    "image",
     [
-        data_url(PNG, "image/svg+xml"),
-        "data:image/png;base64,!!!",
-        data_url(b"\0" * (MAX_ASSET_BYTES + 1)),
-        "https://example.com/a.png",
+        upload(PNG, "image/svg+xml"),
+        upload(b""),
+        upload(b"\0" * (MAX_ASSET_BYTES + 1)),
     ],
 )
 async def test_unstageable_uploads_write_nothing(
-    store: AssetStore, tmp_path: Path, url: str
+    store: AssetStore, tmp_path: Path, image: DecodedImage
 ) -> None:
-    assert await store.stage_upload(url, BASE) is None
+    assert await store.stage_upload(image, BASE) is None
     assert files_in(tmp_path / "uploads") == []
 
 
 async def test_promote_gives_a_permanent_asset(store: AssetStore, tmp_path: Path) -> None:
-    asset_id = await store.stage_upload(data_url(JPEG, "image/jpeg"), BASE)
+    asset_id = await store.stage_upload(upload(JPEG, "image/jpeg"), BASE)
     assert asset_id is not None
     promoted = await store.promote(asset_id)
     assert promoted is not None
@@ -206,8 +210,8 @@ async def test_promote_gives_a_permanent_asset(store: AssetStore, tmp_path: Path
 
 
 async def test_promote_uses_the_base_url_of_the_latest_upload(store: AssetStore) -> None:
-    await store.stage_upload(data_url(PNG), BASE)
-    asset_id = await store.stage_upload(data_url(PNG), "https://tunnel.example")
+    await store.stage_upload(upload(PNG), BASE)
+    asset_id = await store.stage_upload(upload(PNG), "https://tunnel.example")
     assert asset_id is not None
     promoted = await store.promote(asset_id)
     assert promoted is not None
@@ -232,11 +236,11 @@ async def test_promote_unknown_or_malformed_ids(tmp_path: Path, asset_id: str) -
 
 
 async def test_promote_refuses_tampered_uploads(store: AssetStore, tmp_path: Path) -> None:
-    asset_id = await store.stage_upload(data_url(PNG), BASE)
+    asset_id = await store.stage_upload(upload(PNG), BASE)
     assert asset_id is not None
     (tmp_path / "uploads" / f"{asset_id}.png").write_bytes(b"something else")
     assert await store.promote(asset_id) is None
-    other = await store.stage_upload(data_url(JPEG, "image/jpeg"), BASE)
+    other = await store.stage_upload(upload(JPEG, "image/jpeg"), BASE)
     assert other is not None
     (tmp_path / "uploads" / f"{other}.json").write_text("{not json")
     assert await store.promote(other) is None
@@ -257,17 +261,19 @@ async def test_persist_data_url_skips_staging_and_dedupes(
 
 
 async def test_stage_uploads_maps_each_stageable_image(store: AssetStore) -> None:
-    good, other, bad = data_url(PNG), data_url(JPEG, "image/jpeg"), data_url(PNG, "image/bmp")
+    good, other = InputImage.of("image/png", PNG), InputImage.of("image/jpeg", JPEG)
+    bad = InputImage.of("image/bmp", PNG + b"!")
     staged = await stage_uploads(store, [good, bad, other, good], BASE)
-    assert list(staged) == [good, other]
-    assert staged[good] == "tmp_asset_" + hashlib.sha256(PNG).hexdigest()[:24]
-    assert staged[other] == "tmp_asset_" + hashlib.sha256(JPEG).hexdigest()[:24]
+    assert staged == {
+        good.sha256: "tmp_asset_" + hashlib.sha256(PNG).hexdigest()[:24],
+        other.sha256: "tmp_asset_" + hashlib.sha256(JPEG).hexdigest()[:24],
+    }
 
 
 async def test_another_backend_replaces_the_directory() -> None:
     backend = MemoryBackend()
     store = AssetStore(backend)
-    asset_id = await store.stage_upload(data_url(PNG), BASE)
+    asset_id = await store.stage_upload(upload(PNG), BASE)
     assert asset_id is not None
     promoted = await store.promote(asset_id)
     assert promoted is not None

@@ -18,6 +18,7 @@ from PIL import Image
 
 from services.common.credentials import Credentials, Endpoint
 from services.common.images import ImageDecoder, ImageLimits
+from services.common.input_images import InputImage
 from services.tools.asset_store import AssetStore, StoredAsset
 from services.tools.extract_assets import NOTHING_EXTRACTED, CropStore, extract_assets_handler
 from services.tools.gemini_extraction import (
@@ -62,10 +63,13 @@ def canvas(size: tuple[int, int], *rects: tuple[tuple[int, int, int, int], Colou
     return image
 
 
-def data_url(image: Image.Image, fmt: str = "PNG", mime: str = "image/png", **save: Any) -> str:
+def source(
+    image: Image.Image, fmt: str = "PNG", mime: str = "image/png", **save: Any
+) -> InputImage:
+    """An input image as the worker holds it (parsed once by the agent)."""
     buffer = io.BytesIO()
     image.save(buffer, format=fmt, **save)
-    return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode()}"
+    return InputImage.of(mime, buffer.getvalue())
 
 
 def values_of(image: Image.Image) -> list[Colour]:
@@ -88,6 +92,7 @@ def solid(png: bytes | None, size: tuple[int, int], colour: Colour) -> bool:
 SCENE = canvas((100, 100), ((10, 20, 30, 40), RED), ((60, 50, 90, 100), BLUE))
 RED_BOX, BLUE_BOX = [200, 100, 400, 300], [500, 600, 1000, 900]
 TEN = canvas((10, 10), ((0, 0, 5, 5), RED))
+ANY_IMAGE = InputImage.of("image/png", b"x")  # checked before any image is read
 
 
 @dataclass
@@ -95,18 +100,18 @@ class Rig:
     fake: FakeGeminiDetect
     store: DictStore = field(default_factory=DictStore)
 
-    def context(self, *images: str, key: str = KEY) -> ToolContext:
+    def context(self, *images: InputImage, key: str = KEY) -> ToolContext:
         creds = Credentials.of(gemini=Endpoint(key, self.fake.base_url))
         return ToolContext(input_images=images, credentials=creds, asset_base_url=BASE)
 
-    async def call(self, args: dict[str, Any], *images: str, **kw: Any) -> ToolOutcome:
+    async def call(self, args: dict[str, Any], *images: InputImage, **kw: Any) -> ToolOutcome:
         store: CropStore = kw.get("store") or self.store
         decoder = kw.get("decoder") or DECODER
         handler = extract_assets_handler(store, decoder, timeout_s=kw.get("timeout_s", 30.0))
         return await handler(args, None, self.context(*images, key=kw.get("key", KEY)))
 
-    async def run(self, descriptions: list[str], *images: str, **kw: Any) -> ToolOutcome:
-        images = images or (data_url(SCENE),)
+    async def run(self, descriptions: list[str], *images: InputImage, **kw: Any) -> ToolOutcome:
+        images = images or (source(SCENE),)
         return await self.call({"asset_descriptions": descriptions}, *images, **kw)
 
 
@@ -135,15 +140,15 @@ BLANK = ("No valid asset descriptions provided", "No valid asset_descriptions")
     [
         ("", (), {}, ("Asset extraction requires GEMINI_API_KEY.", "Missing Gemini API key")),
         (KEY, (), {}, ("No input images are available for asset extraction.", "No input images")),
-        (KEY, ("x",), {}, MISSING),
-        (KEY, ("x",), {"asset_descriptions": []}, MISSING),
-        (KEY, ("x",), {"asset_descriptions": None, "descriptions": []}, MISSING),
-        (KEY, ("x",), {"asset_descriptions": "logo"}, MISSING),
-        (KEY, ("x",), {"asset_descriptions": ["", "   ", 7, None]}, BLANK),
+        (KEY, (ANY_IMAGE,), {}, MISSING),
+        (KEY, (ANY_IMAGE,), {"asset_descriptions": []}, MISSING),
+        (KEY, (ANY_IMAGE,), {"asset_descriptions": None, "descriptions": []}, MISSING),
+        (KEY, (ANY_IMAGE,), {"asset_descriptions": "logo"}, MISSING),
+        (KEY, (ANY_IMAGE,), {"asset_descriptions": ["", "   ", 7, None]}, BLANK),
     ],
 )
 async def test_checks_in_order(
-    rig: Rig, key: str, images: tuple[str, ...], args: dict[str, Any], errors: Any
+    rig: Rig, key: str, images: tuple[InputImage, ...], args: dict[str, Any], errors: Any
 ) -> None:
     outcome = await rig.call(args, *images, key=key)
     want = (False, {"error": errors[0]}, {"error": errors[1]})
@@ -152,7 +157,7 @@ async def test_checks_in_order(
 
 
 async def test_alias_blanks_dropped_not_deduplicated(rig: Rig) -> None:
-    outcome = await rig.call({"descriptions": [" red square ", "", "red"]}, data_url(SCENE))
+    outcome = await rig.call({"descriptions": [" red square ", "", "red"]}, source(SCENE))
     assert [a["description"] for a in outcome.result["assets"]] == ["red square", "red"]
     assert rig.fake.requests[0].request_ids == ["asset-0001", "asset-0002"]
     await rig.run(["logo", " ", "logo"])
@@ -267,8 +272,8 @@ async def test_store_failure_marks_error(rig: Rig) -> None:
 
 
 async def test_no_decodable_source_makes_no_call(rig: Rig) -> None:
-    gif = data_url(SCENE, "GIF", "image/gif")
-    outcome = await rig.run(["logo"], gif, "data:image/png;base64,bm90IGFuIGltYWdl")
+    gif = source(SCENE, "GIF", "image/gif")
+    outcome = await rig.run(["logo"], gif, InputImage.of("image/png", b"not an image"))
     error = (
         f"{NO_VALID_SOURCES} Input image 2 was skipped: "
         "the data is not a PNG, JPEG, GIF, WebP or HEIF image."
@@ -280,7 +285,7 @@ async def test_no_decodable_source_makes_no_call(rig: Rig) -> None:
 
 
 async def test_a_source_over_the_pixel_budget_is_skipped_saying_why(rig: Rig) -> None:
-    outcome = await rig.run(["logo"], data_url(TEN), decoder=ImageDecoder(ImageLimits(50)))
+    outcome = await rig.run(["logo"], source(TEN), decoder=ImageDecoder(ImageLimits(50)))
     assert outcome.ok is False
     assert "Input image 1 was skipped: the image is 10×10 pixels (PNG)" in outcome.result["error"]
     assert "S2C_IMAGE_MAX_PIXELS" in outcome.result["error"]
@@ -309,7 +314,7 @@ def snake(mapping: dict[str, Any]) -> dict[str, Any]:
 
 async def test_request_body(rig: Rig) -> None:
     second = canvas((30, 20), ((0, 0, 30, 20), GREEN))
-    await rig.run(["logo", "hero photo"], data_url(SCENE), data_url(second))
+    await rig.run(["logo", "hero photo"], source(SCENE), source(second))
     (call,) = rig.fake.requests
     assert (call.version, call.model) == ("v1alpha", "gemini-3.6-flash")
     assert call.headers["x-goog-api-key"] == KEY
@@ -334,7 +339,7 @@ async def test_request_body(rig: Rig) -> None:
 async def test_51_descriptions_make_3_concurrent_calls(rig: Rig) -> None:
     rig.fake.require_concurrent(3)
     descriptions = [f"item {n}" for n in range(51)]
-    outcome = await rig.run(descriptions, data_url(SCENE), data_url(TEN))
+    outcome = await rig.run(descriptions, source(SCENE), source(TEN))
     chunks = sorted((call.request_ids for call in rig.fake.requests), key=lambda ids: ids[0])
     assert [len(ids) for ids in chunks] == [25, 25, 1]
     assert [rid for ids in chunks for rid in ids] == [f"asset-{n:04d}" for n in range(1, 52)]
@@ -378,19 +383,19 @@ async def test_lookalikes_left_and_right(rig: Rig) -> None:
         "asset-0001": detection(1, [200, 50, 800, 200]),
         "asset-0002": detection(1, [200, 800, 800, 950]),
     }
-    outcome = await rig.run(["square icon", "square icon"], data_url(scene))
+    outcome = await rig.run(["square icon", "square icon"], source(scene))
     assert solid(outcome.media[0].data, (30, 30), GREEN)
     assert solid(outcome.media[1].data, (30, 30), BLUE)
 
 
 async def test_invalid_source_keeps_numbering(rig: Rig) -> None:
     third = canvas((40, 40), ((0, 0, 40, 40), GREEN))
-    gif = data_url(SCENE, "GIF", "image/gif")
+    gif = source(SCENE, "GIF", "image/gif")
     rig.fake.detections = {
         "asset-0001": detection(3, [0, 0, 500, 500]),
         "asset-0002": detection(2, RED_BOX),
     }
-    outcome = await rig.run(["green", "in the gif"], data_url(SCENE), gif, data_url(third))
+    outcome = await rig.run(["green", "in the gif"], source(SCENE), gif, source(third))
     prompt = rig.fake.requests[0].prompt
     assert "attached image 2 = source image 3 (40x40" in prompt
     assert "source image 2 " not in prompt
@@ -405,7 +410,7 @@ async def test_exif_rotated_jpeg(rig: Rig) -> None:
     stored = canvas((40, 20), ((0, 0, 20, 20), RED), ((20, 0, 40, 20), BLUE))
     exif = Image.Exif()
     exif[0x0112] = 6  # shown rotated 90° clockwise: stored left (red) becomes the top
-    jpeg = data_url(stored, "JPEG", "image/jpeg", exif=exif, quality=100, subsampling=0)
+    jpeg = source(stored, "JPEG", "image/jpeg", exif=exif, quality=100, subsampling=0)
     rig.fake.detections = {"asset-0001": detection(1, [0, 0, 400, 1000])}
     outcome = await rig.run(["top half"], jpeg)
     assert "source image 1 (20x40 pixels" in rig.fake.requests[0].prompt
@@ -418,7 +423,7 @@ async def test_exif_rotated_jpeg(rig: Rig) -> None:
 
 async def test_heif_input_is_normalised(rig: Rig) -> None:
     pillow_heif.register_heif_opener()
-    heif = data_url(canvas((64, 32), ((0, 0, 64, 32), RED)), "HEIF", "image/heic", quality=100)
+    heif = source(canvas((64, 32), ((0, 0, 64, 32), RED)), "HEIF", "image/heic", quality=100)
     rig.fake.detections = {"asset-0001": detection(1, [0, 0, 500, 250])}
     outcome = await rig.run(["left"], heif)
     assert "(64x32 pixels" in rig.fake.requests[0].prompt
@@ -431,7 +436,7 @@ async def test_webp_and_transparency_survive(rig: Rig) -> None:
     clear = Image.new("RGBA", (10, 10), (0, 0, 0, 0))
     clear.paste((255, 0, 0, 255), (0, 0, 5, 10))
     rig.fake.detections = {"asset-0001": detection(1, [0, 500, 1000, 1000])}
-    outcome = await rig.run(["gap"], data_url(clear, "WEBP", "image/webp", lossless=True))
+    outcome = await rig.run(["gap"], source(clear, "WEBP", "image/webp", lossless=True))
     crop = Image.open(io.BytesIO(outcome.media[0].data or b""))
     assert (crop.mode, crop.size) == ("RGBA", (5, 10))
     assert set(crop.getchannel("A").get_flattened_data()) == {0}
@@ -470,7 +475,7 @@ async def test_box_normalisation(
         "asset-0001": detection(image_index, box),
         "asset-0002": detection(1, [0, 500, 500, 1000]),  # a sound neighbour is unaffected
     }
-    outcome = await rig.run(["target", "neighbour"], data_url(TEN))
+    outcome = await rig.run(["target", "neighbour"], source(TEN))
     target, neighbour = outcome.result["assets"]
     assert (target["status"], target["box_2d"], neighbour["status"]) == (status, reported, "ok")
     assert ("unresolved_assets" in outcome.result) is (status != "ok")
@@ -496,7 +501,7 @@ async def test_unusable_replies_are_missing(rig: Rig, text: str) -> None:
 async def test_extractor_reports_incomplete_boxes(rig: Rig) -> None:
     rig.fake.detections = {"asset-0001": detection(4, [0, 0, 500, 500], "logo")}
     endpoint = GeminiEndpoint(KEY, rig.fake.base_url)
-    result = await extract_assets(["logo"], [data_url(TEN)], endpoint, DECODER)
+    result = await extract_assets(["logo"], [source(TEN)], endpoint, DECODER)
     assert result.error == INCOMPLETE_BOXES
     assert result.assets == [ExtractedAsset("logo", "missing", HALF, 4, "logo", None)]
 

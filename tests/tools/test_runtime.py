@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from services.common.input_images import InputImage
 from services.tools.definitions import TOOL_DEFINITIONS
 from services.tools.file_tools import file_tool_handlers
 from services.tools.runtime import ToolRuntime
@@ -185,7 +186,7 @@ CHANGES: list[Callable[[ToolCall, FileState | None, ToolContext], tuple[Any, ...
     lambda c, f, x: (c, FileState("other.html", f.content if f else ""), x),
     lambda c, f, x: (c, None, x),
     lambda c, f, x: (c, f, ToolContext(option_codes=("<html>1</html>",))),
-    lambda c, f, x: (c, f, ToolContext(input_images=("data:image/png;base64,AA==",))),
+    lambda c, f, x: (c, f, ToolContext(input_images=(InputImage.of("image/png", b"AA"),))),
     lambda c, f, x: (c, f, ToolContext(flags=ToolFlags(has_input_images=True))),
     lambda c, f, x: (c, f, ToolContext(asset_base_url="http://example.test")),
 ]

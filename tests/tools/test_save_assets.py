@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from services.common.input_images import InputImage
+from services.common.uploads import DecodedImage
 from services.tools.asset_store import AssetStore
 from services.tools.save_assets import asset_tool_handlers, stage_uploads
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome
@@ -18,8 +19,8 @@ LOCAL = "http://127.0.0.1:7001"
 TUNNEL = "https://abc.trycloudflare.com"
 
 
-def data_url(data: bytes, content_type: str = "image/png") -> str:
-    return f"data:{content_type};base64,{base64.b64encode(data).decode()}"
+def upload(data: bytes, content_type: str = "image/png") -> DecodedImage:
+    return DecodedImage(content_type, data)
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ async def run(save: ToolHandler, args: dict[str, Any], base: str = LOCAL) -> Too
 async def test_promotes_a_staged_upload(
     save: ToolHandler, store: AssetStore, tmp_path: Path
 ) -> None:
-    asset_id = await store.stage_upload(data_url(PNG), LOCAL)
+    asset_id = await store.stage_upload(upload(PNG), LOCAL)
     assert asset_id is not None
     outcome = await run(save, {"asset_ids": [asset_id]})
     assert outcome.ok
@@ -59,7 +60,7 @@ async def test_promotes_a_staged_upload(
 async def test_public_url_uses_the_base_url_captured_at_upload(
     save: ToolHandler, store: AssetStore
 ) -> None:
-    asset_id = await store.stage_upload(data_url(WEBP, "image/webp"), TUNNEL)
+    asset_id = await store.stage_upload(upload(WEBP, "image/webp"), TUNNEL)
     assert asset_id is not None
     # The request's own base differs: the upload's host wins.
     outcome = await run(save, {"asset_ids": [asset_id]}, base=LOCAL)
@@ -73,14 +74,14 @@ async def test_public_url_uses_the_base_url_captured_at_upload(
 async def test_upload_without_a_base_url_uses_the_request_base(
     save: ToolHandler, store: AssetStore
 ) -> None:
-    asset_id = await store.stage_upload(data_url(PNG), "")
+    asset_id = await store.stage_upload(upload(PNG), "")
     assert asset_id is not None
     outcome = await run(save, {"asset_ids": [asset_id]}, base=LOCAL)
     assert outcome.result["images"][0]["public_url"].startswith(f"{LOCAL}/local-assets/")
 
 
 async def test_unknown_ids_are_per_item_errors(save: ToolHandler, store: AssetStore) -> None:
-    known = await store.stage_upload(data_url(PNG), LOCAL)
+    known = await store.stage_upload(upload(PNG), LOCAL)
     assert known is not None
     unknown = "tmp_asset_" + "0" * 24
     outcome = await run(save, {"asset_ids": [unknown, known, "../../etc/passwd"]})
@@ -98,7 +99,7 @@ async def test_unknown_ids_are_per_item_errors(save: ToolHandler, store: AssetSt
 
 
 async def test_ids_are_trimmed_and_deduplicated(save: ToolHandler, store: AssetStore) -> None:
-    asset_id = await store.stage_upload(data_url(PNG), LOCAL)
+    asset_id = await store.stage_upload(upload(PNG), LOCAL)
     assert asset_id is not None
     outcome = await run(save, {"asset_ids": [f"  {asset_id} ", asset_id, "", 7]})
     assert [i["asset_id"] for i in outcome.result["images"]] == [asset_id]
@@ -138,7 +139,8 @@ async def test_checks(save: ToolHandler, args: dict[str, Any], result: str, summ
 async def test_staged_ids_round_trip_through_save_assets(
     save: ToolHandler, store: AssetStore
 ) -> None:
-    images = [data_url(PNG), data_url(WEBP, "image/webp"), "data:image/png;base64,@@"]
+    images = [InputImage.of("image/png", PNG), InputImage.of("image/webp", WEBP)]
+    images.append(InputImage.of("image/svg+xml", b"<svg/>"))  # not stageable
     staged = await stage_uploads(store, images, LOCAL)
     assert len(staged) == 2
     outcome = await run(save, {"asset_ids": list(staged.values())})

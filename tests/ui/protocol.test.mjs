@@ -281,7 +281,7 @@ test("the socket sends exactly one params frame on open and passes typed frames 
   const { ws, seen } = recordedSocket({ generationType: "create", inputMode: "text" });
   assert.equal(ws.url, "ws://127.0.0.1:1/generate-code");
   ws.emit("open");
-  assert.deepEqual(ws.sent.map((s) => JSON.parse(s)), [{ generationType: "create", inputMode: "text", resumable: true, codeStream: "append" }]);
+  assert.deepEqual(ws.sent.map((s) => JSON.parse(s)), [{ generationType: "create", inputMode: "text", resumable: true, codeStream: "append", scoreFidelity: true }]);
   assert.equal(seen.opened, 1);
   ws.emit("message", { data: JSON.stringify({ type: "variantCount", value: "2" }) });
   // Not JSON, not an object with a type, or binary: dropped, never thrown.

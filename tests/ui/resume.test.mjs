@@ -9,6 +9,7 @@ import {
   GenerationSocket,
   NORMAL_CLOSE,
   RESUME_DELAYS_MS,
+  SERVICE_RESTART,
   USER_CLOSE_CODE,
   isFinalClose,
 } from "../../services/gateway/static/js/protocol.js";
@@ -110,7 +111,7 @@ test("only 1000, 4332 and 4333 are the server's last word", () => {
 
 test("the params opt in to resuming; the generation frame is the socket's, not the UI's", () => {
   const { seen, ws } = streaming();
-  assert.deepEqual(ws().sent, [{ generationType: "create", resumable: true, codeStream: "append" }]);
+  assert.deepEqual(ws().sent, [{ generationType: "create", resumable: true, codeStream: "append", scoreFidelity: true }]);
   assert.deepEqual(
     seen.frames.map((f) => f.type),
     ["variantCount", "setCode", "thinking", "variantModels"],
@@ -129,7 +130,7 @@ test("a drop re-attaches after the last seq seen and carries on with the new soc
   assert.notEqual(second, first);
   second.emit("open");
   // The highest seq, though variantModels (seq 1) arrived last.
-  assert.deepEqual(second.sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }]);
+  assert.deepEqual(second.sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append", scoreFidelity: true }]);
   assert.equal(seen.resumed, 0);
   second.frame({ type: "setCode", variantIndex: 0, value: "<html><body>" });
   assert.equal(seen.resumed, 1);
@@ -166,6 +167,22 @@ test("re-attaching backs off, and gives up after the last try with the drop's co
   assert.equal(timers.pending.size, 0);
 });
 
+test("a draining gateway's 1012 re-attaches at once, and a 1013 backs off like a drop", () => {
+  const { timers, seen, ws } = streaming();
+  ws().emit("close", { code: SERVICE_RESTART, reason: "The gateway is restarting" });
+  assert.deepEqual(timers.delays, [0]);
+  timers.fire();
+  ws().emit("open");
+  assert.deepEqual(ws().sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }]);
+  ws().emit("close", { code: 1013, reason: "The agent is restarting" });
+  assert.deepEqual(timers.delays, [0, RESUME_DELAYS_MS[1]]);
+  assert.deepEqual(
+    seen.reconnecting.map((r) => r.code),
+    [SERVICE_RESTART, 1013],
+  );
+  assert.deepEqual(seen.closes, []);
+});
+
 test("a re-attached socket that delivers frames earns a fresh set of tries", () => {
   const { timers, seen, ws } = streaming();
   ws().emit("close", { code: DROPPED, reason: "" });
@@ -181,7 +198,7 @@ test("a re-attached socket that delivers frames earns a fresh set of tries", () 
   );
   timers.fire();
   ws().emit("open");
-  assert.deepEqual(ws().sent, [{ resumeGenerationId: "g1", afterSequence: 8, codeStream: "append" }]);
+  assert.deepEqual(ws().sent, [{ resumeGenerationId: "g1", afterSequence: 8, codeStream: "append", scoreFidelity: true }]);
 });
 
 test("final closes and drops before the generation id are not re-attached", () => {
@@ -215,7 +232,7 @@ test("a cancel while waiting to re-attach re-attaches only to close with 4333", 
   const last = ws();
   assert.equal(FakeWebSocket.all.length, 2);
   last.emit("open");
-  assert.deepEqual([last.sent, last.closed], [[{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }], [USER_CLOSE_CODE]]);
+  assert.deepEqual([last.sent, last.closed], [[{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append", scoreFidelity: true }], [USER_CLOSE_CODE]]);
   last.frame({ type: "setCode", variantIndex: 0, value: "x" });
   last.emit("close", { code: USER_CLOSE_CODE, reason: "" });
   assert.deepEqual([seen.frames.length, seen.closes, seen.resumed], [4, [], 0]);
@@ -230,7 +247,7 @@ test("a cancel while a re-attach is connecting cancels through that socket", () 
   assert.deepEqual([connecting.closed, FakeWebSocket.all.length], [[], 2]);
   connecting.emit("open");
   assert.deepEqual(connecting.closed, [USER_CLOSE_CODE]);
-  assert.deepEqual(connecting.sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }]);
+  assert.deepEqual(connecting.sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append", scoreFidelity: true }]);
 });
 
 test("a cancel on a live socket just closes it with 4333", () => {
@@ -251,7 +268,7 @@ test("appends seen before a drop are replaced by the re-attach's whole code", ()
   timers.fire();
   const second = ws();
   second.emit("open");
-  assert.deepEqual(second.sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append" }]);
+  assert.deepEqual(second.sent, [{ resumeGenerationId: "g1", afterSequence: 7, codeStream: "append", scoreFidelity: true }]);
   // The gateway starts a re-attached socket with each variant's code as of seq 7, whole.
   second.frame({ type: "setCode", variantIndex: 0, value: "<html><body>" });
   second.frame({ type: "appendCode", variantIndex: 0, value: "<h1>Hi</h1></body></html>" });

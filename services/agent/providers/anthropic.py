@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -35,13 +35,14 @@ from services.agent.providers.anthropic_images import (
     EncodedImage,
     fit_image,
     max_dimension_for,
-    parse_data_url,
 )
 from services.agent.providers.anthropic_stream import MessageReader
 from services.agent.providers.base import ExecutedTool, ProviderError, ProviderTurn
 from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.providers.streaming import SdkSession, TurnProgress
 from services.common.images import ImageDecoder, ImageRefused
+from services.common.input_images import InputImage
+from services.common.uploads import parse_data_url
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class AnthropicSession(SdkSession):
         if prompt and prompt[0].role == "system":
             self._system = prompt.pop(0).text
         for message in prompt:
-            converted = _convert_prompt_message(message)
+            converted = _convert_prompt_message(message, config.prepared)
             if converted is not None:
                 self._messages.append(converted)
         self._tools = [
@@ -270,13 +271,15 @@ def _tool_param(name: str, description: str, schema: dict[str, Any]) -> ToolPara
     )
 
 
-def _convert_prompt_message(message: base.PromptMessage) -> dict[str, Any] | None:
+def _convert_prompt_message(
+    message: base.PromptMessage, prepared: Mapping[str, InputImage]
+) -> dict[str, Any] | None:
     role = "assistant" if message.role == "assistant" else "user"
     if role == "assistant" or not message.images:
         return {"role": role, "content": message.text} if message.text else None
     content: list[Item] = []
     for url in message.images:
-        image = _image_item(url)
+        image = _image_item(url, prepared)
         if image is not None:
             content.append(image)
     if message.videos:
@@ -286,14 +289,17 @@ def _convert_prompt_message(message: base.PromptMessage) -> dict[str, Any] | Non
     return {"role": role, "content": content} if content else None
 
 
-def _image_item(url: str) -> Item | None:
+def _image_item(url: str, prepared: Mapping[str, InputImage]) -> Item | None:
+    image = prepared.get(url)  # the generation's own, parsed once by its plan
+    if image is not None:
+        return _LocalImage(image.data, image.mime_type)
     if url.startswith("data:"):
         try:
-            media_type, data = parse_data_url(url)
+            parsed = parse_data_url(url)
         except ValueError:
             logger.warning("skipping an input image whose data URL does not decode")
             return None
-        return _LocalImage(data, media_type)
+        return _LocalImage(parsed.data, parsed.content_type)
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 

@@ -14,12 +14,10 @@ about 1.15 megapixels (1568 px on the long side) before the model reads it.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import io
 import math
 from dataclasses import dataclass
-from urllib.parse import unquote_to_bytes
 
 from PIL import Image
 
@@ -53,21 +51,6 @@ def max_dimension_for(image_count: int) -> int:
 
 def base64_length(byte_count: int) -> int:
     return 4 * math.ceil(byte_count / 3)
-
-
-def parse_data_url(url: str) -> tuple[str, bytes]:
-    """Returns (media type, bytes) of a `data:` URL; raises ValueError for anything else."""
-    if not url.startswith("data:") or "," not in url:
-        raise ValueError("not a data URL")
-    header, payload = url[5:].split(",", 1)
-    fields = header.split(";")
-    media_type = (fields[0] or "text/plain").strip().lower()
-    if "base64" in (field.strip().lower() for field in fields[1:]):
-        try:
-            return media_type, base64.b64decode(payload, validate=False)
-        except binascii.Error as exc:
-            raise ValueError("invalid base64 in data URL") from exc
-    return media_type, unquote_to_bytes(payload)
 
 
 def fit_image(

@@ -7,7 +7,7 @@ native types: a turn's native assistant message travels opaquely inside
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -16,6 +16,7 @@ from services.agent.events import AssistantDelta as AssistantDelta
 from services.agent.events import ThinkingDelta as ThinkingDelta
 from services.agent.pricing import Price, Usage
 from services.common.images import ImageDecoder, ImageLimits
+from services.common.input_images import InputImage
 from services.common.tool_types import MediaPart as MediaPart
 from services.common.tool_types import ToolCall as ToolCall
 
@@ -157,3 +158,6 @@ class SessionConfig:
     # on its own gets a budget of its own with the default limit.
     images: ImageDecoder = field(default_factory=lambda: ImageDecoder(ImageLimits()))
     api_version: str = ""  # Azure OpenAI's `api-version` query parameter
+    # The generation's input images by data URL, parsed once by its plan: a session takes
+    # their bytes from here rather than parse the URLs in `messages` again.
+    prepared: Mapping[str, InputImage] = field(default_factory=dict)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from services.agent.demo import demo_turns
 from services.agent.domain import GenerationRequest
@@ -23,6 +23,7 @@ from services.agent.providers.scripted import ScriptedSession
 from services.agent.settings import AgentSettings
 from services.common.credentials import BY_ID, Credentials
 from services.common.images import ImageDecoder
+from services.common.input_images import InputImage
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,8 @@ class SessionRequest:
     request: GenerationRequest
     # Every credential source's key and base URL, resolved by the plan (planning.py).
     credentials: Credentials
+    # The generation's input images by data URL, parsed once (GenerationPlan.images_by_url).
+    images: Mapping[str, InputImage] = field(default_factory=dict)
 
 
 # The agent's one seam for model sessions: the default providers go through it, and tests
@@ -124,6 +127,7 @@ class ProviderSessions:
             max_retries=self.settings.provider_max_retries,
             images=self.images,
             max_tool_calls=self.settings.max_tool_calls_per_turn,
+            prepared=wanted.images,
         )
         if spec.max_output_tokens is not None:
             config = replace(config, max_output_tokens=spec.max_output_tokens)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import mimetypes
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,11 +27,12 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from services.agent.providers import base, errors, gemini_stream, raw_stream, replay, sse
-from services.agent.providers.anthropic_images import parse_data_url
 from services.agent.providers.base import ExecutedTool, MediaPart, ProviderError, ProviderTurn
 from services.agent.providers.clients import ClientKind, ClientPool
 from services.agent.providers.gemini_stream import ChunkReader, open_stream
 from services.agent.providers.streaming import SdkSession, TurnProgress
+from services.common.input_images import InputImage
+from services.common.uploads import parse_data_url
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,8 @@ class GeminiSession(SdkSession):
         self._client = client or new_client(config)
         prompt = list(config.messages)
         system = prompt.pop(0).text if prompt and prompt[0].role == "system" else ""
-        self._contents = [c for c in (_content_of(m) for m in prompt) if c is not None]
+        contents = (_content_of(m, config.prepared) for m in prompt)
+        self._contents = [c for c in contents if c is not None]
         self._pending: list[tuple[_ModelTurn, list[ExecutedTool]]] = []
         self._generation = _generation_config(config, system)
 
@@ -199,12 +201,14 @@ def _generation_config(config: base.SessionConfig, system: str) -> types.Generat
     )
 
 
-def _content_of(message: base.PromptMessage) -> types.Content | None:
+def _content_of(
+    message: base.PromptMessage, prepared: Mapping[str, InputImage]
+) -> types.Content | None:
     parts: list[types.Part] = []
     if message.text:
         parts.append(types.Part(text=message.text))
     for url in (*message.images, *message.videos):
-        part = _media_part(url)
+        part = _media_part(url, prepared)
         if part is not None:
             parts.append(part)
     if not parts:
@@ -212,15 +216,20 @@ def _content_of(message: base.PromptMessage) -> types.Content | None:
     return types.Content(role="model" if message.role == "assistant" else "user", parts=parts)
 
 
-def _media_part(url: str) -> types.Part | None:
+def _media_part(url: str, prepared: Mapping[str, InputImage]) -> types.Part | None:
     if not url.startswith("data:"):
         mime_type, _ = mimetypes.guess_type(url)
         return types.Part(file_data=types.FileData(file_uri=url, mime_type=mime_type))
-    try:
-        mime_type, data = parse_data_url(url)
-    except ValueError:
-        logger.warning("skipping an input whose data URL does not decode")
-        return None
+    image = prepared.get(url)  # the generation's own images, parsed once by its plan
+    if image is not None:
+        mime_type, data = image.mime_type, image.data
+    else:  # a video
+        try:
+            parsed = parse_data_url(url)
+        except ValueError:
+            logger.warning("skipping an input whose data URL does not decode")
+            return None
+        mime_type, data = parsed.content_type, parsed.data
     if mime_type == "application/octet-stream":
         sniffed = _sniff(data)
         if sniffed is None:

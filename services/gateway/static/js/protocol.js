@@ -12,12 +12,17 @@ import { credentialParams } from "./settings.js";
 export const NORMAL_CLOSE = 1000;
 export const APP_ERROR_CODE = 4332;
 export const USER_CLOSE_CODE = 4333;
+/** A gateway that is draining (a rolling restart) closes resumable sockets with this. */
+export const SERVICE_RESTART = 1012;
 
 /** Our extension (docs/browser-protocol.md): new code arrives as appends, not whole files. */
 export const CODE_STREAM = "append";
 
-/** The wait before each re-attach after a dropped connection; then the UI gives up. */
-export const RESUME_DELAYS_MS = [250, 1000, 2000, 4000];
+/**
+ * The wait before each re-attach after a dropped connection (or a 1013, "try again later":
+ * the generation's agent is restarting); then the UI gives up. A 1012 re-attaches at once.
+ */
+export const RESUME_DELAYS_MS = [250, 1000, 2000, 4000, 8000];
 
 /**
  * Whether a close is the server's last word: 1000, 4332 and 4333. Any other code (1006
@@ -175,12 +180,18 @@ export class GenerationSocket {
   /**
    * The first frame of a socket: the params, or a re-attach once the generation is known.
    * Both ask for append-only code (`appendCode` frames, state.js); a re-attach starts with
-   * each variant's whole code, so the buffer it appends to is right again.
+   * each variant's whole code, so the buffer it appends to is right again. Both ask for
+   * the fidelity scores, which the cards show: only then does the server score, and
+   * keep the socket open for them.
    */
   firstFrame() {
     const codeStream = CODE_STREAM;
-    if (this.generationId === null) return { ...this.params, resumable: true, codeStream };
-    return { resumeGenerationId: this.generationId, afterSequence: this.lastSeq, codeStream };
+    const scoreFidelity = true;
+    if (this.generationId === null) {
+      return { ...this.params, resumable: true, codeStream, scoreFidelity };
+    }
+    const after = this.lastSeq;
+    return { resumeGenerationId: this.generationId, afterSequence: after, codeStream, scoreFidelity };
   }
 
   connect() {
@@ -224,7 +235,9 @@ export class GenerationSocket {
     ws.addEventListener("close", (event) => {
       if (this.done || this.ws !== ws) return;
       if (this.generationId !== null && !isFinalClose(event.code) && this.retries < this.delays.length) {
-        const delay = this.delays[this.retries++];
+        // A draining gateway asked us to go elsewhere: no reason to wait.
+        const delay = event.code === SERVICE_RESTART ? 0 : this.delays[this.retries];
+        this.retries++;
         this.ws = null;
         this.handlers.onReconnecting?.({ attempt: this.retries, of: this.delays.length, code: event.code });
         this.timer = this.setTimer(() => {

@@ -90,7 +90,7 @@ class ToolCall(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., invalid_json: _Optional[str] = ...) -> None: ...
 
 class ToolContext(_message.Message):
-    __slots__ = ("input_images", "option_codes", "flags", "credentials", "asset_base_url", "viewport_widths", "max_project_bytes", "image_tags", "build")
+    __slots__ = ("input_images", "option_codes", "flags", "credentials", "asset_base_url", "viewport_widths", "max_project_bytes", "image_tags", "images", "build")
     INPUT_IMAGES_FIELD_NUMBER: _ClassVar[int]
     OPTION_CODES_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
@@ -99,6 +99,7 @@ class ToolContext(_message.Message):
     VIEWPORT_WIDTHS_FIELD_NUMBER: _ClassVar[int]
     MAX_PROJECT_BYTES_FIELD_NUMBER: _ClassVar[int]
     IMAGE_TAGS_FIELD_NUMBER: _ClassVar[int]
+    IMAGES_FIELD_NUMBER: _ClassVar[int]
     BUILD_FIELD_NUMBER: _ClassVar[int]
     input_images: _containers.RepeatedScalarFieldContainer[str]
     option_codes: _containers.RepeatedScalarFieldContainer[str]
@@ -108,8 +109,19 @@ class ToolContext(_message.Message):
     viewport_widths: _containers.RepeatedScalarFieldContainer[int]
     max_project_bytes: int
     image_tags: _containers.RepeatedCompositeFieldContainer[ImageTag]
+    images: _containers.RepeatedCompositeFieldContainer[InputImage]
     build: ProjectBuild
-    def __init__(self, input_images: _Optional[_Iterable[str]] = ..., option_codes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., asset_base_url: _Optional[str] = ..., viewport_widths: _Optional[_Iterable[int]] = ..., max_project_bytes: _Optional[int] = ..., image_tags: _Optional[_Iterable[_Union[ImageTag, _Mapping]]] = ..., build: _Optional[_Union[ProjectBuild, str]] = ...) -> None: ...
+    def __init__(self, input_images: _Optional[_Iterable[str]] = ..., option_codes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., asset_base_url: _Optional[str] = ..., viewport_widths: _Optional[_Iterable[int]] = ..., max_project_bytes: _Optional[int] = ..., image_tags: _Optional[_Iterable[_Union[ImageTag, _Mapping]]] = ..., images: _Optional[_Iterable[_Union[InputImage, _Mapping]]] = ..., build: _Optional[_Union[ProjectBuild, str]] = ...) -> None: ...
+
+class InputImage(_message.Message):
+    __slots__ = ("sha256", "data", "mime_type")
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    sha256: str
+    data: bytes
+    mime_type: str
+    def __init__(self, sha256: _Optional[str] = ..., data: _Optional[bytes] = ..., mime_type: _Optional[str] = ...) -> None: ...
 
 class ImageTag(_message.Message):
     __slots__ = ("path", "viewport_width")
@@ -176,7 +188,7 @@ class CaptureUrlResponse(_message.Message):
     def __init__(self, image: _Optional[bytes] = ..., mime_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., final_url: _Optional[str] = ..., truncated: _Optional[bool] = ..., http_status: _Optional[int] = ...) -> None: ...
 
 class ScoreFidelityRequest(_message.Message):
-    __slots__ = ("code", "image", "image_index", "viewport_width", "with_regions", "path", "files")
+    __slots__ = ("code", "image", "image_index", "viewport_width", "with_regions", "path", "files", "reference")
     CODE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +196,7 @@ class ScoreFidelityRequest(_message.Message):
     WITH_REGIONS_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_FIELD_NUMBER: _ClassVar[int]
     code: str
     image: str
     image_index: int
@@ -191,7 +204,8 @@ class ScoreFidelityRequest(_message.Message):
     with_regions: bool
     path: str
     files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
-    def __init__(self, code: _Optional[str] = ..., image: _Optional[str] = ..., image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., with_regions: _Optional[bool] = ..., path: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ...) -> None: ...
+    reference: InputImage
+    def __init__(self, code: _Optional[str] = ..., image: _Optional[str] = ..., image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., with_regions: _Optional[bool] = ..., path: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., reference: _Optional[_Union[InputImage, _Mapping]] = ...) -> None: ...
 
 class FidelityRegion(_message.Message):
     __slots__ = ("x", "y", "width", "height", "expected_text", "actual_text", "issue")

@@ -27,7 +27,8 @@ if _version_not_supported:
 
 class ToolServiceStub:
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     def __init__(self, channel):
@@ -65,7 +66,8 @@ class ToolServiceStub:
 
 class ToolServiceServicer:
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     def ListTools(self, request, context):
@@ -78,6 +80,8 @@ class ToolServiceServicer:
 
     def ExecuteTool(self, request, context):
         """Executes one tool call. Idempotent by `call.id` within a worker's memory.
+        Errors: INVALID_ARGUMENT (a malformed call), FAILED_PRECONDITION (an input image
+        sent by reference whose bytes this worker does not hold: see `ToolContext.images`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -101,7 +105,9 @@ class ToolServiceServicer:
         the screenshot's width under the previews' browser slots and limits, reads the
         screenshot by OCR and compares. A page that cannot be scored is an answer with
         `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
-        (no code, an image that is not a decodable data URL, a width out of range).
+        (no code, an image that is not a decodable data URL, a width out of range),
+        FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
+        them, see `ToolContext.images`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -155,7 +161,8 @@ def add_ToolServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class ToolService:
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     @staticmethod

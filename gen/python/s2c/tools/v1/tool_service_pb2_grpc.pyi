@@ -28,7 +28,8 @@ GRPC_VERSION: str
 
 class ToolServiceStub:
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     @_typing.overload
@@ -40,7 +41,10 @@ class ToolServiceStub:
     this worker can run.
     """
     ExecuteTool: _grpc.UnaryUnaryMultiCallable[_tool_service_pb2.ExecuteToolRequest, _tool_service_pb2.ExecuteToolResponse]
-    """Executes one tool call. Idempotent by `call.id` within a worker's memory."""
+    """Executes one tool call. Idempotent by `call.id` within a worker's memory.
+    Errors: INVALID_ARGUMENT (a malformed call), FAILED_PRECONDITION (an input image
+    sent by reference whose bytes this worker does not hold: see `ToolContext.images`).
+    """
     CaptureUrl: _grpc.UnaryUnaryMultiCallable[_tool_service_pb2.CaptureUrlRequest, _tool_service_pb2.CaptureUrlResponse]
     """Captures a public web page with the worker's browser (for the gateway's
     `/api/screenshot`, through the agent). Not a tool: never offered to models.
@@ -55,7 +59,9 @@ class ToolServiceStub:
     the screenshot's width under the previews' browser slots and limits, reads the
     screenshot by OCR and compares. A page that cannot be scored is an answer with
     `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
-    (no code, an image that is not a decodable data URL, a width out of range).
+    (no code, an image that is not a decodable data URL, a width out of range),
+    FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
+    them, see `ToolContext.images`).
     """
     BuildProject: _grpc.UnaryUnaryMultiCallable[_tool_service_pb2.BuildProjectRequest, _tool_service_pb2.BuildProjectResponse]
     """Builds a project into its page as `create_file`/`edit_file` do after a change, for
@@ -67,7 +73,8 @@ class ToolServiceStub:
 @_typing.type_check_only
 class ToolServiceAsyncStub(ToolServiceStub):
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -76,7 +83,10 @@ class ToolServiceAsyncStub(ToolServiceStub):
     this worker can run.
     """
     ExecuteTool: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.ExecuteToolRequest, _tool_service_pb2.ExecuteToolResponse]  # type: ignore[assignment]
-    """Executes one tool call. Idempotent by `call.id` within a worker's memory."""
+    """Executes one tool call. Idempotent by `call.id` within a worker's memory.
+    Errors: INVALID_ARGUMENT (a malformed call), FAILED_PRECONDITION (an input image
+    sent by reference whose bytes this worker does not hold: see `ToolContext.images`).
+    """
     CaptureUrl: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.CaptureUrlRequest, _tool_service_pb2.CaptureUrlResponse]  # type: ignore[assignment]
     """Captures a public web page with the worker's browser (for the gateway's
     `/api/screenshot`, through the agent). Not a tool: never offered to models.
@@ -91,7 +101,9 @@ class ToolServiceAsyncStub(ToolServiceStub):
     the screenshot's width under the previews' browser slots and limits, reads the
     screenshot by OCR and compares. A page that cannot be scored is an answer with
     `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
-    (no code, an image that is not a decodable data URL, a width out of range).
+    (no code, an image that is not a decodable data URL, a width out of range),
+    FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
+    them, see `ToolContext.images`).
     """
     BuildProject: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.BuildProjectRequest, _tool_service_pb2.BuildProjectResponse]  # type: ignore[assignment]
     """Builds a project into its page as `create_file`/`edit_file` do after a change, for
@@ -102,7 +114,8 @@ class ToolServiceAsyncStub(ToolServiceStub):
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """Executes the agent's tools. Stateless: every request carries the file and the
-    context it needs, so any worker can serve any call.
+    context it needs, so any worker can serve any call; input images are named by hash,
+    and a worker that does not hold one asks for its bytes (`ToolContext.images`).
     """
 
     @_abc_1.abstractmethod
@@ -121,7 +134,10 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _tool_service_pb2.ExecuteToolRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_tool_service_pb2.ExecuteToolResponse, _abc.Awaitable[_tool_service_pb2.ExecuteToolResponse]]:
-        """Executes one tool call. Idempotent by `call.id` within a worker's memory."""
+        """Executes one tool call. Idempotent by `call.id` within a worker's memory.
+        Errors: INVALID_ARGUMENT (a malformed call), FAILED_PRECONDITION (an input image
+        sent by reference whose bytes this worker does not hold: see `ToolContext.images`).
+        """
 
     @_abc_1.abstractmethod
     def CaptureUrl(
@@ -148,7 +164,9 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         the screenshot's width under the previews' browser slots and limits, reads the
         screenshot by OCR and compares. A page that cannot be scored is an answer with
         `fidelity.unavailable_reason` set, not a gRPC error. Errors: INVALID_ARGUMENT
-        (no code, an image that is not a decodable data URL, a width out of range).
+        (no code, an image that is not a decodable data URL, a width out of range),
+        FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
+        them, see `ToolContext.images`).
         """
 
     @_abc_1.abstractmethod
