@@ -145,6 +145,11 @@ class Runner:
         text_mode = not spec.tools or spec.id in self.toolless
 
         def engine_for(text_mode: bool) -> VariantEngine:
+            if text_mode and plan.tools.build != "none":
+                raise EngineError(
+                    f"{spec.id} answers in text only; the {plan.request.stack} stack needs a "
+                    "model that calls tools, to write its project file by file."
+                )
             try:
                 messages = prompts.text() if text_mode else prompts.messages
             except PromptError as exc:

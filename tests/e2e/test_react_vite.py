@@ -18,6 +18,7 @@ import os
 import re
 import zipfile
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,16 @@ UNKNOWN_IMPORT = (
     .replace("</footer>", "</motion.footer>")
 )
 UNCLOSED = FOOTER_TSX.replace("</footer>", "")
+# A model that answers in text only (no tool calls): it cannot write a project.
+TEXT_ONLY_MODEL = """\
+[[endpoint]]
+name = "ollama"
+base_url = "http://127.0.0.1:9/v1"
+[[endpoint.model]]
+id = "gemma3:1b"
+vision = false
+tools = false
+"""
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -71,7 +82,10 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def suite(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> AsyncIterator[Suite]:
-    agent = AgentSettings(
+    models = tmp_path_factory.mktemp("models") / "models.toml"
+    models.write_text(TEXT_ONLY_MODEL)
+    agent = replace(
+        AgentSettings.from_env({"S2C_MODELS_FILE": str(models)}),
         demo_pace_s=0.0,
         provider_max_retries=0,
         pinned_models=("local:tiny",),
@@ -309,3 +323,17 @@ async def test_the_export_builds_offline_with_vite_to_the_same_page(
     assert ours.size == theirs.size
     differ = ImageChops.difference(ours, theirs).convert("L").point(lambda v: 255 if v else 0)
     assert differ.histogram()[255] <= ours.width * ours.height // 1000, "renders differ"
+
+
+async def test_a_model_without_tools_is_refused_on_the_stack(suite: Suite) -> None:
+    request = pb.GenerateCodeRequest(
+        generation_type=pb.GENERATION_TYPE_CREATE,
+        input_mode=pb.INPUT_MODE_TEXT,
+        stack=pb.STACK_REACT_VITE,
+        variant_count=1,
+        models=["ollama:gemma3:1b"],
+    )
+    request.prompt.text = "A pricing page"
+    events = await generation_events(suite.agent.port, request)
+    [error] = [e.variant_error for e in events if e.HasField("variant_error")]
+    assert "needs a model that calls tools" in error.message, error
