@@ -153,6 +153,11 @@ Awesome 5.15.3 from cdnjs, except on ionic_tailwind, which uses ionicons, and on
 react_vite, which imports lucide-react:
 <link rel="stylesheet" href="https://cdnjs.cloudflare.com/ajax/libs/font-awesome/5.15.3/css/all.min.css">"""
 
+# Text mode never runs react_vite (a project needs tool calls; the runner refuses it), so
+# its rules, which name the tools, are left out there.
+_TEXT_STACKS = _STACKS.replace(f"{_REACT_VITE}\n\n", "")
+assert _TEXT_STACKS != _STACKS
+
 _TARGETED_EDITS = """\
 # Edits to a selected element
 When the user selects an element in the preview, its outerHTML is captured from the \
@@ -181,7 +186,7 @@ def build_system_prompt(tools: Collection[str] = ALL_TOOLS, *, text_mode: bool =
     """The system prompt for a model offered `tools`: it names no other tool. In text
     mode (no tools) the model is asked for the page in one fenced block instead."""
     if text_mode:
-        return "\n\n".join([PERSONA, _TEXT_TONE, _TEXT_FILE, _STACKS, _TARGETED_EDITS])
+        return "\n\n".join([PERSONA, _TEXT_TONE, _TEXT_FILE, _TEXT_STACKS, _TARGETED_EDITS])
     offered = frozenset(tools)
     sections = [PERSONA, _TONE, _file_section(offered)]
     if "screenshot_preview" in offered:
