@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 QUIET_S = 0.15
 MAX_WAIT_S = 0.6
-BUILD_TIMEOUT_S = 20.0
+BUILD_TIMEOUT_S = 10.0  # the gRPC deadline; the worker stops a build sooner
 
 
 @runtime_checkable

@@ -70,7 +70,9 @@ class BuildResult:
 class BuildSettings:
     node: str = "node"  # S2C_NODE
     node_modules: Path = DEFAULT_VENDOR_DIR / "node_modules"
-    timeout_s: float = 20.0  # S2C_REACT_BUILD_TIMEOUT_S
+    # S2C_REACT_BUILD_TIMEOUT_S: under the writing tools' own 10 s, so that the model
+    # reads the build's reason rather than a tool timeout.
+    timeout_s: float = 8.0
     max_heap_mb: int = 512  # S2C_REACT_BUILD_HEAP_MB: each process's old space
     processes: int = 2  # S2C_REACT_BUILD_PROCESSES: builds at once
     builds_per_process: int = 100

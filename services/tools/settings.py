@@ -37,9 +37,9 @@ DEFAULT_TOOL_TIMEOUTS_S: Mapping[str, float] = MappingProxyType(
         "screenshot_preview": 60.0,
         "compare_with_reference": 60.0,  # a render and OCR of the screenshot
         "save_assets": 60.0,  # local copies only, but of up to 20 MiB each
-        # A react_vite project is built after each change (S2C_REACT_BUILD_TIMEOUT_S).
-        "create_file": 30.0,
-        "edit_file": 30.0,
+        # A react_vite project's build after each change stops sooner (react_build.py).
+        "create_file": 10.0,
+        "edit_file": 10.0,
         "retrieve_option": 10.0,
     }
 )
