@@ -23,6 +23,7 @@ from services.agent.demo_pages import (
     normalize_stack,
     theme_name,
 )
+from services.agent.demo_react import demo_react_script
 from services.agent.demo_site import demo_site_script, responsive_lines
 from services.agent.demo_update import demo_edit
 from services.agent.domain import FileState, GenerationRequest
@@ -57,6 +58,8 @@ def demo_turns(
         instruction = request.prompt.text.strip() or _last_user_text(request)
         return demo_update_script(file, instruction, variant_index, tools_offered, chunk_size)
     prompt = request.prompt
+    if request.stack == "react_vite":
+        return _stop_on_failure(demo_react_script(prompt.text, variant_index, chunk_size))
     plan = page_plan(len(prompt.images), prompt.image_meta)
     if plan.multi_page:
         turns = demo_site_script(

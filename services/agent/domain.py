@@ -13,7 +13,13 @@ from services.common.tool_types import FileState as FileState
 GenerationType = Literal["create", "update"]
 InputMode = Literal["image", "video", "text"]
 Stack = Literal[
-    "html_tailwind", "html_css", "react_tailwind", "bootstrap", "vue_tailwind", "ionic_tailwind"
+    "html_tailwind",
+    "html_css",
+    "react_tailwind",
+    "bootstrap",
+    "vue_tailwind",
+    "ionic_tailwind",
+    "react_vite",
 ]
 
 

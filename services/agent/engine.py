@@ -29,6 +29,7 @@ from services.agent.events import (
     Usage,
 )
 from services.agent.fence import FenceScanner, Piece
+from services.agent.live_build import LiveBuild
 from services.agent.pages import entry_file, page_room
 from services.agent.providers.base import (
     WHOLE_ARGUMENTS_CHARS,
@@ -170,13 +171,15 @@ class VariantEngine:
     # works on.
     files: dict[str, FileState] = field(default_factory=dict)
     flooded_turns: int = 0  # turns that asked for more calls than max_tool_calls_per_turn
+    live: LiveBuild | None = None  # a built project's previews while its files stream
 
     def __post_init__(self) -> None:
         if self.file is not None and self.file.path not in self.files:
             self.files[self.file.path] = self.file
 
     def project(self) -> tuple[FileState, ...]:
-        """Every file, the entry page (`index.html`, else the first page) first."""
+        """Every file, the entry page (`dist/index.html`, `index.html`, else the first page)
+        first."""
         entry = entry_file(list(self.files.values()))
         if entry is None:
             return ()
@@ -275,6 +278,11 @@ class VariantEngine:
         if outcome.updated_file is not None:
             self.file = self.files[outcome.updated_file.path] = outcome.updated_file
             self.emit(call.id, CodeSnapshot(self.file.path, clean_text(self.file.content)))
+        if outcome.built_file is not None:
+            # A built project's page (docs/react.md): the entry every client shows; a
+            # failed build sends none, so the last good page stays.
+            built = self.files[outcome.built_file.path] = outcome.built_file
+            self.emit(call.id, CodeSnapshot(built.path, clean_text(built.content)))
         written = outcome.updated_file.path if outcome.updated_file else None
         if streamed is not None and streamed in self.files and streamed != written:
             # The preview streamed into a file the call did not write (it failed, or its
@@ -371,6 +379,8 @@ class _TurnStream:
         """The turn's stream ended: what a text-mode scanner still held goes out."""
         if self.page is not None:
             await self._pieces(self.page.scanner.end())
+        if self._engine.live is not None:
+            await self._engine.live.settle()
 
     async def _pieces(self, pieces: list[Piece]) -> None:
         assert self.page is not None
@@ -468,7 +478,8 @@ class _Preview(_CodeStream):
                 # Only a path the tools accept: any other fails the call, and its content
                 # must not show up in a client's view of the project, not even for a moment.
                 # Nor a file past the project's count, which the engine refuses.
-                problem = ProjectPaths(self._engine.files).problem(path)
+                engine = self._engine
+                problem = ProjectPaths(engine.files, engine.context.build).problem(path)
                 fits = problem is None and self._engine.takes_file(path)
                 self.path = path if fits else None
                 summary = {
@@ -482,4 +493,6 @@ class _Preview(_CodeStream):
             # The first text, at offset 0 too, restarts the file just the same.
             if fragment.text and self.path is not None:
                 await self._forward(fragment.offset, clean_text(fragment.text), self.path)
+                if self._engine.live is not None:
+                    self._engine.live.delta(self.path, fragment.offset, fragment.text)
         return self.started

@@ -25,6 +25,7 @@ from services.common.project_limits import (
     utf8_size,
 )
 from services.common.project_paths import ProjectPaths, fold
+from services.common.react_project import BUILT_PATH, ProjectBuild
 
 ENTRY_PATH = project_paths.ENTRY_PATH
 ENTRY_PAGE = "index"
@@ -124,7 +125,11 @@ def _count(n: int, noun: str) -> str:
 
 
 def entry_file(files: Sequence[FileState]) -> FileState | None:
-    """The project's entry page: `index.html`, else its first HTML file, else its first."""
+    """The project's entry page: its build's page when it has one (`dist/index.html`,
+    docs/react.md), else `index.html`, else its first HTML file, else its first."""
+    for file in files:
+        if file.path == BUILT_PATH:
+            return file
     for file in files:
         if file.path == ENTRY_PATH:
             return file
@@ -135,17 +140,23 @@ def entry_file(files: Sequence[FileState]) -> FileState | None:
 
 
 def project_violations(
-    files: Sequence[FileState], max_bytes: int, max_files: int = 0, field: str = "files"
+    files: Sequence[FileState],
+    max_bytes: int,
+    max_files: int = 0,
+    field: str = "files",
+    build: ProjectBuild = "none",
 ) -> list[FieldViolation]:
     """What is wrong with an update's project: too many files (then nothing else is
-    looked at), bad, repeated or case-twin paths, or too many bytes. 0: no such bound."""
+    looked at), bad, repeated or case-twin paths, or too many bytes. 0: no such bound.
+    A built project's paths follow its build's rule; its last page is one of its files."""
     if max_files and len(files) > max_files:
         # The request's files are read only up to one past the bound (convert.py).
         return [FieldViolation(field, too_many_files(f"more than {max_files}", max_files))]
     out: list[FieldViolation] = []
-    seen = ProjectPaths()
+    seen = ProjectPaths((), build)
     for i, file in enumerate(files):
-        problem = seen.problem(file.path)
+        built = build != "none" and file.path == BUILT_PATH
+        problem = None if built else seen.problem(file.path)
         if problem is not None:
             out.append(FieldViolation(f"{field}[{i}].path", f"not a project path: {problem}"))
         elif file.path in seen:

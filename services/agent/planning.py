@@ -43,6 +43,7 @@ from services.common.credentials import Credentials
 from services.common.errors import FieldViolation, InvalidRequest
 from services.common.input_images import InputImage
 from services.common.project_paths import path_problem
+from services.common.react_project import build_of
 
 # How a refusal of a client's generation id ends.
 LEAVE_ID_EMPTY = "Leave generation_id empty and the agent mints one."
@@ -118,7 +119,10 @@ class Planner:
             len(request.prompt.images), request.prompt.image_meta, self._settings.max_pages
         )
         violations += project_violations(
-            request.files, self._settings.max_project_bytes, self._settings.max_project_files
+            request.files,
+            self._settings.max_project_bytes,
+            self._settings.max_project_files,
+            build=build_of(request.stack),
         )
         if request.file_state is not None and (problem := path_problem(request.file_state.path)):
             violations.append(FieldViolation("file_state.path", f"not a project path: {problem}"))
@@ -265,4 +269,5 @@ def tool_context(
         max_project_bytes=max_project_bytes,
         max_project_files=max_project_files,
         owner=request.generation_id,
+        build=build_of(request.stack),
     )

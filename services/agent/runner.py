@@ -30,6 +30,7 @@ from services.agent.events import (
     VariantError,
 )
 from services.agent.generation import Generation
+from services.agent.live_build import for_variant
 from services.agent.metrics import AgentMetrics
 from services.agent.models import ModelSpec
 from services.agent.planning import GenerationPlan
@@ -145,6 +146,11 @@ class Runner:
         text_mode = not spec.tools or spec.id in self.toolless
 
         def engine_for(text_mode: bool) -> VariantEngine:
+            if text_mode and plan.tools.build != "none":
+                raise EngineError(
+                    f"{spec.id} answers in text only; the {plan.request.stack} stack needs a "
+                    "model that calls tools, to write its project file by file."
+                )
             try:
                 messages = prompts.text() if text_mode else prompts.messages
             except PromptError as exc:
@@ -155,7 +161,7 @@ class Runner:
             )
             session = self._sessions(wanted)
             budget.track(session)
-            return VariantEngine(
+            engine = VariantEngine(
                 index=index,
                 session=session,
                 tools=self._tools,
@@ -173,6 +179,11 @@ class Runner:
                 priced=state.priced,
                 text_mode=text_mode,
             )
+            if not text_mode:
+                context = plan.tools
+                build, owner = context.build, context.owner
+                engine.live = for_variant(self._tools, build, engine.files, emit, owner)
+            return engine
 
         try:
             engine = engine_for(text_mode)

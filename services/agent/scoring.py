@@ -20,6 +20,7 @@ from services.agent.pages import ENTRY_PATH
 from services.agent.tool_client import ToolServiceError
 from services.agent.tooling import FidelityClient
 from services.common.input_images import InputImage
+from services.common.react_project import BUILT_PATH
 
 # A request's first images are scored; more would multiply renders for little news.
 MAX_SCORED_IMAGES = 4
@@ -47,6 +48,9 @@ async def score_variant(
     async def one(index: int, image: InputImage) -> Fidelity:
         tag = image.tag
         path = tag.path or entry.path
+        if entry.path == BUILT_PATH and path == ENTRY_PATH:
+            # A built project's index.html is a source: the page it stands for is the build.
+            path = BUILT_PATH
         page = next((f for f in project if f.path == path), None)
         if page is None:
             reason = f"the variant wrote no {path}"

@@ -42,7 +42,7 @@ from services.agent.tooling import ToolContext
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import FieldViolation, InvalidRequest, abort, abort_invalid, clip
 from services.common.generation_ids import GENERATION_ID_HEADER
-from services.common.proto_enums import enum_names
+from services.common.proto_enums import enum_names, enum_values
 from services.common.tracing import incoming_context, tracer
 
 log = logging.getLogger(__name__)
@@ -222,7 +222,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             )
             for m in listing(keys, settings.local_models, settings.endpoints)
         ]
-        return pb.ListModelsResponse(models=models)
+        return pb.ListModelsResponse(models=models, stacks=list(enum_values(pb.Stack).values()))
 
     async def GetCapabilities(
         self, request: pb.GetCapabilitiesRequest, context: Context

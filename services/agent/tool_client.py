@@ -8,7 +8,7 @@ idempotent by tool-call id.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -31,6 +31,7 @@ from services.common.input_images import (
     ImagesNotHeld,
     InputImage,
 )
+from services.common.react_project import ProjectBuild
 from services.common.security import GrpcSecurity, create_channel
 from services.common.structs import from_struct, to_struct
 from services.common.tool_types import OWNER_METADATA, CapturedImage
@@ -159,6 +160,7 @@ class GrpcToolExecutor:
                     for i in context.input_images
                 ],
                 max_project_bytes=context.max_project_bytes,
+                build=_BUILDS[context.build],
             ),
             # One file is the project: `file` says it all (and old workers read only that).
             files=(
@@ -183,17 +185,13 @@ class GrpcToolExecutor:
             )
         except grpc.aio.AioRpcError as exc:
             raise self._error(exc) from None
-        updated = (
-            FileState(response.updated_file.path, response.updated_file.content)
-            if response.HasField("updated_file")
-            else None
-        )
         return ToolOutcome(
             ok=response.ok,
             result=from_struct(response.result),
             summary=from_struct(response.summary),
-            updated_file=updated,
+            updated_file=_file(response, "updated_file"),
             media=tuple(_media(part) for part in response.media),
+            built_file=_file(response, "built_file"),
         )
 
     async def capture_url(self, capture: UrlCapture, *, timeout_s: float | None) -> CapturedImage:
@@ -269,10 +267,39 @@ class GrpcToolExecutor:
             else None,
         )
 
+    async def build_project(
+        self, files: Mapping[str, str], build: ProjectBuild, *, timeout_s: float, owner: str = ""
+    ) -> str | None:
+        """The page a worker builds of `files`, or None when they do not build."""
+        request = pb.BuildProjectRequest(
+            build=_BUILDS[build],
+            files=[common_pb2.FileState(path=p, content=c) for p, c in files.items()],
+        )
+        try:
+            response = await self._stub.BuildProject(
+                request, timeout=timeout_s, wait_for_ready=True, metadata=_metadata(owner)
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise self._error(exc) from None
+        return response.page if response.ok else None
+
     def _error(self, exc: grpc.aio.AioRpcError) -> ToolServiceError:
         return ToolServiceError(
             f"Tool service at {self._target} failed: {exc.code().name}: {exc.details()}"
         )
+
+
+def _file(response: pb.ExecuteToolResponse, name: str) -> FileState | None:
+    if not response.HasField(name):
+        return None
+    file: common_pb2.FileState = getattr(response, name)
+    return FileState(file.path, file.content)
+
+
+_BUILDS: dict[ProjectBuild, pb.ProjectBuild] = {
+    "none": pb.PROJECT_BUILD_UNSPECIFIED,
+    "react_vite": pb.PROJECT_BUILD_REACT_VITE,
+}
 
 
 def _metadata(owner: str) -> Metadata:

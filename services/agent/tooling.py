@@ -11,6 +11,7 @@ from services.agent.events import Accessibility, Fidelity
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.common.credentials import Credentials
 from services.common.input_images import InputImage
+from services.common.react_project import ProjectBuild
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class ToolContext:
     # Every file of the variant's project before the call (set by the engine per call).
     files: tuple[FileState, ...] = ()
     owner: str = ""  # the generation: the workers share their browser fairly by it
+    build: ProjectBuild = "none"  # react_vite: the writing tools build the project
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class ToolOutcome:
     summary: dict[str, Any]
     updated_file: FileState | None = None
     media: tuple[MediaPart, ...] = ()
+    built_file: FileState | None = None  # a built project's page (dist/index.html)
 
 
 @dataclass(frozen=True, slots=True)

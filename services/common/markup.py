@@ -99,6 +99,15 @@ class RawText:
     name: str  # "script" or "style"
 
 
+# A closing tag inside an inlined body would end its element early.
+_CLOSING = {name: re.compile(f"</(?={name})", re.IGNORECASE) for name in ("script", "style")}
+
+
+def escaped_body(body: str, element: str) -> str:
+    """`body` made safe to inline as a `<script>` or `<style>` element's text."""
+    return _CLOSING[element].sub("<\\/", body)
+
+
 def scan_markup(code: str) -> Iterator[Tag | RawText]:
     """Every tag and script/style element of `code`, in document order (comments skipped)."""
     return _Scanner(code).tokens()

@@ -21,6 +21,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
+from services.common.react_project import BUILT_PATH, SOURCE_SUFFIXES, ProjectBuild
+
 MAX_PATH_CHARS = 255
 ENTRY_PATH = "index.html"  # a project's entry page, the one file of a one-file project
 PROJECT_SUFFIXES = (".html", ".htm", ".css", ".js")
@@ -34,9 +36,10 @@ WINDOWS_DEVICES = frozenset(
 )
 
 
-def path_problem(path: str) -> str | None:
+def path_problem(path: str, build: ProjectBuild = "none") -> str | None:
     """Why `path` cannot name a file of a project, or None when it can (see also
-    `ProjectPaths`, which knows the project's other files)."""
+    `ProjectPaths`, which knows the project's other files). A built project (react_vite,
+    docs/react.md) takes TypeScript sources and keeps `dist/` for its build."""
     if not path:
         return "it is empty"
     if len(path) > MAX_PATH_CHARS:
@@ -71,8 +74,11 @@ def path_problem(path: str) -> str | None:
             "LPT0-9), whatever the extension"
         )
     name = segments[-1]
-    if not any(name.lower().endswith(s) and len(name) > len(s) for s in PROJECT_SUFFIXES):
-        return "it must end in .html, .htm, .css or .js"
+    suffixes = SOURCE_SUFFIXES if build == "react_vite" else PROJECT_SUFFIXES
+    if not any(name.lower().endswith(s) and len(name) > len(s) for s in suffixes):
+        return f"it must end in {', '.join(suffixes[:-1])} or {suffixes[-1]}"
+    if build == "react_vite" and segments[0].lower() == BUILT_PATH.split("/")[0]:
+        return "dist/ holds the build's output; write the sources (index.html, src/...)"
     return None
 
 
@@ -81,7 +87,8 @@ class ProjectPaths:
     (Windows, macOS): `problem` checks one more path against the rule and the others
     in constant time, so checking a whole project stays linear in its size."""
 
-    def __init__(self, paths: Iterable[str] = ()) -> None:
+    def __init__(self, paths: Iterable[str] = (), build: ProjectBuild = "none") -> None:
+        self._build: ProjectBuild = build
         self._by_fold: dict[str, str] = {}
         for path in paths:
             self.add(path)
@@ -95,7 +102,7 @@ class ProjectPaths:
     def problem(self, path: str) -> str | None:
         """Why `path` cannot be one of these paths' project (`path_problem`, or a path
         already there that differs from it only in case), or None."""
-        problem = path_problem(path)
+        problem = path_problem(path, self._build)
         if problem is not None:
             return problem
         twin = self._by_fold.get(fold(path), path)

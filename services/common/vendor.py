@@ -30,7 +30,7 @@ from pathlib import Path
 from threading import Lock
 from typing import Any
 
-from services.common import vendor_fonts, vendor_urls
+from services.common import vendor_build, vendor_fonts, vendor_urls
 from services.common.vendor_urls import (
     GoogleFontsRef,
     NpmRef,
@@ -189,6 +189,10 @@ def scan(vendor_dir: Path) -> tuple[dict[str, Any], dict[str, str]]:
             "sha256": _tree_digest(hashes),
             "entries": _entries(meta),
         }
+    try:
+        manifest["build"] = vendor_build.scan_build(vendor_dir, manifest["packages"])
+    except (vendor_build.BuildPackageError, OSError, ValueError) as exc:
+        raise VendorError(f"the build packages (docs/react.md): {exc}") from None
     return manifest, index
 
 
@@ -229,8 +233,9 @@ def check(vendor_dir: Path, *, write_manifest: bool = False) -> str:
         if committed != manifest:
             differ = sorted(
                 name
-                for name in set(committed.get("packages", {})) | set(manifest["packages"])
-                if committed.get("packages", {}).get(name) != manifest["packages"].get(name)
+                for part in ("packages", "build")
+                for name in set(committed.get(part, {})) | set(manifest[part])
+                if committed.get(part, {}).get(name) != manifest[part].get(name)
             )
             raise VendorError(
                 f"the vendored files differ from {manifest_path} in {', '.join(differ)}: "

@@ -6,11 +6,11 @@ allows; the latest state is always flushed before tool frames, completion and
 close. A client that asked for append-only code (`codeStream: "append"`, our UI) gets
 `appendCode` frames with only the text it has not seen, and a whole `setCode` only when
 the file it holds is replaced. A project of several files (a site of several pages) is
-its entry page as that code (`index.html`, else the first file written: all the upstream
-UI knows) plus our own `setFile` frames, each the whole content of one other file by
-path, sent as that file is written (not streamed). The thinking/assistant deltas of one
-message in one batch go out as one frame: the agent's event-log tick already paces them,
-so no window of our own is added.
+its entry page as that code (a built project's `dist/index.html`, else `index.html`, else
+the first page written: all the upstream UI knows) plus our own `setFile` frames, each the
+whole content of one other file by path, sent as that file is written (not streamed). The
+thinking/assistant deltas of one message in one batch go out as one frame: the agent's
+event-log tick already paces them, so no window of our own is added.
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
 from services.common.accessibility_view import accessibility_frame
+from services.common.react_project import BUILT_PATH
 from services.gateway.preview_policy import AppendPolicy, PreviewPolicyConfig, SetCodePolicy
 
 # A site's shared stylesheets and scripts: never its entry page, even when written first.
-_SHARED_SUFFIXES = (".css", ".js")
+# Files a page loads, never a page itself; a react_vite project's sources likewise.
+_SHARED_SUFFIXES = (".css", ".js", ".ts", ".tsx", ".jsx", ".json")
 
 Frame = dict[str, Any]
 
@@ -296,17 +298,29 @@ class FrameBuilder:
         `index.html` comes after another file took the entry's place, that file becomes
         one of the others (a `setFile` into `out`)."""
         entry = self._entry.get(index)
+        if path == BUILT_PATH or entry == BUILT_PATH:
+            # A built project's page (docs/react.md) is its entry for good: the sources,
+            # its index.html included, are the others.
+            if path == BUILT_PATH and entry != BUILT_PATH:
+                self._demote(index, entry, out)
+                self._entry[index] = BUILT_PATH
+            return path == BUILT_PATH
         if path in ("", "index.html"):
-            if entry not in (None, "index.html") and index in self._code:
-                earlier = self._code[index].text()
-                self._files.setdefault(index, {})[entry] = earlier
-                out.append(self._f("setFile", index, path=entry, value=earlier))
+            if entry != "index.html":
+                self._demote(index, entry, out)
             self._entry[index] = "index.html"
             return True
         if entry is None and not path.lower().endswith(_SHARED_SUFFIXES):
             self._entry[index] = path
             return True
         return path == entry
+
+    def _demote(self, index: int, entry: str | None, out: list[Frame]) -> None:
+        """The entry page so far becomes one of the others (a `setFile` into `out`)."""
+        if entry is not None and index in self._code:
+            earlier = self._code[index].text()
+            self._files.setdefault(index, {})[entry] = earlier
+            out.append(self._f("setFile", index, path=entry, value=earlier))
 
     def _f(self, kind: str, variant_index: int | None, **fields: Any) -> Frame:
         if self._resumable:

@@ -25,6 +25,7 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from services.common.errors import bad_request_violations
 from services.common.project_limits import too_many_files
 from services.common.project_paths import ProjectPaths
+from services.common.react_project import BUILT_PATH, ProjectBuild, build_of, pinned_versions
 from services.common.storage import StorageHealth
 from services.common.tracing import outgoing_metadata
 from services.gateway.bodies import TooManyValues, parse_json, read_capped
@@ -39,6 +40,7 @@ from services.gateway.design_systems import (
 )
 from services.gateway.export import ExportBusy, ExportPolicy, build_export
 from services.gateway.export_markup import ExportTooComplex
+from services.gateway.export_react import react_project_zip
 from services.gateway.keys import CAPTURES_KEY, CHANNEL_KEY, METRICS_KEY
 from services.gateway.limits import CaptureLimiter, client_identity
 from services.gateway.settings import GatewaySettings
@@ -233,7 +235,19 @@ class _Routes:
 
     async def export(self, request: web.Request) -> web.StreamResponse:
         fields = _json_object(await _json_body(request, self._policy.max_body_bytes))
-        code = _export_code(fields, self._settings.max_project_files)
+        stack = fields.get("stack", "")
+        if stack not in ("", "react_vite"):
+            raise ApiError(400, 'stack must be "react_vite" or left out')
+        build = build_of(str(stack))
+        code = _export_code(fields, self._settings.max_project_files, build)
+        if build != "none":
+            if not isinstance(code, dict):
+                raise ApiError(400, "A react_vite export takes the project's files")
+            try:
+                versions = await asyncio.to_thread(pinned_versions, self._settings.vendor_dir)
+            except (OSError, ValueError, KeyError):
+                raise ApiError(503, "The vendored npm packages are not installed") from None
+            return _zip_response(await asyncio.to_thread(react_project_zip, code, versions))
         offline = fields.get("offline", False)
         if not isinstance(offline, bool):
             raise ApiError(400, "offline must be true or false")
@@ -261,11 +275,7 @@ class _Routes:
             raise ApiError(
                 503, f"The server is busy with other exports (waited {budget:g} s); try again"
             ) from None
-        return web.Response(
-            body=archive,
-            content_type="application/zip",
-            headers={hdrs.CONTENT_DISPOSITION: 'attachment; filename="export.zip"'},
-        )
+        return _zip_response(archive)
 
     async def screenshot(self, request: web.Request) -> web.StreamResponse:
         fields = _json_object(await _json_body(request, MAX_SCREENSHOT_BODY_BYTES))
@@ -361,9 +371,20 @@ def add_routes(
         app.router.add_route(method, path, _api(handler))
 
 
-def _export_code(fields: Mapping[str, Any], max_files: int) -> str | dict[str, str]:
+def _zip_response(archive: bytes) -> web.Response:
+    return web.Response(
+        body=archive,
+        content_type="application/zip",
+        headers={hdrs.CONTENT_DISPOSITION: 'attachment; filename="export.zip"'},
+    )
+
+
+def _export_code(
+    fields: Mapping[str, Any], max_files: int, build: ProjectBuild = "none"
+) -> str | dict[str, str]:
     """What to export: `code` (one page) or `files` (a project, by relative path, at most
-    `max_files` of them: 0, no bound)."""
+    `max_files` of them: 0, no bound; a built project's paths by its build's rule, its
+    page at dist/index.html)."""
     code, files = fields.get("code"), fields.get("files")
     if code is not None and files is not None:
         raise ApiError(400, "Give either code (one page) or files (a project), not both")
@@ -372,9 +393,9 @@ def _export_code(fields: Mapping[str, Any], max_files: int) -> str | dict[str, s
             raise ApiError(400, "files must be a non-empty object of path to content")
         if max_files and len(files) > max_files:
             raise ApiError(413, f"files: {too_many_files(len(files), max_files)}")
-        seen = ProjectPaths()
+        seen = ProjectPaths((), build)
         for path, content in files.items():
-            problem = seen.problem(path)
+            problem = None if build != "none" and path == BUILT_PATH else seen.problem(path)
             seen.add(path)
             if problem is not None:
                 raise ApiError(

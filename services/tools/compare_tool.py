@@ -29,7 +29,7 @@ def compare_handler(scorer: FidelityScorer, timeout_s: float) -> ToolHandler:
         if file is None:
             return failure("No file exists yet. Call create_file first.", "No file to compare")
         images = context.input_images
-        page = shown_page(file, context.files)
+        page = shown_page(file, context.files, context.build)
         number = arguments.get("image_number")
         if number is None:
             own = (i for i, im in enumerate(images) if (im.tag.path or ENTRY_PATH) == page.path)

@@ -5,8 +5,9 @@ strict schemas send null for each optional field it leaves out: null always mean
 "absent" here, and numbers are coerced to ints before they reach a result.
 
 The app is a project of files, usually one HTML document: a `path` given to create_file or
-edit_file must be a relative name ending in .html, .htm, .css or .js
-(`project_paths.path_problem`); a path outside the project is a tool error for the model.
+edit_file must be a relative name ending in .html, .htm, .css or .js (on a react_vite
+project also .ts, .tsx, .jsx and .json: `project_paths.path_problem`); a path outside the
+project is a tool error for the model.
 create_file writes the file it names (the current one without a path); edit_file changes
 the file it names among the project's (`ToolContext.files`), else the current one. Only
 the model's argument is judged; the current file's path is the agent's own. A file's UTF-8
@@ -33,6 +34,8 @@ from services.common.project_paths import ProjectPaths, is_html
 from services.common.project_paths import path_problem as path_problem
 from services.common.tool_summaries import summarize_text
 from services.common.tool_types import FileState
+from services.tools.project_build import with_build
+from services.tools.react_build import ReactBuilder
 from services.tools.settings import DEFAULT_MAX_FILE_BYTES
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
 
@@ -149,7 +152,7 @@ async def create_file(
         return _bad_path(asked, "it must be a string")
     if asked:
         # A project of one file comes as `file` alone (`ctx.files` is then empty).
-        project = ProjectPaths(f.path for f in ctx.files or ((file,) if file else ()))
+        project = ProjectPaths((f.path for f in ctx.files or ((file,) if file else ())), ctx.build)
         problem = project.problem(asked)
         if problem is not None:
             return _bad_path(asked, problem)
@@ -266,7 +269,7 @@ def _target(
         return file
     if not isinstance(asked, str):
         return _bad_path(asked, "it must be a string")
-    problem = path_problem(asked)
+    problem = path_problem(asked, ctx.build)
     if problem is not None:
         return _bad_path(asked, problem)
     for candidate in ctx.files:
@@ -386,10 +389,13 @@ async def retrieve_option(
     )
 
 
-def file_tool_handlers(*, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> dict[str, ToolHandler]:
-    """The three tools that need nothing but the request itself."""
-    return {
-        "create_file": functools.partial(create_file, max_file_bytes=max_file_bytes),
-        "edit_file": functools.partial(edit_file, max_file_bytes=max_file_bytes),
-        "retrieve_option": retrieve_option,
-    }
+def file_tool_handlers(
+    *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, builder: ReactBuilder | None = None
+) -> dict[str, ToolHandler]:
+    """The three tools that need nothing but the request itself; with a `builder`, the
+    writing tools build a react_vite project after each change (project_build.py)."""
+    create: ToolHandler = functools.partial(create_file, max_file_bytes=max_file_bytes)
+    edit: ToolHandler = functools.partial(edit_file, max_file_bytes=max_file_bytes)
+    if builder is not None:
+        create, edit = with_build(create, builder), with_build(edit, builder)
+    return {"create_file": create, "edit_file": edit, "retrieve_option": retrieve_option}

@@ -6,12 +6,19 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import re
 from typing import Any
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
-from services.common.markup import RawText, Tag, attribute_values, attributes, scan_markup
+from services.common.markup import (
+    RawText,
+    Tag,
+    attribute_values,
+    attributes,
+    escaped_body,
+    scan_markup,
+)
 from services.common.project_paths import ENTRY_PATH, is_html
+from services.common.react_project import BUILT_PATH, ProjectBuild
 from services.common.tool_types import FileState, MediaPart
 from services.tools.screenshot import Screenshotter
 from services.tools.types import ToolContext, ToolHandler, ToolOutcome, failure
@@ -22,13 +29,13 @@ log = logging.getLogger(__name__)
 RESULT_CONTENT = "Full-page desktop and mobile screenshots of the current preview are attached."
 # Where a page's relative links are resolved, to see which name a project file.
 _ORIGIN = "project.invalid"
-# A closing tag inside an inlined body would end its element early.
-_CLOSING = {name: re.compile(f"</(?={name})", re.IGNORECASE) for name in ("script", "style")}
 
 
-async def page_to_render(file: FileState, files: tuple[FileState, ...]) -> tuple[FileState, str]:
+async def page_to_render(
+    file: FileState, files: tuple[FileState, ...], build: ProjectBuild = "none"
+) -> tuple[FileState, str]:
     """The page a capture shows and its HTML to render (`shown_page`, `project_html`)."""
-    page = shown_page(file, files)
+    page = shown_page(file, files, build)
     return page, await project_html(page, files)
 
 
@@ -38,8 +45,14 @@ async def project_html(page: FileState, files: tuple[FileState, ...]) -> str:
     return await asyncio.to_thread(inline_project, page, files)
 
 
-def shown_page(file: FileState, files: tuple[FileState, ...]) -> FileState:
-    """The current file, or the entry page when the current file is a stylesheet or script."""
+def shown_page(
+    file: FileState, files: tuple[FileState, ...], build: ProjectBuild = "none"
+) -> FileState:
+    """The current file, or the entry page when the current file is a stylesheet or script;
+    on a built project, its last good build's page whatever the current file."""
+    built = next((f for f in files if f.path == BUILT_PATH), None) if build != "none" else None
+    if built is not None:
+        return built
     if is_html(file.path):
         return file
     html_files = [f for f in files if is_html(f.path)]
@@ -78,7 +91,7 @@ def inline_project(page: FileState, files: tuple[FileState, ...]) -> str:
             css = local(values.get("href"))
             if css is None or "stylesheet" not in values.get("rel", "").lower().split():
                 continue
-            pieces += [code[done : token.start], f"<style>{_escaped(css, 'style')}</style>"]
+            pieces += [code[done : token.start], f"<style>{escaped_body(css, 'style')}</style>"]
             done = token.end
         elif isinstance(token, RawText) and token.name == "script":
             found = attributes(code, token)
@@ -87,13 +100,9 @@ def inline_project(page: FileState, files: tuple[FileState, ...]) -> str:
                 continue
             kept = " ".join(a.group(0) for a in found if a.group("name").lower() != "src")
             opening = f"<script {kept}>" if kept else "<script>"
-            pieces += [code[done : token.start], opening, _escaped(js, "script"), "</script>"]
+            pieces += [code[done : token.start], opening, escaped_body(js, "script"), "</script>"]
             done = code.index(">", token.end) + 1  # past the closing tag
     return "".join([*pieces, code[done:]]) if pieces else code
-
-
-def _escaped(body: str, element: str) -> str:
-    return _CLOSING[element].sub("<\\/", body)
 
 
 def screenshot_preview_handler(shooter: Screenshotter) -> ToolHandler:
@@ -104,7 +113,13 @@ def screenshot_preview_handler(shooter: Screenshotter) -> ToolHandler:
     ) -> ToolOutcome:
         if file is None:
             return failure("No file exists yet. Call create_file first.", "No file to screenshot")
-        page, html = await page_to_render(file, context.files)
+        if context.build != "none" and all(f.path != BUILT_PATH for f in context.files):
+            return failure(
+                "The project has not built yet: fix the errors the last create_file or "
+                "edit_file reported, then take the screenshot.",
+                "Nothing built yet",
+            )
+        page, html = await page_to_render(file, context.files, context.build)
         widths = context.viewport_widths
         viewports = tuple(width_viewport(w) for w in widths) if widths else VIEWPORTS
         try:

@@ -28,6 +28,7 @@ from services.common.input_images import (
 )
 from services.common.project_paths import ENTRY_PATH
 from services.common.proto_enums import enum_names
+from services.common.react_project import BUILT_PATH, ProjectBuild
 from services.common.structs import from_struct, to_struct
 from services.common.tool_types import OWNER_METADATA, FileState, ImageTag, MediaPart, ToolCall
 from services.common.tracing import incoming_context, tracer
@@ -126,6 +127,10 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                     path=outcome.updated_file.path, content=outcome.updated_file.content
                 )
             )
+        if outcome.built_file is not None:
+            built = outcome.built_file
+            page = common_pb2.FileState(path=built.path, content=built.content)
+            response.built_file.CopyFrom(page)
         return response
 
     async def CaptureUrl(
@@ -191,6 +196,22 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             response.accessibility.CopyFrom(accessibility_proto(replace(report, path=request.path)))
         return response
 
+    async def BuildProject(
+        self, request: pb.BuildProjectRequest, context: Context
+    ) -> pb.BuildProjectResponse:
+        build = _BUILDS[request.build]
+        files = {f.path: f.content for f in request.files}
+        violations = self._worker.build_violations(build, files)
+        if violations:
+            await abort_invalid(context, InvalidRequest(violations))
+        files.pop(BUILT_PATH, None)  # the last build's page is not a source
+        built = await self._worker.builder.build(files)
+        return pb.BuildProjectResponse(
+            ok=built.html is not None,
+            page=built.html or "",
+            errors=[str(e) for e in built.errors],
+        )
+
     async def _execute(
         self,
         call: ToolCall,
@@ -211,11 +232,13 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
                 viewport_widths=tuple(ctx.viewport_widths),
                 max_project_bytes=ctx.max_project_bytes,
                 owner=owner,
+                build=_BUILDS[ctx.build],
             ),
             _image_refs(ctx),
         )
 
 
+_BUILDS: dict[int, ProjectBuild] = enum_names(pb.ProjectBuild, get_args(ProjectBuild), "none")
 _DEVICES: dict[int, Device] = enum_names(pb.CaptureDevice, get_args(Device), "desktop")
 _FORMATS: dict[int, Format] = enum_names(pb.CaptureFormat, get_args(Format), "auto")
 # The codes the proto documents for each failure (INVALID gets its BadRequest above).

@@ -22,6 +22,7 @@ from services.fidelity.score import MAX_BLOCKS
 from services.tools.capture import CaptureSettings
 from services.tools.egress_routes import ENV_NAME as TEST_EGRESS_ROUTES_ENV
 from services.tools.egress_routes import parse_routes
+from services.tools.react_build import BuildSettings
 
 # Wall-clock limit of a whole tool execution, on top of each Replicate or Gemini request's
 # own limit: a call may queue many predictions. A screenshot is two captures of at most
@@ -37,6 +38,7 @@ DEFAULT_TOOL_TIMEOUTS_S: Mapping[str, float] = MappingProxyType(
         "compare_with_reference": 60.0,  # a render and OCR of the screenshot
         "check_accessibility": 60.0,  # a render and axe-core's run
         "save_assets": 60.0,  # local copies only, but of up to 20 MiB each
+        # A react_vite project's build after each change stops sooner (react_build.py).
         "create_file": 10.0,
         "edit_file": 10.0,
         "retrieve_option": 10.0,
@@ -87,6 +89,9 @@ class ToolsSettings:
     # (S2C_FIDELITY_MAX_RENDERS).
     preview_max_captures: int = 4
     fidelity_max_renders: int = 2
+    # How a react_vite project is built (docs/react.md): S2C_NODE, S2C_REACT_BUILD_TIMEOUT_S,
+    # S2C_REACT_BUILD_HEAP_MB, S2C_REACT_BUILD_PROCESSES; the packages from vendor_dir.
+    react_build: BuildSettings = field(default_factory=BuildSettings)
     # The input images the worker keeps for the generations it serves, by hash
     # (image_store.py; S2C_TOOLS_IMAGE_CACHE_MB), and the fidelity scorer's OCR of them.
     image_cache_bytes: int = DEFAULT_IMAGE_CACHE_BYTES
@@ -126,11 +131,23 @@ class ToolsSettings:
             ),
             preview_max_captures=int(settings_env.positive(env, "S2C_PREVIEW_MAX_CAPTURES", 4)),
             fidelity_max_renders=int(settings_env.positive(env, "S2C_FIDELITY_MAX_RENDERS", 2)),
+            react_build=_build_settings(env),
             image_cache_bytes=settings_env.bound(
                 env, "S2C_TOOLS_IMAGE_CACHE_MB", str(DEFAULT_IMAGE_CACHE_BYTES >> 20), int
             )
             << 20,
         )
+
+
+def _build_settings(env: Mapping[str, str]) -> BuildSettings:
+    default = BuildSettings()
+    return BuildSettings(
+        node=env.get("S2C_NODE", default.node),
+        node_modules=vendor_dir_from_env(env) / "node_modules",
+        timeout_s=settings_env.positive(env, "S2C_REACT_BUILD_TIMEOUT_S", default.timeout_s),
+        max_heap_mb=int(settings_env.positive(env, "S2C_REACT_BUILD_HEAP_MB", default.max_heap_mb)),
+        processes=int(settings_env.positive(env, "S2C_REACT_BUILD_PROCESSES", default.processes)),
+    )
 
 
 def _capture_settings(env: Mapping[str, str]) -> CaptureSettings:

@@ -11,6 +11,7 @@ from typing import Any
 
 from services.common.credentials import Credentials
 from services.common.input_images import InputImage
+from services.common.react_project import ProjectBuild
 from services.common.tool_types import FileState as FileState
 from services.common.tool_types import ImageTag as ImageTag
 from services.common.tool_types import MediaPart as MediaPart
@@ -39,6 +40,7 @@ class ToolContext:
     viewport_widths: tuple[int, ...] = ()
     max_project_bytes: int = 0  # all files together; 0: the worker's own limit
     owner: str = ""  # whom the call is for (a generation): its share of the browser
+    build: ProjectBuild = "none"  # react_vite: the file tools build the project (react.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,7 @@ class ToolOutcome:
     summary: dict[str, Any]  # for the browser (toolResult.output)
     updated_file: FileState | None = None
     media: tuple[MediaPart, ...] = ()
+    built_file: FileState | None = None  # a built project's page after the call
 
 
 def failure(result_error: str, summary_error: str, **extra: Any) -> ToolOutcome:

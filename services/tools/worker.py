@@ -5,10 +5,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from services.common.credentials import Credentials
+from services.common.errors import FieldViolation
 from services.common.images import ImageDecoder
+from services.common.project_limits import utf8_size
+from services.common.project_paths import ProjectPaths
+from services.common.react_project import BUILT_PATH, ProjectBuild
 from services.common.tool_types import CapturedImage, FileState, ToolCall
 from services.common.vendor import load_or_none
 from services.fidelity.accessibility import A11yReport, AxeScript
@@ -28,6 +32,7 @@ from services.tools.image_store import ImageRef, ImageStore
 from services.tools.image_tools import image_tool_handlers
 from services.tools.metrics import ToolsMetrics
 from services.tools.preview_tool import screenshot_preview_handler
+from services.tools.react_build import ReactBuilder
 from services.tools.runtime import ToolRuntime
 from services.tools.save_assets import asset_tool_handlers, stage_uploads
 from services.tools.screenshot import ScreenshotSettings, Screenshotter
@@ -50,10 +55,11 @@ class ToolWorker:
         self.store = AssetStore(settings.data_dir)
         # The process's one image budget: everything here that decodes goes through it.
         self.images = ImageDecoder(settings.images)
+        self.builder = ReactBuilder(settings.react_build)
         # The generations' input images by hash, sent once per worker (image_store.py).
         self.inputs = ImageStore(settings.image_cache_bytes)
         handlers: dict[str, ToolHandler] = {
-            **file_tool_handlers(max_file_bytes=settings.max_file_bytes),
+            **file_tool_handlers(max_file_bytes=settings.max_file_bytes, builder=self.builder),
             **image_tool_handlers(self.store),
             **asset_tool_handlers(self.store),
             "extract_assets": extract_assets_handler(self.store, self.images),
@@ -110,7 +116,28 @@ class ToolWorker:
         reason = self.axe.unavailable or outcome.unavailable_reason or "not checked"
         return A11yReport(outcome.viewport_width, unavailable_reason=reason)
 
+    def build_violations(
+        self, build: ProjectBuild, files: Mapping[str, str]
+    ) -> list[FieldViolation]:
+        """What keeps a BuildProject request from being built (empty: nothing)."""
+        if build == "none":
+            return [FieldViolation("build", "required: the kind of project to build")]
+        if not files:
+            return [FieldViolation("files", "required: the project's files")]
+        paths = ProjectPaths((), build)
+        out = []
+        for i, (path, content) in enumerate(files.items()):
+            problem = paths.problem(path) if path != BUILT_PATH else None
+            if problem is not None:
+                out.append(FieldViolation(f"files[{i}].path", f"not a project path: {problem}"))
+            elif utf8_size(content) > self.settings.max_file_bytes:
+                limit = self.settings.max_file_bytes
+                out.append(FieldViolation(f"files[{i}].content", f"more than {limit} bytes"))
+            paths.add(path)
+        return out
+
     async def close(self) -> None:
+        await self.builder.close()
         if self.screenshotter is not None:
             await self.screenshotter.close()
 

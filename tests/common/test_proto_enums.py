@@ -18,6 +18,7 @@ def test_each_value_maps_to_the_name_it_spells_and_unspecified_to_the_default() 
             "bootstrap",
             "vue_tailwind",
             "ionic_tailwind",
+            "react_vite",
         ),
         "html_tailwind",
     )

@@ -431,6 +431,7 @@ class FakeOpenAI:
         self.disconnects = 0
         self.base_url = ""
         self._queues: dict[str, deque[Reply]] = {RESPONSES_PATH: deque(), CHAT_PATH: deque()}
+        self._script: tuple[Reply, ...] = ()
         self._release = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._stopping = False
@@ -442,6 +443,12 @@ class FakeOpenAI:
     def add_chat(self, *replies: Reply) -> None:
         """Queues replies for `POST /v1/chat/completions`."""
         self._queues[CHAT_PATH].extend(replies)
+
+    def script_chat(self, *replies: Reply) -> None:
+        """Answers every Chat Completions conversation with `replies[n]` on its turn n (n:
+        the assistant messages it holds), so each of several variants runs the whole
+        script whatever their interleaving; queued replies (`add_chat`) come first."""
+        self._script = replies
 
     def release(self) -> None:
         """Lets the replies paused now send the rest of their frames; later ones pause."""
@@ -543,6 +550,9 @@ class FakeOpenAI:
             body = {}
         self._record(request, body)
         queue = self._queues.get(path)
+        if not queue and path == CHAT_PATH and self._script:
+            turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+            queue = deque([self._script[min(turn, len(self._script) - 1)]])
         if not queue:
             nothing = http_error(500, f"FakeOpenAI: no reply queued for {request.path}")
             return web.json_response(nothing.body, status=500)

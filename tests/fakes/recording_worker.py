@@ -42,3 +42,10 @@ class RecordingToolService(tpb_grpc.ToolServiceServicer):
         # Carries no credentials either.
         response: tpb.ScoreFidelityResponse = await self.target.ScoreFidelity(request)
         return response
+
+    async def BuildProject(
+        self, request: tpb.BuildProjectRequest, context: object
+    ) -> tpb.BuildProjectResponse:
+        # Files only.
+        built: tpb.BuildProjectResponse = await self.target.BuildProject(request)
+        return built

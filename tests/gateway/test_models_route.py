@@ -53,6 +53,10 @@ async def test_models_lists_the_catalogue_and_the_files_models(tmp_path: Path) -
         )
         assert by_id["gemini-3.1-pro-preview (high thinking)"]["video"] is True
         assert by_id["demo"]["available"] is True
+        # The stacks a request may name, as generatedCodeConfig takes them.
+        assert body["stacks"][0] == "html_tailwind"
+        assert body["stacks"][-1] == "react_vite"
+        assert len(body["stacks"]) == 7
 
         # The param pins the variants' models (the demo model here: no server needed).
         result = await run_ws(suite.ws_url, create_params(models=["demo"]))

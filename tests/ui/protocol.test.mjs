@@ -27,7 +27,15 @@ test("close codes and stacks match the gateway", () => {
   assert.deepEqual([NORMAL_CLOSE, APP_ERROR_CODE, USER_CLOSE_CODE], [1000, 4332, 4333]);
   assert.deepEqual(
     STACKS.map((s) => s.id),
-    ["html_tailwind", "html_css", "react_tailwind", "bootstrap", "vue_tailwind", "ionic_tailwind"],
+    [
+      "html_tailwind",
+      "html_css",
+      "react_tailwind",
+      "bootstrap",
+      "vue_tailwind",
+      "ionic_tailwind",
+      "react_vite",
+    ],
   );
 });
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from services.common.react_project import IMPORTABLE
+
 PERSONA = "You are a coding agent that's an expert at building front-ends."
 
 BABEL_STANDALONE_URL = "https://unpkg.com/@babel/standalone@7.25.6/babel.min.js"
@@ -105,6 +107,21 @@ _BACKGROUND_SENTENCE = (
     "accepts several image URLs in one call."
 )
 
+_REACT_VITE = f"""\
+react_vite: a React + TypeScript + Tailwind Vite project of several files, which the \
+tools build into the page. Write each file with its own create_file call and `path`:
+- index.html: the page shell, with `<div id="root"></div>` and \
+`<script type="module" src="/src/main.tsx"></script>`; no CDN scripts or stylesheets.
+- src/main.tsx: `import {{ createRoot }} from "react-dom/client"; import App from "./App"; \
+import "./index.css"; createRoot(document.getElementById("root")!).render(<App />);`
+- src/App.tsx, and one component per file under src/components/ (`@/` means src/).
+- src/index.css: `@tailwind base; @tailwind components; @tailwind utilities;` and any CSS \
+of your own. Tailwind v3 with its default theme and no config file: use arbitrary values \
+such as `bg-[#0f172a]` for other colours and sizes.
+Import only {", ".join(IMPORTABLE)} and the project's own files; any other import fails \
+the build. Each create_file and edit_file result says whether the project built; fix \
+every error it lists (file:line:column) in your next call."""
+
 _STACKS = f"""\
 # Stack rules
 Follow only the rules for the stack named in the user message.
@@ -145,9 +162,17 @@ Mount the app this way:
 const {{ createApp, ref }} = Vue;
 createApp({{ setup() {{ /* state and handlers */ }} }}).mount('#app');
 
+{_REACT_VITE}
+
 Every stack: Google Fonts and other public web fonts are fine. For icons use Font \
-Awesome 5.15.3 from cdnjs, except on ionic_tailwind, which uses ionicons:
+Awesome 5.15.3 from cdnjs, except on ionic_tailwind, which uses ionicons, and on \
+react_vite, which imports lucide-react:
 <link rel="stylesheet" href="https://cdnjs.cloudflare.com/ajax/libs/font-awesome/5.15.3/css/all.min.css">"""
+
+# Text mode never runs react_vite (a project needs tool calls; the runner refuses it), so
+# its rules, which name the tools, are left out there.
+_TEXT_STACKS = _STACKS.replace(f"{_REACT_VITE}\n\n", "")
+assert _TEXT_STACKS != _STACKS
 
 _TARGETED_EDITS = """\
 # Edits to a selected element
@@ -177,7 +202,9 @@ def build_system_prompt(tools: Collection[str] = ALL_TOOLS, *, text_mode: bool =
     """The system prompt for a model offered `tools`: it names no other tool. In text
     mode (no tools) the model is asked for the page in one fenced block instead."""
     if text_mode:
-        return "\n\n".join([PERSONA, _TEXT_TONE, _TEXT_FILE, _ACCESSIBLE, _STACKS, _TARGETED_EDITS])
+        return "\n\n".join(
+            [PERSONA, _TEXT_TONE, _TEXT_FILE, _ACCESSIBLE, _TEXT_STACKS, _TARGETED_EDITS]
+        )
     offered = frozenset(tools)
     sections = [PERSONA, _TONE, _file_section(offered)]
     if "screenshot_preview" in offered:

@@ -8,6 +8,7 @@ import { ActivityView } from "./activity.js";
 import { formatDuration, h, icon } from "./dom.js";
 import { relayedPage } from "./framekeys.js";
 import { PreviewFrame } from "./preview.js";
+import { BUILT_PAGE, buildStatus, fileTree, isBuilt, projectFiles } from "./project.js";
 import { inlineProject, siteFiles } from "./site.js";
 import { formatAccessibility } from "./accessibility.js";
 import { formatFidelity } from "./fidelity.js";
@@ -89,6 +90,10 @@ export class VariantCard {
       if (path !== null) this.openPage(path);
     };
     window.addEventListener("message", this.onPageMessage);
+    // A built project's files and build status, beside its code (project.js).
+    this.file = BUILT_PAGE;
+    this.fileList = "";
+    this.projectPanel = h("nav", { class: "project-files", testid: `variant-${i}-files`, "aria-label": `Files of option ${i + 1}`, hidden: true });
     this.codeView = h("pre", { class: "code-view", testid: `variant-${i}-code`, tabindex: "0", "aria-label": `Code of option ${i + 1}`, hidden: true }, h("code"));
     this.downloadButton = iconButton("download", "Download index.html", () => onDownload(this.variant), `variant-${i}-download`);
     this.offlineButton = iconButton(
@@ -137,7 +142,7 @@ export class VariantCard {
       this.scores.el,
       toolbar,
       this.tabs,
-      h("div", { class: "variant-stage" }, this.preview.el, this.codeView),
+      h("div", { class: "variant-stage" }, this.preview.el, this.projectPanel, this.codeView),
       this.activity.el,
     );
     this.el.addEventListener("click", (e) => {
@@ -157,6 +162,7 @@ export class VariantCard {
     this.view = view;
     this.preview.el.hidden = view !== "preview";
     this.codeView.hidden = view !== "code";
+    this.projectPanel.hidden = view !== "code" || !isBuilt(this.variant);
     if (view === "code") this._renderCode();
   }
 
@@ -262,9 +268,46 @@ export class VariantCard {
     for (const tab of this.tabs.children) tab.setAttribute("aria-selected", String(tab.dataset.path === this.page));
   }
 
+  /** Opens `path` of a built project in the code view. */
+  openFile(path) {
+    this.file = path;
+    this.fileList = "";
+    this._renderCode();
+  }
+
+  _renderProject() {
+    const built = isBuilt(this.variant);
+    this.projectPanel.hidden = this.view !== "code" || !built;
+    if (!built) return;
+    const files = projectFiles(this.variant);
+    const status = buildStatus(this.variant);
+    const key = [this.file, status?.text, ...(status?.errors ?? []), ...Object.keys(files)].join("\n");
+    if (key === this.fileList) return;
+    this.fileList = key;
+    const rows = fileTree(Object.keys(files)).map((row) =>
+      row.path === null
+        ? h("div", { class: "tree-folder", text: row.name, style: `--depth: ${row.depth}` })
+        : h("button", {
+            type: "button",
+            class: "tree-file",
+            text: row.path === BUILT_PAGE ? `${row.name} (built)` : row.name,
+            style: `--depth: ${row.depth}`,
+            "aria-current": String(row.path === this.file),
+            onclick: () => this.openFile(row.path),
+          }),
+    );
+    const errors = (status?.errors ?? []).map((text) => h("li", { text }));
+    this.projectPanel.replaceChildren(
+      h("p", { class: "build-status", text: status?.text ?? "", dataset: { ok: String(status?.ok === true) } }),
+      h("ul", { class: "build-errors", hidden: errors.length === 0 }, ...errors),
+      h("div", { class: "file-tree", role: "list" }, ...rows),
+    );
+  }
+
   _renderCode() {
+    this._renderProject();
     const code = this.codeView.firstChild;
-    const text = this.pageCode();
+    const text = isBuilt(this.variant) ? (projectFiles(this.variant)[this.file] ?? "") : this.pageCode();
     if (code.textContent !== text) {
       const follow = this.codeView.scrollHeight - this.codeView.scrollTop - this.codeView.clientHeight < 40;
       code.textContent = text || "No code yet.";

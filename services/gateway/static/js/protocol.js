@@ -40,6 +40,7 @@ export const STACKS = [
   { id: "bootstrap", label: "Bootstrap" },
   { id: "vue_tailwind", label: "Vue + Tailwind (beta)" },
   { id: "ionic_tailwind", label: "Ionic + Tailwind (beta)" },
+  { id: "react_vite", label: "React + TypeScript + Tailwind (Vite project)" },
 ];
 
 /** The socket URL, with the gateway access token (if any) as `?token=`. */

@@ -5,11 +5,15 @@
 // (services/tools/preview_tool.py). A site downloads as the gateway's zip of its files
 // (`POST /api/export` with `files`), a single page as its index.html.
 
+import { isBuilt, projectFiles } from "./project.js";
+
 const STYLESHEET = /<link\b[^>]*\brel=["']?stylesheet["']?[^>]*\bhref=["']([^"'>]+)["'][^>]*>/gi;
 const SCRIPT = /<script\b([^>]*)\bsrc=["']([^"'>]+)["']([^>]*)>\s*<\/script>/gi;
 
-/** Every file of `variant`, its entry page (its code) first under index.html. */
+/** Every file of `variant`, its entry page (its code) first under index.html; a built
+ * project's code is its build's page, its index.html a source (project.js). */
 export function siteFiles(variant) {
+  if (isBuilt(variant)) return projectFiles(variant);
   return { "index.html": variant.code ?? "", ...(variant.files ?? {}) };
 }
 
@@ -46,14 +50,15 @@ export async function downloadable(variant, { token = "", fetchImpl = globalThis
   if (!site && !offline) {
     return { blob: new Blob([variant.code], { type: "text/html" }), name: "index.html" };
   }
-  const what = site ? "the site" : "the page";
-  const body = site ? { files: siteFiles(variant) } : { code: variant.code };
+  const built = isBuilt(variant);
+  const what = built ? "the project" : site ? "the site" : "the page";
+  const body = built ? { files: siteFiles(variant), stack: "react_vite" } : site ? { files: siteFiles(variant) } : { code: variant.code };
   let response;
   try {
     response = await fetchImpl("/api/export", {
       method: "POST",
       headers: { "Content-Type": "application/json", ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify(offline ? { ...body, offline: true } : body),
+      body: JSON.stringify(offline && !built ? { ...body, offline: true } : body),
     });
   } catch {
     return { error: `Could not download ${what}: the server could not be reached.` };
@@ -68,5 +73,6 @@ export async function downloadable(variant, { token = "", fetchImpl = globalThis
     }
     return { error: `Could not download ${what}: ${detail}` };
   }
-  return { blob: await response.blob(), name: offline ? `${site ? "site" : "page"}-offline.zip` : "site.zip" };
+  const name = built ? "react-app.zip" : offline ? `${site ? "site" : "page"}-offline.zip` : "site.zip";
+  return { blob: await response.blob(), name };
 }

@@ -5,6 +5,7 @@
 import { formatDuration, plural } from "./dom.js";
 import { addAccessibility } from "./accessibility.js";
 import { addFidelity, bestVariant } from "./fidelity.js";
+import { buildReport } from "./project.js";
 import { addUsage } from "./usage.js";
 
 export const GENERIC_ERROR = "Generation failed. Please retry.";
@@ -20,6 +21,7 @@ export function newVariant(index, history = []) {
     error: "",
     code: "", // the entry page (index.html)
     files: {}, // a site's other files, by path (our `setFile` frames)
+    build: null, // a built project's last build, {ok, errors} (project.js)
     history: history.map((m) => ({ ...m, images: [...m.images], videos: [...(m.videos ?? [])] })),
     events: [],
     byId: new Map(),
@@ -198,6 +200,11 @@ export function applyFrame(commit, frame, now = performance.now()) {
       ev.output = frame.data?.output ?? null;
       ev.endedAt = now;
       change.events = [ev];
+      const build = buildReport(ev.output);
+      if (build) {
+        variant.build = build;
+        change.code = true;
+      }
       break;
     }
     case "setCode":

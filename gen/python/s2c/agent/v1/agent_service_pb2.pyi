@@ -34,6 +34,7 @@ class Stack(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STACK_BOOTSTRAP: _ClassVar[Stack]
     STACK_VUE_TAILWIND: _ClassVar[Stack]
     STACK_IONIC_TAILWIND: _ClassVar[Stack]
+    STACK_REACT_VITE: _ClassVar[Stack]
 
 class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -75,6 +76,7 @@ STACK_REACT_TAILWIND: Stack
 STACK_BOOTSTRAP: Stack
 STACK_VUE_TAILWIND: Stack
 STACK_IONIC_TAILWIND: Stack
+STACK_REACT_VITE: Stack
 ROLE_UNSPECIFIED: Role
 ROLE_USER: Role
 ROLE_ASSISTANT: Role
@@ -388,10 +390,12 @@ class ListModelsRequest(_message.Message):
     def __init__(self, credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ...) -> None: ...
 
 class ListModelsResponse(_message.Message):
-    __slots__ = ("models",)
+    __slots__ = ("models", "stacks")
     MODELS_FIELD_NUMBER: _ClassVar[int]
+    STACKS_FIELD_NUMBER: _ClassVar[int]
     models: _containers.RepeatedCompositeFieldContainer[Model]
-    def __init__(self, models: _Optional[_Iterable[_Union[Model, _Mapping]]] = ...) -> None: ...
+    stacks: _containers.RepeatedScalarFieldContainer[Stack]
+    def __init__(self, models: _Optional[_Iterable[_Union[Model, _Mapping]]] = ..., stacks: _Optional[_Iterable[_Union[Stack, str]]] = ...) -> None: ...
 
 class Model(_message.Message):
     __slots__ = ("id", "provider", "api_name", "available", "vision", "tools", "video", "endpoint", "credential")

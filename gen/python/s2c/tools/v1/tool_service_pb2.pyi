@@ -9,6 +9,11 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ProjectBuild(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PROJECT_BUILD_UNSPECIFIED: _ClassVar[ProjectBuild]
+    PROJECT_BUILD_REACT_VITE: _ClassVar[ProjectBuild]
+
 class CaptureDevice(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     CAPTURE_DEVICE_UNSPECIFIED: _ClassVar[CaptureDevice]
@@ -20,6 +25,8 @@ class CaptureFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CAPTURE_FORMAT_UNSPECIFIED: _ClassVar[CaptureFormat]
     CAPTURE_FORMAT_PNG: _ClassVar[CaptureFormat]
     CAPTURE_FORMAT_JPEG: _ClassVar[CaptureFormat]
+PROJECT_BUILD_UNSPECIFIED: ProjectBuild
+PROJECT_BUILD_REACT_VITE: ProjectBuild
 CAPTURE_DEVICE_UNSPECIFIED: CaptureDevice
 CAPTURE_DEVICE_DESKTOP: CaptureDevice
 CAPTURE_DEVICE_MOBILE: CaptureDevice
@@ -83,7 +90,7 @@ class ToolCall(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., invalid_json: _Optional[str] = ...) -> None: ...
 
 class ToolContext(_message.Message):
-    __slots__ = ("input_images", "option_codes", "flags", "credentials", "asset_base_url", "viewport_widths", "max_project_bytes", "image_tags", "images")
+    __slots__ = ("input_images", "option_codes", "flags", "credentials", "asset_base_url", "viewport_widths", "max_project_bytes", "image_tags", "images", "build")
     INPUT_IMAGES_FIELD_NUMBER: _ClassVar[int]
     OPTION_CODES_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
@@ -93,6 +100,7 @@ class ToolContext(_message.Message):
     MAX_PROJECT_BYTES_FIELD_NUMBER: _ClassVar[int]
     IMAGE_TAGS_FIELD_NUMBER: _ClassVar[int]
     IMAGES_FIELD_NUMBER: _ClassVar[int]
+    BUILD_FIELD_NUMBER: _ClassVar[int]
     input_images: _containers.RepeatedScalarFieldContainer[str]
     option_codes: _containers.RepeatedScalarFieldContainer[str]
     flags: ToolFlags
@@ -102,7 +110,8 @@ class ToolContext(_message.Message):
     max_project_bytes: int
     image_tags: _containers.RepeatedCompositeFieldContainer[ImageTag]
     images: _containers.RepeatedCompositeFieldContainer[InputImage]
-    def __init__(self, input_images: _Optional[_Iterable[str]] = ..., option_codes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., asset_base_url: _Optional[str] = ..., viewport_widths: _Optional[_Iterable[int]] = ..., max_project_bytes: _Optional[int] = ..., image_tags: _Optional[_Iterable[_Union[ImageTag, _Mapping]]] = ..., images: _Optional[_Iterable[_Union[InputImage, _Mapping]]] = ...) -> None: ...
+    build: ProjectBuild
+    def __init__(self, input_images: _Optional[_Iterable[str]] = ..., option_codes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Union[ToolFlags, _Mapping]] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., asset_base_url: _Optional[str] = ..., viewport_widths: _Optional[_Iterable[int]] = ..., max_project_bytes: _Optional[int] = ..., image_tags: _Optional[_Iterable[_Union[ImageTag, _Mapping]]] = ..., images: _Optional[_Iterable[_Union[InputImage, _Mapping]]] = ..., build: _Optional[_Union[ProjectBuild, str]] = ...) -> None: ...
 
 class InputImage(_message.Message):
     __slots__ = ("sha256", "data", "mime_type")
@@ -135,18 +144,20 @@ class ExecuteToolRequest(_message.Message):
     def __init__(self, call: _Optional[_Union[ToolCall, _Mapping]] = ..., file: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., context: _Optional[_Union[ToolContext, _Mapping]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ...) -> None: ...
 
 class ExecuteToolResponse(_message.Message):
-    __slots__ = ("ok", "result", "summary", "updated_file", "media")
+    __slots__ = ("ok", "result", "summary", "updated_file", "media", "built_file")
     OK_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     UPDATED_FILE_FIELD_NUMBER: _ClassVar[int]
     MEDIA_FIELD_NUMBER: _ClassVar[int]
+    BUILT_FILE_FIELD_NUMBER: _ClassVar[int]
     ok: bool
     result: _struct_pb2.Struct
     summary: _struct_pb2.Struct
     updated_file: _common_pb2.FileState
     media: _containers.RepeatedCompositeFieldContainer[_common_pb2.MediaPart]
-    def __init__(self, ok: _Optional[bool] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., updated_file: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., media: _Optional[_Iterable[_Union[_common_pb2.MediaPart, _Mapping]]] = ...) -> None: ...
+    built_file: _common_pb2.FileState
+    def __init__(self, ok: _Optional[bool] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., updated_file: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., media: _Optional[_Iterable[_Union[_common_pb2.MediaPart, _Mapping]]] = ..., built_file: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ...) -> None: ...
 
 class CaptureUrlRequest(_message.Message):
     __slots__ = ("url", "device", "format")
@@ -227,3 +238,21 @@ class ScoreFidelityResponse(_message.Message):
     comparison_png: bytes
     accessibility: _common_pb2.Accessibility
     def __init__(self, fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ..., regions: _Optional[_Iterable[_Union[FidelityRegion, _Mapping]]] = ..., comparison_png: _Optional[bytes] = ..., accessibility: _Optional[_Union[_common_pb2.Accessibility, _Mapping]] = ...) -> None: ...
+
+class BuildProjectRequest(_message.Message):
+    __slots__ = ("build", "files")
+    BUILD_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    build: ProjectBuild
+    files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
+    def __init__(self, build: _Optional[_Union[ProjectBuild, str]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ...) -> None: ...
+
+class BuildProjectResponse(_message.Message):
+    __slots__ = ("ok", "page", "errors")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    page: str
+    errors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ok: _Optional[bool] = ..., page: _Optional[str] = ..., errors: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -57,6 +57,11 @@ class ToolServiceStub:
                 request_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityRequest.SerializeToString,
                 response_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityResponse.FromString,
                 _registered_method=True)
+        self.BuildProject = channel.unary_unary(
+                '/s2c.tools.v1.ToolService/BuildProject',
+                request_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectRequest.SerializeToString,
+                response_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -108,6 +113,16 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BuildProject(self, request, context):
+        """Builds a project into its page as `create_file`/`edit_file` do after a change, for
+        the live preview while its files stream (docs/react.md). A broken project is an
+        answer (`ok` false, with its errors), not an error; INVALID_ARGUMENT for an unset
+        `build` or no files.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -130,6 +145,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.ScoreFidelity,
                     request_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityRequest.FromString,
                     response_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityResponse.SerializeToString,
+            ),
+            'BuildProject': grpc.unary_unary_rpc_method_handler(
+                    servicer.BuildProject,
+                    request_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectRequest.FromString,
+                    response_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -243,6 +263,33 @@ class ToolService:
             '/s2c.tools.v1.ToolService/ScoreFidelity',
             s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityRequest.SerializeToString,
             s2c_dot_tools_dot_v1_dot_tool__service__pb2.ScoreFidelityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BuildProject(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/s2c.tools.v1.ToolService/BuildProject',
+            s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectRequest.SerializeToString,
+            s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectResponse.FromString,
             options,
             channel_credentials,
             insecure,

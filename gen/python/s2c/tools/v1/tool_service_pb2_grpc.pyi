@@ -63,6 +63,12 @@ class ToolServiceStub:
     FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
     them, see `ToolContext.images`).
     """
+    BuildProject: _grpc.UnaryUnaryMultiCallable[_tool_service_pb2.BuildProjectRequest, _tool_service_pb2.BuildProjectResponse]
+    """Builds a project into its page as `create_file`/`edit_file` do after a change, for
+    the live preview while its files stream (docs/react.md). A broken project is an
+    answer (`ok` false, with its errors), not an error; INVALID_ARGUMENT for an unset
+    `build` or no files.
+    """
 
 @_typing.type_check_only
 class ToolServiceAsyncStub(ToolServiceStub):
@@ -98,6 +104,12 @@ class ToolServiceAsyncStub(ToolServiceStub):
     (no code, an image that is not a decodable data URL, a width out of range),
     FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
     them, see `ToolContext.images`).
+    """
+    BuildProject: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.BuildProjectRequest, _tool_service_pb2.BuildProjectResponse]  # type: ignore[assignment]
+    """Builds a project into its page as `create_file`/`edit_file` do after a change, for
+    the live preview while its files stream (docs/react.md). A broken project is an
+    answer (`ok` false, with its errors), not an error; INVALID_ARGUMENT for an unset
+    `build` or no files.
     """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -155,6 +167,18 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         (no code, an image that is not a decodable data URL, a width out of range),
         FAILED_PRECONDITION (a `reference` whose bytes this worker does not hold: send
         them, see `ToolContext.images`).
+        """
+
+    @_abc_1.abstractmethod
+    def BuildProject(
+        self,
+        request: _tool_service_pb2.BuildProjectRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tool_service_pb2.BuildProjectResponse, _abc.Awaitable[_tool_service_pb2.BuildProjectResponse]]:
+        """Builds a project into its page as `create_file`/`edit_file` do after a change, for
+        the live preview while its files stream (docs/react.md). A broken project is an
+        answer (`ok` false, with its errors), not an error; INVALID_ARGUMENT for an unset
+        `build` or no files.
         """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
