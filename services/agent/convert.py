@@ -165,6 +165,7 @@ def request_from_proto(
         variant_count=request.variant_count,
         asset_base_url=request.asset_base_url.rstrip("/"),
         score_fidelity=request.score_fidelity,
+        refine_rounds=request.refine_rounds if request.HasField("refine_rounds") else None,
     )
     return domain, violations
 
@@ -281,6 +282,10 @@ def run_to_proto(run: RunRecord) -> pb.Generation:
                 ],
                 files=_files_to_proto(variant.files),
                 fidelity=[fidelity_to_proto(f) for f in variant.fidelity],
+                refine_rounds=[
+                    pb.RefineRound(round=r.round, score=r.score, rolled_back=r.rolled_back)
+                    for r in variant.refine_rounds
+                ],
             )
         )
     return record

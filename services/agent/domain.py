@@ -62,6 +62,18 @@ class GenerationRequest:
     asset_base_url: str = ""
     # The client shows fidelity scores (proto `score_fidelity`): score the variants.
     score_fidelity: bool = False
+    # Refinement rounds each variant may take (proto `refine_rounds`); None: the agent's
+    # default (S2C_REFINE_ROUNDS), always capped by S2C_REFINE_MAX_ROUNDS.
+    refine_rounds: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RefineRound:
+    """One scored version of a variant's page (proto `RefineRound`, refine.py)."""
+
+    round: int  # 0: the model's first page
+    score: float | None  # the mean of the five metrics; None: not scored
+    rolled_back: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,3 +103,5 @@ class VariantRecord:
     files: tuple[FileState, ...] = ()  # every file written, entry page first
     # The latest score per input image scored (the `fidelity` events).
     fidelity: tuple[Fidelity, ...] = ()
+    # Every scored version of the page while refined (refine.py); empty: not refined.
+    refine_rounds: tuple[RefineRound, ...] = ()

@@ -21,7 +21,13 @@ from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
-from services.agent.domain import FileState, GenerationRequest, ToolCallRecord, VariantRecord
+from services.agent.domain import (
+    FileState,
+    GenerationRequest,
+    RefineRound,
+    ToolCallRecord,
+    VariantRecord,
+)
 from services.agent.events import Fidelity, RunStatus
 from services.agent.pricing import Usage
 
@@ -197,6 +203,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # read and written whole, never queried by their parts.
         "ALTER TABLE variants ADD COLUMN fidelity TEXT NOT NULL DEFAULT '[]'",
     ),
+    # The variant's refinement rounds (proto VariantRecord.refine_rounds), likewise.
+    ("ALTER TABLE variants ADD COLUMN refine_rounds TEXT NOT NULL DEFAULT '[]'",),
 )
 APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
 RECORD_VERSION = "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)"
@@ -216,8 +224,8 @@ DELETE_VARIANTS = "DELETE FROM variants WHERE generation_id = ?"
 INSERT_VARIANT = """
 INSERT INTO variants (generation_id, variant_index, model, status, error, code, input_tokens,
     output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files,
-    fidelity)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    fidelity, refine_rounds)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 INSERT_TOOL_CALL = """
 INSERT INTO tool_calls (generation_id, variant_index, position, call_id, name, ok, duration_ms)
 VALUES (?, ?, ?, ?, ?, ?, ?)"""
@@ -235,7 +243,8 @@ WHERE status = 'running' AND owner = ?"""
 _RUN_COLUMNS = "generation_id, status, started_at, finished_at, error, request"
 _VARIANT_COLUMNS = (
     "generation_id, variant_index, model, status, error, code, input_tokens, output_tokens, "
-    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files, fidelity"
+    "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files, fidelity, "
+    "refine_rounds"
 )
 _TOOL_COLUMNS = "generation_id, variant_index, call_id, name, ok, duration_ms"
 
@@ -280,6 +289,7 @@ def variant_params(run: RunRecord) -> list[tuple[Any, ...]]:
             v.priced,
             _files_column(v.files, v.code),
             json.dumps([asdict(f) for f in v.fidelity]),
+            json.dumps([asdict(r) for r in v.refine_rounds]),
         )
         for v in run.variants
     ]
@@ -317,7 +327,20 @@ def assemble(
     for gid, index, call_id, name, ok, duration_ms in tool_calls:
         calls[(gid, index)].append(ToolCallRecord(call_id, name, bool(ok), int(duration_ms)))
     by_run: defaultdict[str, list[VariantRecord]] = defaultdict(list)
-    for gid, index, model, status, error, code, *tokens, cost, priced, files, fidelity in variants:
+    for (
+        gid,
+        index,
+        model,
+        status,
+        error,
+        code,
+        *tokens,
+        cost,
+        priced,
+        files,
+        fidelity,
+        rounds,
+    ) in variants:
         by_run[gid].append(
             VariantRecord(
                 index=index,
@@ -331,6 +354,7 @@ def assemble(
                 tool_calls=tuple(calls[(gid, index)]),
                 files=_files_from_column(files, code),
                 fidelity=tuple(Fidelity(**f) for f in json.loads(fidelity or "[]")),
+                refine_rounds=tuple(RefineRound(**r) for r in json.loads(rounds or "[]")),
             )
         )
     return [

@@ -16,7 +16,7 @@ from services.agent.domain import FileState, VariantRecord
 from services.agent.events import Fidelity
 from services.agent.pages import ENTRY_PATH
 from services.agent.tool_client import ToolServiceError
-from services.agent.tooling import FidelityClient
+from services.agent.tooling import FidelityAnswer, FidelityClient
 from services.common.input_images import InputImage
 
 # A request's first images are scored; more would multiply renders for little news.
@@ -34,36 +34,57 @@ async def score_variant(
 ) -> tuple[Fidelity, ...]:
     """One score per input image (the first MAX_SCORED_IMAGES), each the metrics or why
     there are none; waits at most `limit_s`, and never past `deadline` (monotonic)."""
-    limit_s = max(0.1, min(limit_s, deadline - time.monotonic()))
     project = state.files or (FileState(ENTRY_PATH, state.code),)
+    answers = await score_project(
+        client, project, images, limit_s=limit_s, deadline=deadline, owner=owner
+    )
+    return tuple(a.fidelity for a in answers)
+
+
+async def score_project(
+    client: FidelityClient,
+    project: tuple[FileState, ...],
+    images: tuple[InputImage, ...],
+    *,
+    limit_s: float,
+    deadline: float,
+    owner: str = "",
+    with_regions: bool = False,
+) -> tuple[FidelityAnswer, ...]:
+    """score_variant's answers for `project` (entry page first), with the worst regions
+    and the side-by-side image when `with_regions` (refinement's turn, refine.py)."""
+    limit_s = max(0.1, min(limit_s, deadline - time.monotonic()))
     entry = project[0]
 
-    async def one(index: int, image: InputImage) -> Fidelity:
+    async def one(index: int, image: InputImage) -> FidelityAnswer:
         tag = image.tag
         path = tag.path or entry.path
         page = next((f for f in project if f.path == path), None)
         if page is None:
             reason = f"the variant wrote no {path}"
-            return Fidelity(index, tag.viewport_width, unavailable_reason=reason, path=path)
+            return _unavailable(index, tag.viewport_width, reason, path)
         try:
             async with asyncio.timeout(limit_s):
-                answer = await client.score_fidelity(
+                return await client.score_fidelity(
                     page.content,
                     image,
                     image_index=index,
                     timeout_s=limit_s,
-                    with_regions=False,
+                    with_regions=with_regions,
                     path=page.path,
                     files=tuple(f for f in project if f is not page),
                     viewport_width=tag.viewport_width,
                     owner=owner,
                 )
-            return answer.fidelity
         except TimeoutError:
             reason = f"not scored within {limit_s:g} s"
         except ToolServiceError as exc:
             reason = str(exc)
-        return Fidelity(index, tag.viewport_width, unavailable_reason=reason, path=page.path)
+        return _unavailable(index, tag.viewport_width, reason, page.path)
 
     scored = images[:MAX_SCORED_IMAGES]
     return tuple(await asyncio.gather(*(one(i, image) for i, image in enumerate(scored))))
+
+
+def _unavailable(index: int, width: int, reason: str, path: str) -> FidelityAnswer:
+    return FidelityAnswer(Fidelity(index, width, unavailable_reason=reason, path=path))
