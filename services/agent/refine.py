@@ -120,9 +120,11 @@ class Refiner:
             self._say(f"Scored {score:.2f}: not refined further, too little time is left.")
             return None
         if number == 0:
+            rounds = self.policy.rounds
             self._say(
                 f"Scored {score:.2f} against the screenshot, below the target "
-                f"{self.policy.target:.2f}: refining (up to {self.policy.rounds} rounds)."
+                f"{self.policy.target:.2f}: refining (at most {rounds} "
+                f"round{'s' if rounds > 1 else ''})."
             )
         return self._turn(score, answers)
 

@@ -31,7 +31,7 @@ from services.agent.events import (
 )
 from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
-from services.agent.models import ModelSpec
+from services.agent.models import DEMO_MODEL_ID, ModelSpec
 from services.agent.planning import GenerationPlan
 from services.agent.prompts import PromptError, current_file
 from services.agent.providers.base import ProviderError, ToolsRefused
@@ -263,10 +263,13 @@ class Runner:
         deadline: float,
         emit: Callable[[str, Payload], None],
     ) -> Refiner | None:
-        """The variant's refinement (refine.py), or None: no rounds asked, no images, or
-        workers that cannot score (no browser: they offer no screenshot_preview then)."""
+        """The variant's refinement (refine.py), or None: no rounds asked, no images, the
+        demo model (its script reads no answer), or workers that cannot score (no browser:
+        they offer no screenshot_preview then)."""
         client, settings = self._fidelity, self._settings
         if not plan.refine_rounds or client is None or settings.fidelity_timeout_s <= 0:
+            return None
+        if spec.provider == DEMO_MODEL_ID:
             return None
         if "screenshot_preview" not in offer_names:
             return None

@@ -53,6 +53,7 @@ async def test_the_ui_shows_a_badge_per_option_and_marks_the_best(
         local_models=("tiny",),
         local_base_url=fake.base_url,
         preview_replay_s=0.0,
+        refine_rounds=0,  # scores only: refinement has its own tests (e2e/test_refine.py)
     )
     tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
     async with (
