@@ -15,10 +15,9 @@ import base64
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from services.agent.domain import FileState, RefineRound
-from services.agent.events import Fidelity, Status
+from services.agent.events import Fidelity, FidelityRegion, Status
 from services.agent.providers.base import PromptMessage
 from services.agent.scoring import score_project
 from services.agent.tooling import FidelityAnswer, FidelityClient
@@ -152,7 +151,7 @@ class Refiner:
                 f"{fidelity.viewport_width} px: {metrics}. What differs most (boxes in the "
                 "screenshot's pixels: x, y, width, height):"
             )
-            lines += [_region_line(r) for r in answer.regions[:MAX_REGIONS]]
+            lines += [_region_line(r) for r in fidelity.regions[:MAX_REGIONS]]
             if self.policy.vision and answer.comparison_png:
                 data = base64.b64encode(answer.comparison_png).decode("ascii")
                 images.append(f"data:image/png;base64,{data}")
@@ -173,9 +172,8 @@ class Refiner:
         return PromptMessage("user", "\n".join(lines), images=tuple(images))
 
 
-def _region_line(region: dict[str, Any]) -> str:
-    x, y, w, h = region.get("box") or (0, 0, 0, 0)
-    expected = region.get("expected_text", "")
-    actual = region.get("actual_text", "")
-    has = f'the page has "{actual}"' if actual else "the page has nothing there"
-    return f'- ({x}, {y}, {w}, {h}) {region.get("issue", "")}: expected "{expected}", {has}'
+def _region_line(region: FidelityRegion) -> str:
+    r = region
+    has = f'the page has "{r.actual_text}"' if r.actual_text else "the page has nothing there"
+    box = f"({r.x}, {r.y}, {r.width}, {r.height})"
+    return f'- {box} {r.issue}: expected "{r.expected_text}", {has}'

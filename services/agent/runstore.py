@@ -353,7 +353,7 @@ def assemble(
                 priced=bool(priced),
                 tool_calls=tuple(calls[(gid, index)]),
                 files=_files_from_column(files, code),
-                fidelity=tuple(Fidelity(**f) for f in json.loads(fidelity or "[]")),
+                fidelity=tuple(Fidelity.from_dict(f) for f in json.loads(fidelity or "[]")),
                 refine_rounds=tuple(RefineRound(**r) for r in json.loads(rounds or "[]")),
             )
         )

@@ -32,11 +32,13 @@ async def score_variant(
     deadline: float,
     owner: str = "",
 ) -> tuple[Fidelity, ...]:
-    """One score per input image (the first MAX_SCORED_IMAGES), each the metrics or why
-    there are none; waits at most `limit_s`, and never past `deadline` (monotonic)."""
+    """One score per input image (the first MAX_SCORED_IMAGES), each the metrics and the
+    worst regions, or why there are none; waits at most `limit_s`, and never past
+    `deadline` (monotonic)."""
     project = state.files or (FileState(ENTRY_PATH, state.code),)
+    # With the regions: clients show where the page differs (the UI's overlay).
     answers = await score_project(
-        client, project, images, limit_s=limit_s, deadline=deadline, owner=owner
+        client, project, images, limit_s=limit_s, deadline=deadline, owner=owner, with_regions=True
     )
     return tuple(a.fidelity for a in answers)
 

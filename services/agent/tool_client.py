@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeVar
 
 import grpc
@@ -18,7 +18,7 @@ from s2c.tools.v1 import tool_service_pb2 as pb
 from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.agent.domain import FileState
-from services.agent.fidelity_proto import fidelity_from_proto
+from services.agent.fidelity_proto import fidelity_from_proto, regions_from_proto
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.agent.tooling import FidelityAnswer, ToolContext, ToolOffer, ToolOutcome
 from services.common.credentials import TOOL_IDS, Credentials, credentials_to_proto
@@ -248,18 +248,9 @@ class GrpcToolExecutor:
             )
         except grpc.aio.AioRpcError as exc:
             raise self._error(exc) from None
-        regions = tuple(
-            {
-                "box": [r.x, r.y, r.width, r.height],
-                "issue": r.issue,
-                "expected_text": r.expected_text,
-                "actual_text": r.actual_text,
-            }
-            for r in response.regions
-        )
-        return FidelityAnswer(
-            fidelity_from_proto(response.fidelity), regions, response.comparison_png
-        )
+        fidelity = fidelity_from_proto(response.fidelity)
+        regions = regions_from_proto(response.regions)
+        return FidelityAnswer(replace(fidelity, regions=regions), response.comparison_png)
 
     def _error(self, exc: grpc.aio.AioRpcError) -> ToolServiceError:
         return ToolServiceError(

@@ -58,6 +58,18 @@ def fidelity_frame(fidelity: common_pb2.Fidelity) -> dict[str, Any]:
     }
     for name, key in _FIDELITY_FIELDS:
         data[key] = getattr(fidelity, name) if fidelity.HasField(name) else None
+    data["regions"] = [
+        {
+            "x": r.x,
+            "y": r.y,
+            "width": r.width,
+            "height": r.height,
+            "expectedText": r.expected_text,
+            "actualText": r.actual_text,
+            "issue": r.issue,
+        }
+        for r in fidelity.regions
+    ]
     return data
 
 

@@ -20,10 +20,11 @@ from services.agent.domain import (
     FileState,
     GenerationRequest,
     Prompt,
+    RefineRound,
     ToolCallRecord,
     VariantRecord,
 )
-from services.agent.events import Fidelity
+from services.agent.events import Fidelity, FidelityRegion
 from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
 from services.agent.pricing import Usage
@@ -172,12 +173,17 @@ async def test_usage_totals_and_the_priced_flag_round_trip(backend: Backend) -> 
 
 
 async def test_fidelity_scores_round_trip_unset_metrics_included(backend: Backend) -> None:
-    scored = Fidelity(0, 1000, 0.91, 1.0, 0.5, 0.75, 0.25)
+    region = FidelityRegion(60, 120, 300, 28, "Fresh bread", "Stale cake", "missing")
+    scored = Fidelity(0, 1000, 0.91, 1.0, 0.5, 0.75, 0.25, regions=(region,))
     unavailable = Fidelity(1, 0, unavailable_reason="no render: timed out")
+    # Every scored version of a refined page, the rolled-back one and an unscored one too.
+    rounds = (RefineRound(0, 0.67), RefineRound(1, 0.82), RefineRound(2, 0.6, rolled_back=True))
     run = replace(
         a_run("gen-fidelity"),
         variants=(
-            VariantRecord(0, "demo", "completed", fidelity=(scored, unavailable)),
+            VariantRecord(
+                0, "demo", "completed", fidelity=(scored, unavailable), refine_rounds=rounds
+            ),
             VariantRecord(1, "demo", "completed"),
         ),
     )
@@ -187,6 +193,7 @@ async def test_fidelity_scores_round_trip_unset_metrics_included(backend: Backen
         stored = await store.get("gen-fidelity")
     assert stored is not None
     assert [v.fidelity for v in stored.variants] == [(scored, unavailable), ()]
+    assert [v.refine_rounds for v in stored.variants] == [rounds, ()]
 
 
 async def test_upsert_from_start_to_finish(backend: Backend) -> None:

@@ -293,3 +293,11 @@ async def test_a_worse_round_is_rolled_back_to_the_best(
     assert any("worse: rolled back to round 1" in s for s in statuses), statuses
     [score] = [e for e in events if e.HasField("fidelity")]
     assert abs(mean(score) - rounds[1].score) < 1e-9
+    # The score says where the kept page still differs: the wrong heading among them.
+    regions = {r.expected_text: r for r in score.fidelity.regions}
+    assert HEADING in regions
+    assert 100 <= regions[HEADING].y <= 140
+    [kept] = record.variants[0].fidelity
+    assert [(r.x, r.y, r.expected_text, r.issue) for r in kept.regions] == [
+        (r.x, r.y, r.expected_text, r.issue) for r in score.fidelity.regions
+    ]
