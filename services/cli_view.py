@@ -49,6 +49,8 @@ class VariantView:
     reported: bool = False  # whether any usage came: before that, zeros mean nothing
     # The latest score per input image (`fidelity` events), by image index.
     fidelity: dict[int, common_pb2.Fidelity] = field(default_factory=dict)
+    # Every scored version of the page while it was refined (`refine_round` events).
+    rounds: list[pb.RefineRound] = field(default_factory=list)
 
     @property
     def number(self) -> int:
@@ -131,6 +133,8 @@ class GenerationView:
             variant.note = event.variant_error.message
         elif kind == "fidelity":
             variant.fidelity[event.fidelity.image_index] = event.fidelity
+        elif kind == "refine_round":
+            variant.rounds.append(event.refine_round)
 
     def stop_running(self, state: str) -> None:
         """The stream is over early: whatever still ran ends as `state`."""
@@ -162,6 +166,14 @@ def summary_json(view: GenerationView) -> dict[str, Any]:
                     "code_bytes": v.code_bytes,
                     "usage": usage_json(v.spent),
                     "fidelity": [fidelity_json(f) for _, f in sorted(v.fidelity.items())],
+                    "refine_rounds": [
+                        {
+                            "round": r.round,
+                            "score": r.score if r.HasField("score") else None,
+                            "rolled_back": r.rolled_back,
+                        }
+                        for r in v.rounds
+                    ],
                 }
                 for v in view.variants
             ],
@@ -182,6 +194,16 @@ def fidelity_json(fidelity: common_pb2.Fidelity) -> dict[str, Any]:
         data[name] = getattr(fidelity, name) if fidelity.HasField(name) else None
     data["unavailable_reason"] = fidelity.unavailable_reason
     return data
+
+
+def rounds_text(rounds: list[pb.RefineRound]) -> str:
+    """Each scored version, in order: `0.67 → 0.82 → 0.60 (rolled back)`."""
+    shown = [
+        (f"{r.score:.2f}" if r.HasField("score") else "not scored")
+        + (" (rolled back)" if r.rolled_back else "")
+        for r in rounds
+    ]
+    return " → ".join(shown)
 
 
 def fidelity_text(fidelity: common_pb2.Fidelity) -> str:
@@ -263,6 +285,9 @@ def summary_table(view: GenerationView) -> RenderableType:
     scored = any(v.fidelity for v in view.variants)
     if scored:
         table.add_column("fidelity (block/text/pos/color/visual)", justify="right")
+    refined = any(v.rounds for v in view.variants)
+    if refined:
+        table.add_column("refinement", justify="right")
     for v in view.variants:
         result = Text(v.state, style=STATE_STYLES[v.state])
         if v.state == "failed" and v.note:
@@ -278,6 +303,8 @@ def summary_table(view: GenerationView) -> RenderableType:
         ]
         if scored:
             cells.append("\n".join(fidelity_text(f) for _, f in sorted(v.fidelity.items())))
+        if refined:
+            cells.append(rounds_text(v.rounds))
         table.add_row(*cells)
     return Group(header, table)
 

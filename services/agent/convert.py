@@ -236,6 +236,8 @@ def event_to_proto(event: ev.Event, out: pb.GenerationEvent | None = None) -> pb
             out.variant_complete.usage.CopyFrom(usage_to_proto(usage))
         case ev.Fidelity() as fidelity:
             out.fidelity.CopyFrom(fidelity_to_proto(fidelity))
+        case ev.RefineRound() as refine_round:
+            out.refine_round.CopyFrom(_round_to_proto(refine_round))
         case ev.VariantError(message):
             out.variant_error.message = message
         case ev.GenerationError(message):
@@ -282,10 +284,14 @@ def run_to_proto(run: RunRecord) -> pb.Generation:
                 ],
                 files=_files_to_proto(variant.files),
                 fidelity=[fidelity_to_proto(f) for f in variant.fidelity],
-                refine_rounds=[
-                    pb.RefineRound(round=r.round, score=r.score, rolled_back=r.rolled_back)
-                    for r in variant.refine_rounds
-                ],
+                refine_rounds=[_round_to_proto(r) for r in variant.refine_rounds],
             )
         )
     return record
+
+
+def _round_to_proto(refine_round: ev.RefineRound) -> pb.RefineRound:
+    out = pb.RefineRound(round=refine_round.round, rolled_back=refine_round.rolled_back)
+    if refine_round.score is not None:
+        out.score = refine_round.score
+    return out

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from services.agent import pricing
-from services.agent.events import Fidelity, RunStatus
+from services.agent.events import Fidelity, RefineRound, RunStatus
 from services.common.credentials import Credentials
 from services.common.tool_types import FileState as FileState
 
@@ -65,15 +65,6 @@ class GenerationRequest:
     # Refinement rounds each variant may take (proto `refine_rounds`); None: the agent's
     # default (S2C_REFINE_ROUNDS), always capped by S2C_REFINE_MAX_ROUNDS.
     refine_rounds: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RefineRound:
-    """One scored version of a variant's page (proto `RefineRound`, refine.py)."""
-
-    round: int  # 0: the model's first page
-    score: float | None  # the mean of the five metrics; None: not scored
-    rolled_back: bool = False
 
 
 @dataclass(frozen=True, slots=True)

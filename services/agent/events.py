@@ -126,6 +126,15 @@ class Fidelity:
 
 
 @dataclass(frozen=True, slots=True)
+class RefineRound:
+    """One scored version of a variant's page while it is refined (refine.py)."""
+
+    round: int  # 0: the model's first page
+    score: float | None  # the mean of the five metrics; None: not scored
+    rolled_back: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     """What went wrong, in words the user can act on; never holds a key. The proto's
     `VariantError` (the others go on) and `GenerationError` (all failed) are its
@@ -159,6 +168,7 @@ Payload = (
     | Usage
     | VariantComplete
     | Fidelity
+    | RefineRound
     | VariantError
     | GenerationError
     | GenerationComplete

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from services.agent.domain import FileState, RefineRound
-from services.agent.events import Fidelity, FidelityRegion, Status
+from services.agent.domain import FileState
+from services.agent.events import Fidelity, FidelityRegion, RefineRound, Status
 from services.agent.providers.base import PromptMessage
 from services.agent.scoring import score_project
 from services.agent.tooling import FidelityAnswer, FidelityClient
@@ -56,7 +56,7 @@ class Refiner:
     client: FidelityClient
     images: tuple[InputImage, ...]
     policy: RefinePolicy
-    emit_status: Callable[[Status], None]  # the variant's status line
+    emit: Callable[[Status | RefineRound], None]  # into the variant's events
     deadline: float = float("inf")
     owner: str = ""
     rounds: list[RefineRound] = field(default_factory=list)
@@ -97,6 +97,7 @@ class Refiner:
         before = self.best_score
         worse = score is not None and number > 0 and score < before
         self.rounds.append(RefineRound(number, score, rolled_back=worse))
+        self.emit(self.rounds[-1])
         if score is None:
             why = next((s.unavailable_reason for s in scores if s.unavailable_reason), "")
             self._say(f"Not refined: the page could not be scored ({why or 'no metrics'}).")
@@ -134,7 +135,7 @@ class Refiner:
         return f"{line}."
 
     def _say(self, text: str) -> None:
-        self.emit_status(Status(text))
+        self.emit(Status(text))
 
     def _turn(self, score: float, answers: tuple[FidelityAnswer, ...]) -> PromptMessage:
         lines = [

@@ -24,11 +24,10 @@ from typing import Any, Protocol
 from services.agent.domain import (
     FileState,
     GenerationRequest,
-    RefineRound,
     ToolCallRecord,
     VariantRecord,
 )
-from services.agent.events import Fidelity, RunStatus
+from services.agent.events import Fidelity, RefineRound, RunStatus
 from services.agent.pricing import Usage
 
 REDACTED = "[redacted]"

@@ -295,6 +295,15 @@ class FrameBuilder:
         elif kind == "fidelity":
             # Ours too: the variant's score against an input image (docs/eval.md).
             out.append(self._f("fidelity", v, data=fidelity_frame(event.fidelity)))
+        elif kind == "refine_round":
+            # Ours: a refinement round's score (docs/fidelity.md, "Refinement").
+            r = event.refine_round
+            data = {
+                "round": r.round,
+                "score": r.score if r.HasField("score") else None,
+                "rolledBack": r.rolled_back,
+            }
+            out.append(self._f("refineRound", v, data=data))
         return out
 
     def _entry_write(self, index: int, path: str, out: list[Frame]) -> bool:

@@ -20,11 +20,10 @@ from services.agent.domain import (
     FileState,
     GenerationRequest,
     Prompt,
-    RefineRound,
     ToolCallRecord,
     VariantRecord,
 )
-from services.agent.events import Fidelity, FidelityRegion
+from services.agent.events import Fidelity, FidelityRegion, RefineRound
 from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
 from services.agent.pricing import Usage

@@ -258,6 +258,12 @@ async def test_an_option_below_the_target_is_refined_to_it(
     assert last.score >= 0.9
     assert any(s.startswith("Scored ") and "refining" in s for s in statuses), statuses
     assert f"Refine round 1: {first.score:.2f} → {last.score:.2f}." in statuses
+    kinds = [e.WhichOneof("payload") for e in events]
+    sent_rounds = [e.refine_round for e in events if e.HasField("refine_round")]
+    assert [(r.round, r.score) for r in sent_rounds] == [(0, first.score), (1, last.score)]
+    # Every round is scored before the option completes.
+    last_round = max(i for i, k in enumerate(kinds) if k == "refine_round")
+    assert kinds.index("variant_complete") > last_round
     [score] = [e for e in events if e.HasField("fidelity")]
     assert mean(score) >= 0.9
     # The refine turn named the regions that differ, and showed them side by side.

@@ -276,3 +276,25 @@ def test_fidelity_is_a_frame_of_its_own_that_upstream_drops() -> None:
     ]
     # Upstream's UI has no case for it: nothing it knows changes (no code, no status).
     assert not {f["type"] for f in frames} & UPSTREAM_TYPES
+
+
+def test_a_refinement_round_is_a_frame_of_its_own() -> None:
+    b = builder(Clock())
+    scored = pb.RefineRound(round=2, score=0.6, rolled_back=True)
+    frames = [
+        *b.on_event(event(1, refine_round=scored)),
+        *b.on_event(event(1, refine_round=pb.RefineRound(round=0))),
+    ]
+    assert frames == [
+        {
+            "type": "refineRound",
+            "variantIndex": 1,
+            "data": {"round": 2, "score": 0.6, "rolledBack": True},
+        },
+        {
+            "type": "refineRound",
+            "variantIndex": 1,
+            "data": {"round": 0, "score": None, "rolledBack": False},
+        },
+    ]
+    assert not {f["type"] for f in frames} & UPSTREAM_TYPES

@@ -166,7 +166,7 @@ class GenerateCodeRequest(_message.Message):
     def __init__(self, generation_id: _Optional[str] = ..., generation_type: _Optional[_Union[GenerationType, str]] = ..., input_mode: _Optional[_Union[InputMode, str]] = ..., stack: _Optional[_Union[Stack, str]] = ..., prompt: _Optional[_Union[Prompt, _Mapping]] = ..., history: _Optional[_Iterable[_Union[HistoryMessage, _Mapping]]] = ..., file_state: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., option_codes: _Optional[_Iterable[str]] = ..., asset_extraction_enabled: _Optional[bool] = ..., image_generation_enabled: _Optional[bool] = ..., design_system: _Optional[str] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., models: _Optional[_Iterable[str]] = ..., variant_count: _Optional[int] = ..., asset_base_url: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., score_fidelity: _Optional[bool] = ..., refine_rounds: _Optional[int] = ...) -> None: ...
 
 class GenerationEvent(_message.Message):
-    __slots__ = ("generation_id", "sequence", "variant_index", "event_id", "variant_count", "status", "assistant_delta", "thinking_delta", "tool_start", "tool_result", "code_delta", "code_snapshot", "usage", "variant_complete", "variant_error", "generation_error", "generation_complete", "fidelity")
+    __slots__ = ("generation_id", "sequence", "variant_index", "event_id", "variant_count", "status", "assistant_delta", "thinking_delta", "tool_start", "tool_result", "code_delta", "code_snapshot", "usage", "variant_complete", "variant_error", "generation_error", "generation_complete", "fidelity", "refine_round")
     GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     VARIANT_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -185,6 +185,7 @@ class GenerationEvent(_message.Message):
     GENERATION_ERROR_FIELD_NUMBER: _ClassVar[int]
     GENERATION_COMPLETE_FIELD_NUMBER: _ClassVar[int]
     FIDELITY_FIELD_NUMBER: _ClassVar[int]
+    REFINE_ROUND_FIELD_NUMBER: _ClassVar[int]
     generation_id: str
     sequence: int
     variant_index: int
@@ -203,7 +204,8 @@ class GenerationEvent(_message.Message):
     generation_error: GenerationError
     generation_complete: GenerationComplete
     fidelity: _common_pb2.Fidelity
-    def __init__(self, generation_id: _Optional[str] = ..., sequence: _Optional[int] = ..., variant_index: _Optional[int] = ..., event_id: _Optional[str] = ..., variant_count: _Optional[_Union[VariantCount, _Mapping]] = ..., status: _Optional[_Union[Status, _Mapping]] = ..., assistant_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., thinking_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_start: _Optional[_Union[ToolStart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., code_delta: _Optional[_Union[CodeDelta, _Mapping]] = ..., code_snapshot: _Optional[_Union[CodeSnapshot, _Mapping]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., variant_complete: _Optional[_Union[VariantComplete, _Mapping]] = ..., variant_error: _Optional[_Union[VariantError, _Mapping]] = ..., generation_error: _Optional[_Union[GenerationError, _Mapping]] = ..., generation_complete: _Optional[_Union[GenerationComplete, _Mapping]] = ..., fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ...) -> None: ...
+    refine_round: RefineRound
+    def __init__(self, generation_id: _Optional[str] = ..., sequence: _Optional[int] = ..., variant_index: _Optional[int] = ..., event_id: _Optional[str] = ..., variant_count: _Optional[_Union[VariantCount, _Mapping]] = ..., status: _Optional[_Union[Status, _Mapping]] = ..., assistant_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., thinking_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_start: _Optional[_Union[ToolStart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., code_delta: _Optional[_Union[CodeDelta, _Mapping]] = ..., code_snapshot: _Optional[_Union[CodeSnapshot, _Mapping]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., variant_complete: _Optional[_Union[VariantComplete, _Mapping]] = ..., variant_error: _Optional[_Union[VariantError, _Mapping]] = ..., generation_error: _Optional[_Union[GenerationError, _Mapping]] = ..., generation_complete: _Optional[_Union[GenerationComplete, _Mapping]] = ..., fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ..., refine_round: _Optional[_Union[RefineRound, _Mapping]] = ...) -> None: ...
 
 class GenerateCodeResponse(_message.Message):
     __slots__ = ("events",)
