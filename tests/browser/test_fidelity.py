@@ -77,6 +77,14 @@ async def test_the_ui_shows_a_badge_per_option_and_marks_the_best(
         titles = [await b.get_attribute("title") or "" for b in badges]
         texts = [await b.text_content() or "" for b in badges]
         codes = [v.code for v in suite.agent.manager.generations()[0].variants]
+        # An option whose page is another: its worst regions drawn over its preview.
+        other = next(i for i, code in enumerate(codes) if code == OTHER)
+        await page.get_by_test_id(f"variant-{other}-regions-toggle").click()
+        boxes = page.get_by_test_id(f"variant-{other}-regions").locator(".fidelity-region")
+        await expect(boxes.first).to_be_visible()
+        assert await boxes.count() >= 2
+        box_titles = [await b.get_attribute("title") or "" for b in await boxes.all()]
+    assert any("the screenshot has “Fresh bread every morning”" in t for t in box_titles)
     same = {i for i, code in enumerate(codes) if code == SAME}
     assert len(same) == 2
     assert best.index("true") in same

@@ -3,7 +3,7 @@
 // frame into a commit and reports what changed so the views can update just that.
 
 import { formatDuration, plural } from "./dom.js";
-import { addFidelity, bestVariant } from "./fidelity.js";
+import { addFidelity, addRound, bestVariant } from "./fidelity.js";
 import { addUsage } from "./usage.js";
 
 export const GENERIC_ERROR = "Generation failed. Please retry.";
@@ -24,6 +24,7 @@ export function newVariant(index, history = []) {
     byId: new Map(),
     usage: null, // tokens and cost summed over the variant's model turns (usage.js)
     fidelity: [], // scores against the input images, one per image (fidelity.js)
+    rounds: [], // the page's score per refinement round (fidelity.js, `refineRound` frames)
     best: false, // the best-scoring option of its generation (fidelity.js)
     startedAt: performance.now(),
     endedAt: null,
@@ -222,6 +223,10 @@ export function applyFrame(commit, frame, now = performance.now()) {
       change.allHeaders = true;
       break;
     }
+    case "refineRound": // ours: a version of the page scored while it is refined
+      variant.rounds = addRound(variant.rounds, frame.data);
+      change.header = true;
+      break;
     case "chunk": // legacy upstream frame: appends to the code
       variant.code += String(frame.value ?? "");
       change.code = true;
