@@ -287,6 +287,11 @@ export function failureText(commit) {
 }
 
 /** The run bar: `{state, text}` for a commit, `now` for the running clock. */
+/** Whether every option of a running commit ended: what is left is their scores. */
+export function settled(commit) {
+  return commit.status === "running" && commit.variants.every((v) => v.status !== "generating");
+}
+
 export function runSummary(commit, now, reconnecting = null) {
   const elapsed = formatDuration((commit.endedAt ?? now) - commit.startedAt);
   if (reconnecting) {
@@ -299,6 +304,11 @@ export function runSummary(commit, now, reconnecting = null) {
   const done = commit.variants.filter((v) => v.status !== "generating").length;
   const complete = commit.variants.filter((v) => v.status === "complete").length;
   const verb = commit.kind === "create" ? "Generating" : "Updating";
+  if (settled(commit)) {
+    // What is left is the complete options' scores (none when every option failed).
+    const wait = complete ? "Scoring against the screenshot…" : "Finishing…";
+    return { state: "scoring", text: `${wait} ${complete}/${count} options complete · ${elapsed}` };
+  }
   const text = {
     running: `${verb} ${plural(count, "option")}… ${done}/${count} done · ${elapsed}`,
     done: `Done in ${elapsed}: ${complete}/${count} options complete`,
