@@ -124,7 +124,7 @@ async def main(runs: int) -> None:
             refined = [await one(suite, 2 + 2 * n, True) for n in range(runs)]
 
     def med(rs: list[Run], key: str) -> float:
-        return statistics.median(getattr(r, key) for r in rs)
+        return float(statistics.median(float(getattr(r, key)) for r in rs))
 
     print(
         f"{'create of one option':34} {'cpu s':>6} {'wall s':>7} {'sent':>6} {'read':>6} "
