@@ -258,8 +258,10 @@ def refine_rounds(
     request: GenerationRequest, settings: AgentSettings, images: tuple[InputImage, ...]
 ) -> int:
     """The rounds each variant may take towards the input images: the request's number,
-    else the operator's default, at most S2C_REFINE_MAX_ROUNDS; none without images."""
-    if not images:
+    else the operator's default, at most S2C_REFINE_MAX_ROUNDS; none without images, and
+    none for an update: it asks for a change away from the screenshot, which a round
+    towards it would undo."""
+    if not images or request.generation_type != "create":
         return 0
     asked = settings.refine_rounds if request.refine_rounds is None else request.refine_rounds
     return max(0, min(asked, settings.refine_max_rounds))

@@ -26,6 +26,11 @@ def test_the_operators_default_the_requests_number_and_the_cap() -> None:
     assert rounds(AgentSettings.from_env({"S2C_REFINE_ROUNDS": "2"}), None) == 2
     # Nothing to refine towards without a screenshot.
     assert rounds(settings, 2, images=False) == 0
+    # An update asks for a change away from the screenshot: a round would undo it.
+    update = GenerationRequest(
+        "g", generation_type="update", prompt=Prompt(images=(png_data_url(),)), refine_rounds=2
+    )
+    assert Planner(settings).plan(update).refine_rounds == 0
 
 
 def test_a_negative_number_is_refused() -> None:
