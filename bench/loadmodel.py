@@ -45,6 +45,7 @@ from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
     OnEvent,
+    PromptMessage,
     ProviderSession,
     ProviderTurn,
     ThinkingDelta,
@@ -191,6 +192,9 @@ class LoadSession:
 
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
         self.tool_results.append(list(executed))
+
+    def append_user_turn(self, turn: ProviderTurn, message: PromptMessage) -> None:
+        pass  # the load model's pages are never refined (its requests carry no images)
 
     def total_cost_usd(self) -> float:
         return 0.0

@@ -52,6 +52,8 @@ class VariantView:
     fidelity: dict[int, common_pb2.Fidelity] = field(default_factory=dict)
     # The accessibility checks (`accessibility` events), by page and width.
     accessibility: dict[tuple[str, int], common_pb2.Accessibility] = field(default_factory=dict)
+    # Every scored version of the page while it was refined (`refine_round` events).
+    rounds: list[pb.RefineRound] = field(default_factory=list)
 
     @property
     def number(self) -> int:
@@ -137,6 +139,8 @@ class GenerationView:
         elif kind == "accessibility":
             check = event.accessibility
             variant.accessibility[(check.path, check.viewport_width)] = check
+        elif kind == "refine_round":
+            variant.rounds.append(event.refine_round)
 
     def stop_running(self, state: str) -> None:
         """The stream is over early: whatever still ran ends as `state`."""
@@ -171,6 +175,14 @@ def summary_json(view: GenerationView) -> dict[str, Any]:
                     "accessibility": [
                         accessibility_json(a) for _, a in sorted(v.accessibility.items())
                     ],
+                    "refine_rounds": [
+                        {
+                            "round": r.round,
+                            "score": r.score if r.HasField("score") else None,
+                            "rolled_back": r.rolled_back,
+                        }
+                        for r in v.rounds
+                    ],
                 }
                 for v in view.variants
             ],
@@ -191,6 +203,16 @@ def fidelity_json(fidelity: common_pb2.Fidelity) -> dict[str, Any]:
         data[name] = getattr(fidelity, name) if fidelity.HasField(name) else None
     data["unavailable_reason"] = fidelity.unavailable_reason
     return data
+
+
+def rounds_text(rounds: list[pb.RefineRound]) -> str:
+    """Each scored version, in order: `0.67 → 0.82 → 0.60 (rolled back)`."""
+    shown = [
+        (f"{r.score:.2f}" if r.HasField("score") else "not scored")
+        + (" (rolled back)" if r.rolled_back else "")
+        for r in rounds
+    ]
+    return " → ".join(shown)
 
 
 def fidelity_text(fidelity: common_pb2.Fidelity) -> str:
@@ -275,6 +297,9 @@ def summary_table(view: GenerationView) -> RenderableType:
     checked = any(v.accessibility for v in view.variants)
     if checked:
         table.add_column("accessibility", justify="right")
+    refined = any(v.rounds for v in view.variants)
+    if refined:
+        table.add_column("refinement", justify="right")
     for v in view.variants:
         result = Text(v.state, style=STATE_STYLES[v.state])
         if v.state == "failed" and v.note:
@@ -293,6 +318,8 @@ def summary_table(view: GenerationView) -> RenderableType:
         if checked:
             checks = sorted(v.accessibility.items())
             cells.append("\n".join(accessibility_text(a) for _, a in checks))
+        if refined:
+            cells.append(rounds_text(v.rounds))
         table.add_row(*cells)
     return Group(header, table)
 

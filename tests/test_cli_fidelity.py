@@ -100,3 +100,33 @@ def test_the_accessibility_check_is_a_column_a_step_and_in_the_json() -> None:
         }
     ]
     assert variants[1]["accessibility"][0]["score"] is None
+
+
+def test_the_refinement_rounds_are_in_the_table_and_the_json() -> None:
+    view = GenerationView()
+    console = Console(record=True, width=200, color_system=None)
+    log = StepLog(view, console)
+    for e in (
+        event(0, variant_count=pb.VariantCount(count=2, models=["m", "m"])),
+        event(0, refine_round=pb.RefineRound(round=0, score=0.67)),
+        event(0, status=pb.Status(text="Refine round 1: 0.67 → 0.82.")),
+        event(0, refine_round=pb.RefineRound(round=1, score=0.82)),
+        event(0, refine_round=pb.RefineRound(round=2, score=0.6, rolled_back=True)),
+        event(0, variant_complete=pb.VariantComplete()),
+        event(1, variant_complete=pb.VariantComplete()),
+    ):
+        view.apply(e)
+        log.event(e)
+    # The step log prints each round's status line as the agent words it.
+    assert "[variant 1] Refine round 1: 0.67 → 0.82." in console.export_text()
+    console.print(summary_table(view))
+    table = console.export_text()
+    assert "refinement" in table
+    assert "0.67 → 0.82 → 0.60 (rolled back)" in table
+    variants = summary_json(view)["summary"]["variants"]
+    assert variants[0]["refine_rounds"] == [
+        {"round": 0, "score": 0.67, "rolled_back": False},
+        {"round": 1, "score": 0.82, "rolled_back": False},
+        {"round": 2, "score": 0.6, "rolled_back": True},
+    ]
+    assert variants[1]["refine_rounds"] == []

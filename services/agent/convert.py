@@ -166,6 +166,7 @@ def request_from_proto(
         variant_count=request.variant_count,
         asset_base_url=request.asset_base_url.rstrip("/"),
         score_fidelity=request.score_fidelity,
+        refine_rounds=request.refine_rounds if request.HasField("refine_rounds") else None,
     )
     return domain, violations
 
@@ -238,6 +239,8 @@ def event_to_proto(event: ev.Event, out: pb.GenerationEvent | None = None) -> pb
             out.fidelity.CopyFrom(fidelity_to_proto(fidelity))
         case ev.Accessibility() as check:
             out.accessibility.CopyFrom(accessibility_to_proto(check))
+        case ev.RefineRound() as refine_round:
+            out.refine_round.CopyFrom(_round_to_proto(refine_round))
         case ev.VariantError(message):
             out.variant_error.message = message
         case ev.GenerationError(message):
@@ -285,6 +288,14 @@ def run_to_proto(run: RunRecord) -> pb.Generation:
                 files=_files_to_proto(variant.files),
                 fidelity=[fidelity_to_proto(f) for f in variant.fidelity],
                 accessibility=[accessibility_to_proto(a) for a in variant.accessibility],
+                refine_rounds=[_round_to_proto(r) for r in variant.refine_rounds],
             )
         )
     return record
+
+
+def _round_to_proto(refine_round: ev.RefineRound) -> pb.RefineRound:
+    out = pb.RefineRound(round=refine_round.round, rolled_back=refine_round.rolled_back)
+    if refine_round.score is not None:
+        out.score = refine_round.score
+    return out

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from services.agent import pricing
-from services.agent.events import Accessibility, Fidelity, RunStatus
+from services.agent.events import Accessibility, Fidelity, RefineRound, RunStatus
 from services.common.credentials import Credentials
 from services.common.tool_types import FileState as FileState
 
@@ -68,6 +68,9 @@ class GenerationRequest:
     asset_base_url: str = ""
     # The client shows fidelity scores (proto `score_fidelity`): score the variants.
     score_fidelity: bool = False
+    # Refinement rounds each variant may take (proto `refine_rounds`); None: the agent's
+    # default (S2C_REFINE_ROUNDS), always capped by S2C_REFINE_MAX_ROUNDS.
+    refine_rounds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +102,5 @@ class VariantRecord:
     fidelity: tuple[Fidelity, ...] = ()
     # The accessibility checks, one per page and width (the `accessibility` events).
     accessibility: tuple[Accessibility, ...] = ()
+    # Every scored version of the page while refined (refine.py); empty: not refined.
+    refine_rounds: tuple[RefineRound, ...] = ()

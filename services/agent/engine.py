@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 
 from services.agent import pricing
 from services.agent.argscan import ArgumentScanner
+from services.agent.budget import CostBudget as CostBudget  # re-exported: its old home
+from services.agent.budget import EngineError as EngineError
 from services.agent.domain import FileState, ToolCallRecord
 from services.agent.events import (
     AssistantDelta,
@@ -40,6 +42,7 @@ from services.agent.providers.base import (
     ToolCallDelta,
 )
 from services.agent.providers.replay import replay_arguments
+from services.agent.refine import Refiner
 from services.agent.tooling import ToolContext, ToolExecutor
 from services.common.html import extract_html_content
 from services.common.project_limits import too_many_files, utf8_size
@@ -93,55 +96,6 @@ class PreviewReplay:
         return [text[i : i + step] for i in range(0, len(text), step)]
 
 
-class EngineError(Exception):
-    """A variant failure with a message for the user."""
-
-
-class CostBudget:
-    """The cost guardrails, checked before every tool call; shared by a generation's
-    engines. As in the seed, `limit_usd` bounds each variant's own session, so one
-    expensive variant stops only itself; `total_limit_usd` (off by default) bounds
-    the sum over the generation's variants and stops whichever variant checks next."""
-
-    def __init__(self, limit_usd: float | None, total_limit_usd: float | None = None) -> None:
-        self.limit_usd = limit_usd
-        self.total_limit_usd = total_limit_usd
-        self._sessions: list[ProviderSession] = []
-
-    def track(self, session: ProviderSession) -> None:
-        self._sessions.append(session)
-
-    def spent_usd(self) -> float:
-        return sum(s.total_cost_usd() for s in self._sessions)
-
-    def check(self, session: ProviderSession) -> None:
-        # Each sum only when its limit is set: this runs before every tool call.
-        if self.limit_usd is not None:
-            _refuse_over(
-                session.total_cost_usd(),
-                self.limit_usd,
-                "this variant has cost {}",
-                "per variant (GENERATION_MAX_COST_USD)",
-            )
-        if self.total_limit_usd is not None:
-            _refuse_over(
-                self.spent_usd(),
-                self.total_limit_usd,
-                "this generation's variants have cost {} together",
-                "(S2C_GENERATION_MAX_TOTAL_COST_USD)",
-            )
-
-
-def _refuse_over(spent: float, limit: float, spending: str, setting: str) -> None:
-    """An EngineError when `spent` is over `limit`: `spending` says whose cost (`{}` is the
-    amount) and `setting` which budget."""
-    if spent > limit:
-        raise EngineError(
-            f"Stopped: {spending.format(f'${spent:.4f}')}, over the budget of "
-            f"${limit:.4f} {setting}."
-        )
-
-
 @dataclass
 class VariantEngine:
     index: int
@@ -172,6 +126,8 @@ class VariantEngine:
     files: dict[str, FileState] = field(default_factory=dict)
     flooded_turns: int = 0  # turns that asked for more calls than max_tool_calls_per_turn
     live: LiveBuild | None = None  # a built project's previews while its files stream
+    # Scores each page the model ends a turn with and asks for a better one (refine.py).
+    refiner: Refiner | None = None
 
     def __post_init__(self) -> None:
         if self.file is not None and self.file.path not in self.files:
@@ -198,7 +154,15 @@ class VariantEngine:
                 turn_cost = self.session.total_cost_usd() - cost_before
                 self.emit("", Usage(turn.usage, turn_cost, self.priced))
                 if not turn.tool_calls:
-                    return self._finalize(turn.assistant_text, stream.page)
+                    code = self._finalize(turn.assistant_text, stream.page)
+                    if self.refiner is None or not code:
+                        return code
+                    affordable = self.budget.affordable(self.session)
+                    ask = await self.refiner.review(self.project(), affordable)
+                    if ask is None:
+                        return self._keep_best(self.refiner, code)
+                    self.session.append_user_turn(turn, ask)
+                    continue
                 limit = self.max_tool_calls_per_turn
                 kept = turn.tool_calls[:limit]
                 dropped = len(turn.tool_calls) - len(kept) + turn.dropped_calls
@@ -218,6 +182,17 @@ class VariantEngine:
             raise EngineError(f"Agent exceeded max tool turns ({self.max_turns}).")
         finally:
             await self.session.close()
+
+    def _keep_best(self, refiner: Refiner, code: str) -> str:
+        """The variant's code once refinement ended: a round that scored lower is rolled
+        back to the best version, every file of it said once more (the entry page last)."""
+        if not refiner.rolled_back:
+            return code
+        self.files = {f.path: f for f in refiner.best}
+        self.file = refiner.best[0]
+        for file in (*refiner.best[1:], refiner.best[0]):
+            self.emit("", CodeSnapshot(file.path, clean_text(file.content)))
+        return refiner.best[0].content
 
     def _flooded(self, limit: int) -> None:
         self.flooded_turns += 1

@@ -88,6 +88,20 @@ class VariantComplete:
 
 
 @dataclass(frozen=True, slots=True)
+class FidelityRegion:
+    """A box of the screenshot whose text the page reproduces badly (proto
+    `FidelityRegion`); in the screenshot's pixels."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+    expected_text: str = ""
+    actual_text: str = ""
+    issue: str = ""  # missing, text, position or color
+
+
+@dataclass(frozen=True, slots=True)
 class Fidelity:
     """How close a variant's page is to input image `image_index` (docs/eval.md); the
     metrics are None when not computed, and all of them when `unavailable_reason` says
@@ -102,6 +116,22 @@ class Fidelity:
     visual: float | None = None
     unavailable_reason: str = ""
     path: str = ""  # the project file scored; empty: the entry page
+    regions: tuple[FidelityRegion, ...] = ()  # worst first; scored with regions only
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Fidelity:
+        """What `dataclasses.asdict` made of one (the run store's JSON)."""
+        regions = tuple(FidelityRegion(**r) for r in data.get("regions", ()))
+        return cls(**{**data, "regions": regions})
+
+
+@dataclass(frozen=True, slots=True)
+class RefineRound:
+    """One scored version of a variant's page while it is refined (refine.py)."""
+
+    round: int  # 0: the model's first page
+    score: float | None  # the mean of the five metrics; None: not scored
+    rolled_back: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +195,7 @@ Payload = (
     | VariantComplete
     | Fidelity
     | Accessibility
+    | RefineRound
     | VariantError
     | GenerationError
     | GenerationComplete

@@ -68,6 +68,8 @@ class GenerationPlan:
     images: tuple[InputImage, ...] = ()
     # Score the finished variants against the input images (`needs_scores`).
     scores: bool = False
+    # The refinement rounds each variant may take towards the input images (refine.py).
+    refine_rounds: int = 0
 
     @property
     def id(self) -> str:
@@ -132,6 +134,8 @@ class Planner:
             self._settings.max_renders,
         )
         violations += self._image_violations(request, asked)
+        if request.refine_rounds is not None and request.refine_rounds < 0:
+            violations.append(FieldViolation("refine_rounds", "must be 0 or more"))
         images, problems = prepare_images(request, self._settings.images)
         violations += problems
         if violations:
@@ -176,6 +180,7 @@ class Planner:
             refusal=refusal,
             images=images,
             scores=needs_scores(request),
+            refine_rounds=refine_rounds(request, settings, images),
         )
 
     def _id_violations(self, generation_id: str) -> list[FieldViolation]:
@@ -247,9 +252,23 @@ class Planner:
 def needs_scores(request: GenerationRequest) -> bool:
     """Whether the variants are scored: only when someone uses the score, never for a
     client that would drop it (a score costs renders and OCR on the tool workers). Today
-    that is the client showing it (`score_fidelity`); refinement towards the screenshot,
-    which scores every round, will be the second reason, decided here."""
+    that is the client showing it (`score_fidelity`). Refinement towards the screenshot,
+    which scores every round (`refine_rounds`), needs no such event: the rounds are
+    scored inside the variant, and their last score is reused for these."""
     return request.score_fidelity
+
+
+def refine_rounds(
+    request: GenerationRequest, settings: AgentSettings, images: tuple[InputImage, ...]
+) -> int:
+    """The rounds each variant may take towards the input images: the request's number,
+    else the operator's default, at most S2C_REFINE_MAX_ROUNDS; none without images, and
+    none for an update: it asks for a change away from the screenshot, which a round
+    towards it would undo."""
+    if not images or request.generation_type != "create":
+        return 0
+    asked = settings.refine_rounds if request.refine_rounds is None else request.refine_rounds
+    return max(0, min(asked, settings.refine_max_rounds))
 
 
 def tool_context(

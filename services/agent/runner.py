@@ -21,6 +21,7 @@ from services.agent.domain import VariantRecord
 from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
 from services.agent.events import (
     Accessibility,
+    Fidelity,
     Payload,
     RunStatus,
     Status,
@@ -32,11 +33,12 @@ from services.agent.events import (
 from services.agent.generation import Generation
 from services.agent.live_build import for_variant
 from services.agent.metrics import AgentMetrics
-from services.agent.models import ModelSpec
+from services.agent.models import DEMO_MODEL_ID, ModelSpec
 from services.agent.planning import GenerationPlan
 from services.agent.prompts import PromptError, current_file
 from services.agent.providers.base import ProviderError, ToolsRefused
 from services.agent.providers.factory import SessionFactory, SessionRequest
+from services.agent.refine import RefinePolicy, Refiner
 from services.agent.scoring import score_variant
 from services.agent.settings import AgentSettings
 from services.agent.status_line import status_line
@@ -161,6 +163,7 @@ class Runner:
             )
             session = self._sessions(wanted)
             budget.track(session)
+            refiner = self._refiner(plan, spec, text_mode, offer_names, generation.deadline, emit)
             engine = VariantEngine(
                 index=index,
                 session=session,
@@ -178,6 +181,7 @@ class Runner:
                 preview_replay=PreviewReplay(settings.preview_replay_s),
                 priced=state.priced,
                 text_mode=text_mode,
+                refiner=refiner,
             )
             if not text_mode:
                 context = plan.tools
@@ -222,6 +226,8 @@ class Runner:
                 state.files = engine.project() if state.status == "completed" else ()
                 state.usage = engine.usage
                 state.cost_usd = engine.session.total_cost_usd()
+                if engine.refiner is not None:
+                    state.refine_rounds = tuple(engine.refiner.rounds)
             self._observe(generation.id, spec, state)
             span.set_attribute("s2c.status", state.status)
             span.end()
@@ -230,7 +236,8 @@ class Runner:
             # After variant_complete went out, so scoring never delays it; before the
             # generation's end, which waits for every variant (at most the timeout). Only
             # where the workers have a browser (they offer screenshot_preview then).
-            await self._score(generation, plan, state, emit)
+            refined = engine.refiner.final_fidelity() if engine and engine.refiner else ()
+            await self._score(generation, plan, state, emit, refined)
 
     async def _score(
         self,
@@ -238,16 +245,18 @@ class Runner:
         plan: GenerationPlan,
         state: VariantRecord,
         emit: Callable[[str, Payload], None],
+        refined: tuple[Fidelity, ...] = (),
     ) -> None:
         """Scores the variant's pages against the input images (docs/eval.md), publishing
-        one `fidelity` event per image: the scores, or why there are none."""
+        one `fidelity` event per image: the scores, or why there are none. `refined`: the
+        scores refinement already made of the variant's final pages, reused as they are."""
         client, limit_s = self._fidelity, self._settings.fidelity_timeout_s
         if not plan.scores or client is None or limit_s <= 0:
             return
         if not plan.images or not state.code.strip():
             return
         checks: list[Accessibility] = []
-        state.fidelity = await score_variant(
+        state.fidelity = refined or await score_variant(
             client,
             state,
             plan.images,
@@ -261,6 +270,36 @@ class Runner:
         state.accessibility = tuple(sorted(checks, key=lambda c: (c.path, c.viewport_width)))
         for check in state.accessibility:
             emit("", check)
+
+    def _refiner(
+        self,
+        plan: GenerationPlan,
+        spec: ModelSpec,
+        text_mode: bool,
+        offer_names: set[str],
+        deadline: float,
+        emit: Callable[[str, Payload], None],
+    ) -> Refiner | None:
+        """The variant's refinement (refine.py), or None: no rounds asked, no images, the
+        demo model (its script reads no answer), or workers that cannot score (no browser:
+        they offer no screenshot_preview then)."""
+        client, settings = self._fidelity, self._settings
+        if not plan.refine_rounds or client is None or settings.fidelity_timeout_s <= 0:
+            return None
+        if spec.provider == DEMO_MODEL_ID:
+            return None
+        if "screenshot_preview" not in offer_names:
+            return None
+        policy = RefinePolicy(
+            rounds=plan.refine_rounds,
+            target=settings.refine_target,
+            limit_s=settings.fidelity_timeout_s,
+            vision=spec.vision,
+            text_mode=text_mode,
+        )
+        return Refiner(
+            client, plan.images, policy, lambda s: emit("", s), deadline=deadline, owner=plan.id
+        )
 
     def _observe(self, generation_id: str, spec: ModelSpec, state: VariantRecord) -> None:
         log.info(

@@ -22,8 +22,13 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from services.agent.accessibility_proto import accessibility_column, accessibility_from_column
-from services.agent.domain import FileState, GenerationRequest, ToolCallRecord, VariantRecord
-from services.agent.events import Fidelity, RunStatus
+from services.agent.domain import (
+    FileState,
+    GenerationRequest,
+    ToolCallRecord,
+    VariantRecord,
+)
+from services.agent.events import Fidelity, RefineRound, RunStatus
 from services.agent.pricing import Usage
 
 REDACTED = "[redacted]"
@@ -200,6 +205,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # The accessibility checks (VariantRecord.accessibility), a JSON list likewise.
     ("ALTER TABLE variants ADD COLUMN accessibility TEXT NOT NULL DEFAULT '[]'",),
+    # The variant's refinement rounds (proto VariantRecord.refine_rounds), likewise.
+    ("ALTER TABLE variants ADD COLUMN refine_rounds TEXT NOT NULL DEFAULT '[]'",),
 )
 APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
 RECORD_VERSION = "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)"
@@ -219,8 +226,8 @@ DELETE_VARIANTS = "DELETE FROM variants WHERE generation_id = ?"
 INSERT_VARIANT = """
 INSERT INTO variants (generation_id, variant_index, model, status, error, code, input_tokens,
     output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files,
-    fidelity, accessibility)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    fidelity, accessibility, refine_rounds)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 INSERT_TOOL_CALL = """
 INSERT INTO tool_calls (generation_id, variant_index, position, call_id, name, ok, duration_ms)
 VALUES (?, ?, ?, ?, ?, ?, ?)"""
@@ -239,7 +246,7 @@ _RUN_COLUMNS = "generation_id, status, started_at, finished_at, error, request"
 _VARIANT_COLUMNS = (
     "generation_id, variant_index, model, status, error, code, input_tokens, output_tokens, "
     "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files, fidelity, "
-    "accessibility"
+    "accessibility, refine_rounds"
 )
 _TOOL_COLUMNS = "generation_id, variant_index, call_id, name, ok, duration_ms"
 
@@ -285,6 +292,7 @@ def variant_params(run: RunRecord) -> list[tuple[Any, ...]]:
             _files_column(v.files, v.code),
             json.dumps([asdict(f) for f in v.fidelity]),
             accessibility_column(v.accessibility),
+            json.dumps([asdict(r) for r in v.refine_rounds]),
         )
         for v in run.variants
     ]
@@ -335,6 +343,7 @@ def assemble(
         files,
         fidelity,
         a11y,
+        rounds,
     ) in variants:
         by_run[gid].append(
             VariantRecord(
@@ -348,8 +357,9 @@ def assemble(
                 priced=bool(priced),
                 tool_calls=tuple(calls[(gid, index)]),
                 files=_files_from_column(files, code),
-                fidelity=tuple(Fidelity(**f) for f in json.loads(fidelity or "[]")),
+                fidelity=tuple(Fidelity.from_dict(f) for f in json.loads(fidelity or "[]")),
                 accessibility=accessibility_from_column(a11y),
+                refine_rounds=tuple(RefineRound(**r) for r in json.loads(rounds or "[]")),
             )
         )
     return [

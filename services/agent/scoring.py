@@ -18,7 +18,7 @@ from services.agent.domain import FileState, VariantRecord
 from services.agent.events import Accessibility, Fidelity
 from services.agent.pages import ENTRY_PATH
 from services.agent.tool_client import ToolServiceError
-from services.agent.tooling import FidelityClient
+from services.agent.tooling import FidelityAnswer, FidelityClient
 from services.common.input_images import InputImage
 from services.common.react_project import BUILT_PATH
 
@@ -36,16 +36,44 @@ async def score_variant(
     owner: str = "",
     on_accessibility: Callable[[Accessibility], None] | None = None,
 ) -> tuple[Fidelity, ...]:
-    """One score per input image (the first MAX_SCORED_IMAGES), each the metrics or why
-    there are none; waits at most `limit_s`, and never past `deadline` (monotonic). With
-    `on_accessibility`, the first score of each page and width also checks that render's
-    accessibility (docs/accessibility.md) and hands the check to it."""
-    limit_s = max(0.1, min(limit_s, deadline - time.monotonic()))
+    """One score per input image (the first MAX_SCORED_IMAGES), each the metrics and the
+    worst regions, or why there are none; waits at most `limit_s`, and never past
+    `deadline` (monotonic). With `on_accessibility`, the first score of each page and
+    width also checks that render's accessibility (docs/accessibility.md) and hands the
+    check to it."""
     project = state.files or (FileState(ENTRY_PATH, state.code),)
+    # With the regions: clients show where the page differs (the UI's overlay).
+    answers = await score_project(
+        client,
+        project,
+        images,
+        limit_s=limit_s,
+        deadline=deadline,
+        owner=owner,
+        with_regions=True,
+        on_accessibility=on_accessibility,
+    )
+    return tuple(a.fidelity for a in answers)
+
+
+async def score_project(
+    client: FidelityClient,
+    project: tuple[FileState, ...],
+    images: tuple[InputImage, ...],
+    *,
+    limit_s: float,
+    deadline: float,
+    owner: str = "",
+    with_regions: bool = False,
+    on_accessibility: Callable[[Accessibility], None] | None = None,
+) -> tuple[FidelityAnswer, ...]:
+    """score_variant's answers for `project` (entry page first), with the worst regions
+    and the side-by-side image when `with_regions` (refinement's turn, refine.py)."""
+    limit_s = max(0.1, min(limit_s, deadline - time.monotonic()))
     entry = project[0]
     checked = _first_per_page_and_width(images, entry.path) if on_accessibility else frozenset()
 
-    async def one(index: int, image: InputImage) -> Fidelity:
+    async def one(index: int, image: InputImage) -> FidelityAnswer:
         tag = image.tag
         path = tag.path or entry.path
         if entry.path == BUILT_PATH and path == ENTRY_PATH:
@@ -54,7 +82,7 @@ async def score_variant(
         page = next((f for f in project if f.path == path), None)
         if page is None:
             reason = f"the variant wrote no {path}"
-            return Fidelity(index, tag.viewport_width, unavailable_reason=reason, path=path)
+            return _unavailable(index, tag.viewport_width, reason, path)
         check = index in checked
         try:
             async with asyncio.timeout(limit_s):
@@ -63,7 +91,7 @@ async def score_variant(
                     image,
                     image_index=index,
                     timeout_s=limit_s,
-                    with_regions=False,
+                    with_regions=with_regions,
                     path=page.path,
                     files=tuple(f for f in project if f is not page),
                     viewport_width=tag.viewport_width,
@@ -72,7 +100,7 @@ async def score_variant(
                 )
             if check and on_accessibility is not None:
                 on_accessibility(_checked(answer.accessibility, answer.fidelity, page.path))
-            return answer.fidelity
+            return answer
         except TimeoutError:
             reason = f"not scored within {limit_s:g} s"
         except ToolServiceError as exc:
@@ -80,7 +108,7 @@ async def score_variant(
         if check and on_accessibility is not None:
             width = tag.viewport_width
             on_accessibility(Accessibility(width, page.path, unavailable_reason=reason))
-        return Fidelity(index, tag.viewport_width, unavailable_reason=reason, path=page.path)
+        return _unavailable(index, tag.viewport_width, reason, page.path)
 
     scored = images[:MAX_SCORED_IMAGES]
     return tuple(await asyncio.gather(*(one(i, image) for i, image in enumerate(scored))))
@@ -103,3 +131,7 @@ def _checked(check: Accessibility | None, fidelity: Fidelity, path: str) -> Acce
         reason = fidelity.unavailable_reason or "the tool worker does not check accessibility"
         return Accessibility(fidelity.viewport_width, path, unavailable_reason=reason)
     return replace(check, path=path)
+
+
+def _unavailable(index: int, width: int, reason: str, path: str) -> FidelityAnswer:
+    return FidelityAnswer(Fidelity(index, width, unavailable_reason=reason, path=path))

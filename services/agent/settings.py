@@ -145,6 +145,12 @@ class AgentSettings:
     # Each scored render is also checked by axe-core (docs/accessibility.md;
     # S2C_ACCESSIBILITY=0: not checked, and no `accessibility` events).
     accessibility_enabled: bool = True
+    # Refinement (refine.py): a variant's page scored below `refine_target` (the mean of
+    # the five metrics) gets up to `refine_rounds` more turns (a request may ask for
+    # another number, at most `refine_max_rounds`) with the regions that differ most.
+    refine_target: float = 0.9
+    refine_rounds: int = 1
+    refine_max_rounds: int = 3
     # Admission: a generation that would take the variants running on this agent past
     # this is refused at once (RESOURCE_EXHAUSTED), so admitted ones keep their latency;
     # one generation alone is always admitted. 0: no bound. 120: what one core serves on
@@ -204,6 +210,9 @@ class AgentSettings:
             fidelity_timeout_s=float(env.get("S2C_FIDELITY_TIMEOUT_S", "30")),
             max_compares_per_variant=int(env.get("S2C_MAX_COMPARES_PER_VARIANT", "3")),
             accessibility_enabled=env.get("S2C_ACCESSIBILITY", "1").strip() != "0",
+            refine_target=float(env.get("S2C_REFINE_TARGET", "0.9")),
+            refine_rounds=int(env.get("S2C_REFINE_ROUNDS", "1")),
+            refine_max_rounds=int(env.get("S2C_REFINE_MAX_ROUNDS", "3")),
             retained_generations=settings_env.bound(env, "S2C_RETAIN_GENERATIONS", "64", int),
             retained_bytes=settings_env.bound(env, "S2C_RETAIN_BYTES", str(32 << 20), int),
             retained_seconds=settings_env.bound(env, "S2C_RETAIN_SECONDS", "300", float),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeVar
 
 import grpc
@@ -19,7 +19,7 @@ from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.agent.accessibility_proto import accessibility_from_proto
 from services.agent.domain import FileState
-from services.agent.fidelity_proto import fidelity_from_proto
+from services.agent.fidelity_proto import fidelity_from_proto, regions_from_proto
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.agent.tooling import FidelityAnswer, ToolContext, ToolOffer, ToolOutcome
 from services.common.credentials import TOOL_IDS, Credentials, credentials_to_proto
@@ -249,22 +249,15 @@ class GrpcToolExecutor:
             )
         except grpc.aio.AioRpcError as exc:
             raise self._error(exc) from None
-        regions = tuple(
-            {
-                "box": [r.x, r.y, r.width, r.height],
-                "issue": r.issue,
-                "expected_text": r.expected_text,
-                "actual_text": r.actual_text,
-            }
-            for r in response.regions
-        )
-        return FidelityAnswer(
-            fidelity_from_proto(response.fidelity),
-            regions,
-            response.comparison_png,
+        fidelity = fidelity_from_proto(response.fidelity)
+        regions = regions_from_proto(response.regions)
+        accessibility = (
             accessibility_from_proto(response.accessibility)
             if response.HasField("accessibility")
-            else None,
+            else None
+        )
+        return FidelityAnswer(
+            replace(fidelity, regions=regions), response.comparison_png, accessibility
         )
 
     async def build_project(

@@ -69,8 +69,7 @@ class ToolOffer:
 class FidelityAnswer:
     """A tool worker's score of a page against one input image (ScoreFidelity)."""
 
-    fidelity: Fidelity
-    regions: tuple[dict[str, Any], ...] = ()
+    fidelity: Fidelity  # with its regions when asked for them
     comparison_png: bytes = b""
     accessibility: Accessibility | None = None  # asked for with check_accessibility
 

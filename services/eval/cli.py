@@ -9,8 +9,13 @@ Progress goes to stderr; the summary table to stdout; `DIR/report.html` and
 `DIR/results.json` are rewritten after every item. Running the same command again resumes:
 items already scored against the same reference content are not redone.
 
-Exit codes: 0 every item scored · 1 some item failed (its generation or its render) ·
-2 bad usage, or the agent cannot be used · 130 interrupted (143: SIGTERM), the partial
+`--save-baseline FILE` writes the run's scores as a baseline; `--gate FILE` holds the run
+to one: each item and metric that dropped by more than `--tolerance` (default 0.02), or
+has no score now, is named on stderr and the exit code is 1 (services/eval/gate.py).
+
+Exit codes: 0 every item scored (and, with --gate, nothing dropped) · 1 some item failed
+(its generation or its render), or the gate found a drop · 2 bad usage, an unreadable
+baseline, or the agent cannot be used · 130 interrupted (143: SIGTERM), the partial
 report is valid.
 """
 
@@ -33,6 +38,7 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from services.common.proto_enums import enum_values
 from services.common.security import GrpcSecurity
 from services.common.vendor import vendor_dir_from_env
+from services.eval import gate
 from services.eval.report import SUMMARY_HEADER, summary_rows
 from services.eval.results import ItemResult, Results, ResultsError
 from services.eval.runner import EvalAborted, EvalOptions, prepare, run_eval
@@ -82,7 +88,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         options = _options(args)
         results = prepare(options)
-    except (SetError, ResultsError, ValueError) as exc:
+        # Read before the run: a bad baseline must not cost a whole eval first.
+        baseline = gate.load_baseline(Path(args.gate)) if args.gate else None
+    except (SetError, ResultsError, ValueError, gate.GateError) as exc:
         _error(err, str(exc))
         return EXIT_USAGE
     progress = RichProgress(err)
@@ -120,6 +128,15 @@ def main(args: argparse.Namespace) -> int:
     if code > EXIT_USAGE:
         _error(err, f"interrupted; the partial report is {options.out / 'report.html'}")
         return code
+    if args.save_baseline:
+        gate.save_baseline(results, Path(args.save_baseline))
+        err.print(f"baseline: {args.save_baseline}", soft_wrap=True, highlight=False)
+    if code == EXIT_OK and baseline is not None:
+        dropped = gate.regressions(baseline, results, args.tolerance)
+        for regression in dropped:
+            _error(err, f"regression: {regression}")
+        if dropped:
+            code = EXIT_FAILED
     if code == EXIT_OK and progress.failed:
         _error(err, f"{progress.failed} item(s) failed; see the report")
         return EXIT_FAILED
@@ -135,6 +152,8 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         raise ValueError("--model needs a model id (see the agent's ListModels, or `demo`)")
     if args.timeout <= 0:
         raise ValueError("--timeout must be a positive number of seconds")
+    if not 0 <= args.tolerance <= 1:
+        raise ValueError("--tolerance must be between 0 and 1")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a directory")

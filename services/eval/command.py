@@ -20,6 +20,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], agent: 
     p.add_argument("--agent", default=agent)
     p.add_argument("--stack", default=DEFAULT_STACK, help=f"default {DEFAULT_STACK}")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per generation")
+    p.add_argument(
+        "--gate",
+        metavar="BASELINE.json",
+        help="exit 1 naming each item and metric that dropped by more than --tolerance",
+    )
+    p.add_argument("--tolerance", type=float, default=0.02, help="for --gate; default 0.02")
+    p.add_argument(
+        "--save-baseline", metavar="BASELINE.json", help="write this run's scores as a baseline"
+    )
     p.set_defaults(func=_run)
 
 

@@ -61,6 +61,18 @@ def fidelity_frame(fidelity: common_pb2.Fidelity) -> dict[str, Any]:
     }
     for name, key in _FIDELITY_FIELDS:
         data[key] = getattr(fidelity, name) if fidelity.HasField(name) else None
+    data["regions"] = [
+        {
+            "x": r.x,
+            "y": r.y,
+            "width": r.width,
+            "height": r.height,
+            "expectedText": r.expected_text,
+            "actualText": r.actual_text,
+            "issue": r.issue,
+        }
+        for r in fidelity.regions
+    ]
     return data
 
 
@@ -289,6 +301,15 @@ class FrameBuilder:
         elif kind == "accessibility":
             # Ours too: axe-core's check of the page at one width (docs/accessibility.md).
             out.append(self._f("accessibility", v, data=accessibility_frame(event.accessibility)))
+        elif kind == "refine_round":
+            # Ours: a refinement round's score (docs/fidelity.md, "Refinement").
+            r = event.refine_round
+            data = {
+                "round": r.round,
+                "score": r.score if r.HasField("score") else None,
+                "rolledBack": r.rolled_back,
+            }
+            out.append(self._f("refineRound", v, data=data))
         return out
 
     def _entry_write(self, index: int, path: str, out: list[Frame]) -> bool:

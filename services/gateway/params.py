@@ -251,8 +251,26 @@ def parse_params(params: Any, *, asset_base_url: str, max_files: int = 0) -> pb.
     if isinstance(design_system, str):
         request.design_system = design_system.strip()
     request.models.extend(_models(params))
+    if (rounds := _refine_rounds(params)) is not None:
+        request.refine_rounds = rounds
     request.credentials.CopyFrom(credentials)
     return request
+
+
+# Our extension (docs/browser-protocol.md): how many refinement rounds each option may
+# take towards the screenshots; missing: the agent's default. The agent caps it.
+MAX_REFINE_ROUNDS = 10
+
+
+def _refine_rounds(params: dict[str, Any]) -> int | None:
+    value = params.get("refineRounds")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REFINE_ROUNDS:
+        raise ParamsError(
+            f"Invalid params: refineRounds must be a whole number from 0 to {MAX_REFINE_ROUNDS}"
+        )
+    return value
 
 
 # Our extension (docs/browser-protocol.md): the models the variants run, as ListModels

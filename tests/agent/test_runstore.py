@@ -23,7 +23,13 @@ from services.agent.domain import (
     ToolCallRecord,
     VariantRecord,
 )
-from services.agent.events import Accessibility, AccessibilityViolation, Fidelity
+from services.agent.events import (
+    Accessibility,
+    AccessibilityViolation,
+    Fidelity,
+    FidelityRegion,
+    RefineRound,
+)
 from services.agent.generation import Generation
 from services.agent.metrics import AgentMetrics
 from services.agent.pricing import Usage
@@ -172,14 +178,16 @@ async def test_usage_totals_and_the_priced_flag_round_trip(backend: Backend) -> 
 
 
 async def test_fidelity_scores_round_trip_unset_metrics_included(backend: Backend) -> None:
-    scored = Fidelity(0, 1000, 0.91, 1.0, 0.5, 0.75, 0.25)
+    region = FidelityRegion(60, 120, 300, 28, "Fresh bread", "Stale cake", "missing")
+    scored = Fidelity(0, 1000, 0.91, 1.0, 0.5, 0.75, 0.25, regions=(region,))
     unavailable = Fidelity(1, 0, unavailable_reason="no render: timed out")
     # The accessibility checks likewise, violations and their elements included.
     violation = AccessibilityViolation("image-alt", "critical", "Alt", "u", 3, (("img", "<img>"),))
     checked = Accessibility(390, "pricing.html", 0.75, (violation,), 21, "axe-core 4.14.1")
     checks = (checked, Accessibility(1000, unavailable_reason="no render: timed out"))
     first = VariantRecord(0, "demo", "completed", fidelity=(scored, unavailable))
-    first = replace(first, accessibility=checks)
+    rounds = (RefineRound(0, 0.67), RefineRound(1, 0.82), RefineRound(2, 0.6, rolled_back=True))
+    first = replace(first, accessibility=checks, refine_rounds=rounds)
     run = replace(a_run("gen-fidelity"), variants=(first, VariantRecord(1, "demo", "completed")))
     async with opened(backend) as store:
         await store.save(run)
@@ -188,6 +196,7 @@ async def test_fidelity_scores_round_trip_unset_metrics_included(backend: Backen
     assert stored is not None
     assert [v.fidelity for v in stored.variants] == [(scored, unavailable), ()]
     assert [v.accessibility for v in stored.variants] == [checks, ()]
+    assert [v.refine_rounds for v in stored.variants] == [rounds, ()]
 
 
 async def test_upsert_from_start_to_finish(backend: Backend) -> None:

@@ -53,6 +53,7 @@ async def test_the_ui_shows_a_badge_per_option_and_marks_the_best(
         local_models=("tiny",),
         local_base_url=fake.base_url,
         preview_replay_s=0.0,
+        refine_rounds=0,  # scores only: refinement has its own tests (e2e/test_refine.py)
     )
     tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
     async with (
@@ -68,6 +69,7 @@ async def test_the_ui_shows_a_badge_per_option_and_marks_the_best(
         await page.get_by_test_id("file-input").set_input_files(screenshot)
         await page.get_by_test_id("generate-button").click()
         badges = [page.get_by_test_id(f"variant-{i}-fidelity") for i in range(4)]
+        runbar = page.get_by_test_id("run-status")
         for badge in badges:
             await expect(badge).to_have_attribute("data-available", "true", timeout=TIMEOUT_MS)
         # Marked once every option is scored: the last score may move the mark.
@@ -76,6 +78,16 @@ async def test_the_ui_shows_a_badge_per_option_and_marks_the_best(
         titles = [await b.get_attribute("title") or "" for b in badges]
         texts = [await b.text_content() or "" for b in badges]
         codes = [v.code for v in suite.agent.manager.generations()[0].variants]
+        # An option whose page is another: its worst regions drawn over its preview.
+        other = next(i for i, code in enumerate(codes) if code == OTHER)
+        await page.get_by_test_id(f"variant-{other}-regions-toggle").click()
+        boxes = page.get_by_test_id(f"variant-{other}-regions").locator(".fidelity-region")
+        await expect(boxes.first).to_be_visible()
+        assert await boxes.count() >= 2
+        box_titles = [await b.get_attribute("title") or "" for b in await boxes.all()]
+        # Done once the scores came; the run is never recorded as cancelled.
+        await expect(runbar).to_have_attribute("data-state", "done")
+    assert any("the screenshot has “Fresh bread every morning”" in t for t in box_titles)
     same = {i for i, code in enumerate(codes) if code == SAME}
     assert len(same) == 2
     assert best.index("true") in same

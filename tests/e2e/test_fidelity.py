@@ -66,6 +66,7 @@ async def suite(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> A
         local_models=("tiny",),
         local_base_url=fake.base_url,
         preview_replay_s=0.0,
+        refine_rounds=0,  # scores only: refinement has its own tests (test_refine.py)
     )
     tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
     # The operator scores every generation (S2C_SCORE_UNASKED): an upstream socket must

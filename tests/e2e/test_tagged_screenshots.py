@@ -29,6 +29,7 @@ def _settings(fake: FakeAnthropic) -> AgentSettings:
     return AgentSettings(
         provider_max_retries=0,
         credentials=Credentials.of(anthropic=Endpoint("sk-ant-test", fake.base_url)),
+        refine_rounds=0,  # the scripted turns write no refinement round (test_refine.py)
     )
 
 

@@ -215,3 +215,36 @@ async def test_bad_usage_and_an_unreachable_agent_exit_2_saying_why(tmp_path: Pa
     assert unreachable.code == 2
     assert "cannot reach the agent at 127.0.0.1:1" in unreachable.stderr
     assert (tmp_path / "b" / "report.html").is_file()  # an empty but valid report
+
+
+async def test_a_baseline_is_saved_and_a_drop_past_the_tolerance_fails_the_gate(
+    demo_eval: DemoEval, suite_without_screenshots: Processes, tmp_path: Path
+) -> None:
+    # A baseline 0.05 above the finished run on one metric, 0.01 on another: only the first
+    # drops by more than the default tolerance (0.02).
+    scores = {i: {"demo": r["demo"]["scores"]} for i, r in demo_eval.final["results"].items()}
+    landing = scores["landing"]["demo"]
+    text, visual = landing["text"], landing["visual"]
+    higher = json.loads(json.dumps(scores))
+    higher["landing"]["demo"].update(text=text + 0.05, visual=visual + 0.01)
+    (tmp_path / "higher.json").write_text(json.dumps({"version": 1, "scores": higher}), "utf-8")
+    # The finished run again (nothing is redone): held to that baseline, and saving its own.
+    gated = await run_cli(
+        *(str(part_of_basic(tmp_path / "basic-part")), "--model", "demo"),
+        *("--out", str(demo_eval.out)),
+        *("--agent", f"127.0.0.1:{suite_without_screenshots.agent.port}"),
+        *("--gate", str(tmp_path / "higher.json")),
+        *("--save-baseline", str(tmp_path / "baseline.json")),
+        data_dir=tmp_path,
+    )
+    assert gated.code == 1, gated.stderr
+    dropped = [ln for ln in gated.stderr.splitlines() if "regression:" in ln]
+    assert dropped == [
+        f"s2c: regression: landing · demo · text: {text + 0.05:.3f} → {text:.3f} (-0.050)"
+    ]
+    saved = json.loads((tmp_path / "baseline.json").read_text("utf-8"))["scores"]
+    # The saved baseline is the run's scores (the metrics not computed left out).
+    assert saved == {
+        i: {"demo": {m: v for m, v in r["demo"].items() if v is not None}}
+        for i, r in scores.items()
+    }

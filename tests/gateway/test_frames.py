@@ -222,6 +222,10 @@ def test_fidelity_is_a_frame_of_its_own_that_upstream_drops() -> None:
     scored = common_pb2.Fidelity(
         image_index=0, viewport_width=1000, block_match=0.9, text=1.0, position=0.5, color=0.75,
         visual=0.25, path="pricing.html",
+        regions=[common_pb2.FidelityRegion(
+            x=60, y=120, width=300, height=28, expected_text="Fresh bread",
+            actual_text="Stale cake", issue="text",
+        )],
     )  # fmt: skip
     unavailable = common_pb2.Fidelity(image_index=1, unavailable_reason="no render: timed out")
     frames = [*b.on_event(event(2, fidelity=scored)), *b.on_event(event(2, fidelity=unavailable))]
@@ -239,6 +243,17 @@ def test_fidelity_is_a_frame_of_its_own_that_upstream_drops() -> None:
                 "position": 0.5,
                 "color": 0.75,
                 "visual": 0.25,
+                "regions": [
+                    {
+                        "x": 60,
+                        "y": 120,
+                        "width": 300,
+                        "height": 28,
+                        "expectedText": "Fresh bread",
+                        "actualText": "Stale cake",
+                        "issue": "text",
+                    }
+                ],
             },
         },
         {
@@ -255,6 +270,7 @@ def test_fidelity_is_a_frame_of_its_own_that_upstream_drops() -> None:
                 "position": None,
                 "color": None,
                 "visual": None,
+                "regions": [],
             },
         },
     ]
@@ -310,3 +326,25 @@ def test_accessibility_is_a_frame_of_its_own_that_upstream_drops() -> None:
             "violations": [],
         },
     ]
+
+
+def test_a_refinement_round_is_a_frame_of_its_own() -> None:
+    b = builder(Clock())
+    scored = pb.RefineRound(round=2, score=0.6, rolled_back=True)
+    frames = [
+        *b.on_event(event(1, refine_round=scored)),
+        *b.on_event(event(1, refine_round=pb.RefineRound(round=0))),
+    ]
+    assert frames == [
+        {
+            "type": "refineRound",
+            "variantIndex": 1,
+            "data": {"round": 2, "score": 0.6, "rolledBack": True},
+        },
+        {
+            "type": "refineRound",
+            "variantIndex": 1,
+            "data": {"round": 0, "score": None, "rolledBack": False},
+        },
+    ]
+    assert not {f["type"] for f in frames} & UPSTREAM_TYPES

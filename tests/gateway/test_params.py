@@ -180,3 +180,15 @@ def test_an_updates_project_keeps_its_files_in_order() -> None:
     request = parse(generationType="update", files=files)
     assert [(f.path, f.content) for f in request.files] == list(files.items())
     assert not parse().files
+
+
+def test_refine_rounds_reach_the_request_or_are_left_to_the_agent() -> None:
+    assert not parse().HasField("refine_rounds")
+    assert parse(refineRounds=None).HasField("refine_rounds") is False
+    for rounds in (0, 2):
+        request = parse(refineRounds=rounds)
+        assert request.HasField("refine_rounds")
+        assert request.refine_rounds == rounds
+    for bad in (-1, 11, 1.5, True, "2"):
+        with pytest.raises(ParamsError, match="refineRounds must be a whole number from 0 to 10"):
+            parse(refineRounds=bad)

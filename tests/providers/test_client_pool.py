@@ -17,6 +17,7 @@ from services.agent.pricing import Usage
 from services.agent.providers.base import (
     ExecutedTool,
     OnEvent,
+    PromptMessage,
     ProviderSession,
     ProviderTurn,
 )
@@ -134,6 +135,9 @@ class _Session:
         return ProviderTurn("", [], Usage())
 
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
+        pass
+
+    def append_user_turn(self, turn: ProviderTurn, message: PromptMessage) -> None:
         pass
 
     def total_cost_usd(self) -> float:

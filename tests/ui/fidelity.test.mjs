@@ -4,7 +4,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { addFidelity, bestVariant, formatFidelity } from "../../services/gateway/static/js/fidelity.js";
+import {
+  addFidelity,
+  addRound,
+  bestVariant,
+  formatFidelity,
+  formatRounds,
+  overlayEntry,
+  regionTitle,
+} from "../../services/gateway/static/js/fidelity.js";
 import { applyFrame, newCommit } from "../../services/gateway/static/js/state.js";
 
 const SCORE = { imageIndex: 0, viewportWidth: 1280, blockMatch: 0.9, text: 0.8, position: 1, color: 0.9, visual: 0.7, unavailableReason: "" };
@@ -45,4 +53,37 @@ test("the best of two or more scored options is marked by the frames", () => {
   assert.equal(change.allHeaders, true);
   assert.deepEqual(commit.variants.map((v) => v.best), [false, true, false]);
   assert.equal(bestVariant(commit.variants.map((v) => v.fidelity)), 1);
+});
+
+const HEADING = { x: 60, y: 120, width: 300, height: 28, expectedText: "Fresh bread", actualText: "", issue: "missing" };
+
+test("a score keeps its regions, and drops what is no box", () => {
+  const regions = [HEADING, { x: -1, y: 0, width: 5, height: 5 }, { x: 1, y: 1, width: 0, height: 4 }, { ...HEADING, issue: "odd", actualText: 7 }];
+  const [entry] = addFidelity([], { ...SCORE, regions });
+  assert.deepEqual(entry.regions, [HEADING, { ...HEADING, issue: "text", actualText: "" }]);
+  assert.equal(regionTitle(HEADING), "missing: the screenshot has “Fresh bread”, the page has nothing there");
+  assert.deepEqual(addFidelity([], SCORE)[0].regions, []);
+});
+
+test("the overlay shows the regions of the page on show at the nearest tagged width", () => {
+  let list = addFidelity([], { ...SCORE, viewportWidth: 1280, regions: [HEADING] });
+  list = addFidelity(list, { ...SCORE, imageIndex: 1, viewportWidth: 390, regions: [{ ...HEADING, x: 8 }] });
+  list = addFidelity(list, { ...SCORE, imageIndex: 2, page: "pricing.html", regions: [HEADING] });
+  assert.equal(overlayEntry(list, "index.html", 1280).imageIndex, 0);
+  assert.equal(overlayEntry(list, "index.html", 390).imageIndex, 1);
+  assert.equal(overlayEntry(list, "pricing.html", 1280).imageIndex, 2);
+  assert.equal(overlayEntry(list, "about.html", 1280), null);
+  assert.equal(overlayEntry(addFidelity([], SCORE), "index.html", 1280), null); // no regions
+});
+
+test("the rounds of a refined option read as a history, a rolled-back one marked", () => {
+  const commit = newCommit({ kind: "create", label: "x", seedHistory: [], count: 1 });
+  for (const data of [{ round: 0, score: 0.67 }, { round: 1, score: 0.82 }, { round: 2, score: 0.6, rolledBack: true }]) {
+    const change = applyFrame(commit, { type: "refineRound", variantIndex: 0, data });
+    assert.equal(change.header, true);
+  }
+  applyFrame(commit, { type: "refineRound", variantIndex: 0, data: { round: "x" } }); // no round: ignored
+  assert.equal(formatRounds(commit.variants[0].rounds), "67% → 82% → 60% (rolled back)");
+  assert.equal(formatRounds([]), null);
+  assert.deepEqual(addRound([], { round: 0, score: null }), [{ round: 0, score: null, rolledBack: false }]);
 });

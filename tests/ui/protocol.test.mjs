@@ -315,3 +315,16 @@ test("a socket cancelled before it opens never sends the params", () => {
   ws.emit("open");
   assert.deepEqual([ws.sent, seen.opened], [[], 0]);
 });
+
+test("detach closes with 1000, never cancelling, and silences every later callback", () => {
+  const { socket, ws, seen } = recordedSocket();
+  ws.emit("open");
+  socket.detach();
+  socket.detach();
+  socket.cancel(); // too late: the socket is already left
+  assert.deepEqual(ws.closed, [1000]);
+  ws.emit("message", { data: JSON.stringify({ type: "fidelity", data: {} }) });
+  ws.emit("close", { code: 1000, reason: "" });
+  assert.deepEqual(seen.frames, []);
+  assert.deepEqual(seen.closes, []);
+});

@@ -10,6 +10,7 @@ import {
   newCommit,
   newVariant,
   runSummary,
+  settled,
 } from "../../services/gateway/static/js/state.js";
 
 const seed = [{ role: "user", text: "A page", images: ["data:image/png;base64,AA"] }];
@@ -251,4 +252,21 @@ test("the run bar says what runs, how it ended, or that it is reconnecting", () 
   const done = commit(2);
   endCommit(done, "cancelled", "", done.startedAt + 2000);
   assert.equal(runSummary(done, 0).text, "Cancelled after 2s");
+});
+
+test("once every option ended, the run bar says the scores are computing", () => {
+  const c = commit(2);
+  applyFrame(c, { type: "variantComplete", variantIndex: 0 });
+  assert.equal(settled(c), false);
+  applyFrame(c, { type: "variantError", variantIndex: 1, value: "x" });
+  assert.equal(settled(c), true);
+  assert.deepEqual(runSummary(c, c.startedAt + 4000), {
+    state: "scoring",
+    text: "Scoring against the screenshot… 1/2 options complete · 4s",
+  });
+  // A new run then leaves it done, never cancelled: its options keep their outcome.
+  endCommit(c, "done");
+  assert.equal(settled(c), false);
+  assert.deepEqual(c.variants.map((v) => v.status), ["complete", "error"]);
+  assert.match(runSummary(c, 0).text, /^Done in .*: 1\/2 options complete$/);
 });

@@ -146,6 +146,15 @@ class AnthropicSession(SdkSession):
         )
         self._messages.append({"role": "user", "content": [_tool_result(t) for t in executed]})
 
+    def append_user_turn(self, turn: ProviderTurn, message: base.PromptMessage) -> None:
+        blocks = replay.anthropic_blocks(turn.native if isinstance(turn.native, list) else [], [])
+        # An empty assistant message is refused: a turn that said nothing is left out.
+        if blocks:
+            self._messages.append({"role": "assistant", "content": blocks})
+        converted = _convert_prompt_message(message, self._config.prepared)
+        if converted is not None:
+            self._messages.append(converted)
+
     async def _close_client(self) -> None:
         await close_client(self._client)
 

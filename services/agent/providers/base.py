@@ -124,6 +124,11 @@ class ProviderSession(Protocol):
         """Appends the turn's assistant message and the tool results to the conversation."""
         ...
 
+    def append_user_turn(self, turn: ProviderTurn, message: PromptMessage) -> None:
+        """Appends `turn` (one that called no tool) and then the user's `message`, so the
+        model answers it next: the engine's refinement rounds (refine.py)."""
+        ...
+
     def total_cost_usd(self) -> float:
         """Cost of every turn so far, in US dollars."""
         ...

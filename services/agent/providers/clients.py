@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar, cast
 from services.agent.providers.base import (
     ExecutedTool,
     OnEvent,
+    PromptMessage,
     ProviderError,
     ProviderSession,
     ProviderTurn,
@@ -183,6 +184,9 @@ class PooledSession:
 
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
         self._session.append_tool_results(turn, executed)
+
+    def append_user_turn(self, turn: ProviderTurn, message: PromptMessage) -> None:
+        self._session.append_user_turn(turn, message)
 
     def total_cost_usd(self) -> float:
         return self._session.total_cost_usd()

@@ -126,6 +126,15 @@ class GeminiSession(SdkSession):
             raise ValueError("Gemini turn is missing the model content to send back")
         self._pending.append((turn.native, list(executed)))
 
+    def append_user_turn(self, turn: ProviderTurn, message: base.PromptMessage) -> None:
+        # Tool results are pending only after a turn that called tools, never this one.
+        if isinstance(turn.native, _ModelTurn) and turn.native.parts:
+            parts = replay.gemini_parts(gemini_stream.model_parts(turn.native.parts), [])
+            self._contents.append(types.Content(role="model", parts=parts))
+        content = _content_of(message, self._config.prepared)
+        if content is not None:
+            self._contents.append(content)
+
     async def _close_client(self) -> None:
         await close_client(self._client)
 

@@ -298,6 +298,12 @@ class OpenAIChatSession(openai_common.OpenAISession):
         if media is not None:
             self._messages.append(media)
 
+    def append_user_turn(self, turn: ProviderTurn, message: PromptMessage) -> None:
+        self._messages.append(
+            cast(ChatCompletionAssistantMessageParam, replay.chat_message(turn.native, []))
+        )
+        self._messages.append(chat_message(message))
+
 
 def _tools_refused(exc: ProviderError, config: SessionConfig) -> ToolsRefused | None:
     """A ToolsRefused for an error status saying the request's tools cannot be taken."""

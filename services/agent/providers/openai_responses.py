@@ -357,6 +357,11 @@ class OpenAIResponsesSession(openai_common.OpenAISession):
         self._input.extend(items)
         self._input.extend(tool_output_item(e, self._detail) for e in executed)
 
+    def append_user_turn(self, turn: ProviderTurn, message: PromptMessage) -> None:
+        items = replay.responses_items(turn.native or [], [])
+        self._input.extend(cast(list[ResponseInputItemParam], items))
+        self._input.append(message_item(message, self._detail))
+
 
 def session(config: SessionConfig, clients: ClientPool) -> ProviderSession:
     """The provider registry's builder (registry.py): a session around the pool's client."""

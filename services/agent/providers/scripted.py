@@ -19,6 +19,7 @@ from services.agent.providers.base import (
     AssistantDelta,
     ExecutedTool,
     OnEvent,
+    PromptMessage,
     ProviderTurn,
     ThinkingDelta,
     ToolCall,
@@ -74,6 +75,7 @@ class ScriptedSession:
     script: Sequence[ScriptedTurn] | TurnSource
     pace_s: float = 0.0
     tool_results: list[list[ExecutedTool]] = field(default_factory=list)
+    user_turns: list[PromptMessage] = field(default_factory=list)  # refinement rounds
     closed: bool = False
     _turn: int = 0
     _usage: Usage = field(default_factory=Usage)
@@ -103,6 +105,9 @@ class ScriptedSession:
 
     def append_tool_results(self, turn: ProviderTurn, executed: Sequence[ExecutedTool]) -> None:
         self.tool_results.append(list(executed))
+
+    def append_user_turn(self, turn: ProviderTurn, message: PromptMessage) -> None:
+        self.user_turns.append(message)
 
     def total_cost_usd(self) -> float:
         return 0.0

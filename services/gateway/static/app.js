@@ -5,7 +5,7 @@
 
 import { VariantCard } from "./js/card.js";
 import { DesignSystemsDialog } from "./js/designsystems.js";
-import { h, icon, plural, truncate } from "./js/dom.js";
+import { h, icon, plural, showToast, truncate } from "./js/dom.js";
 import { FullScreen } from "./js/fullscreen.js";
 import { InputPanel } from "./js/inputs.js";
 import { Layout } from "./js/layout.js";
@@ -29,7 +29,7 @@ import {
   saveSettings,
 } from "./js/settings.js";
 import { downloadable } from "./js/site.js";
-import { GENERIC_ERROR, applyFrame, endCommit, failureText, newCommit, runSummary } from "./js/state.js";
+import { GENERIC_ERROR, applyFrame, endCommit, failureText, newCommit, runSummary, settled } from "./js/state.js";
 import { formatTotal } from "./js/usage.js";
 
 const $ = (id) => document.getElementById(id);
@@ -93,23 +93,7 @@ const fullScreen = new FullScreen(() => app.cards);
 
 // ---------------------------------------------------------------- toasts
 
-function toast(message, kind = "info") {
-  const close = h("button", { type: "button", class: "toast-close", "aria-label": "Dismiss" }, "✕");
-  const el = h(
-    "div",
-    { class: `toast toast-${kind}`, testid: "toast", role: kind === "error" ? "alert" : "status", dataset: { kind } },
-    icon(kind === "error" ? "x" : kind === "success" ? "sparkles" : "chat"),
-    h("p", { text: message }),
-    close,
-  );
-  const remove = () => {
-    el.classList.add("is-leaving");
-    setTimeout(() => el.remove(), 200);
-  };
-  close.addEventListener("click", remove);
-  els.toasts.append(el);
-  setTimeout(remove, kind === "error" ? 10_000 : 5_000);
-}
+const toast = (message, kind = "info") => showToast(els.toasts, message, kind);
 
 // ---------------------------------------------------------------- theme
 
@@ -187,7 +171,7 @@ els.updateInput.addEventListener("keydown", (e) => {
 // ---------------------------------------------------------------- generations
 
 function generate() {
-  if (app.running) return;
+  if (busy()) return;
   const mode = inputs.mode();
   const text = els.prompt.value.trim();
   if (mode === "text" && !text) {
@@ -220,7 +204,7 @@ function generate() {
 }
 
 function update() {
-  if (app.running || !app.viewed) return;
+  if (busy() || !app.viewed) return;
   const text = els.updateInput.value.trim();
   const commit = app.viewed;
   const parent = commit.variants[commit.selected];
@@ -249,6 +233,8 @@ function update() {
 }
 
 function start(commit, params) {
+  // A settled run (scores still coming) is done, not cancelled: the server scores on.
+  if (app.running && !busy()) stopWaiting();
   const socket = new GenerationSocket(generateCodeUrl(token), params, {
     onFrame: (frame) => onFrame(commit, frame),
     onClose: (close) => onClose(commit, close),
@@ -267,6 +253,8 @@ function cardsOf(commit) {
 
 function onFrame(commit, frame) {
   const change = applyFrame(commit, frame);
+  // Every option ended: a new run may start while the scores come.
+  if (app.running?.commit === commit && settled(commit)) renderBusy();
   if (change.error) toast(failureText(commit), "error");
   if (commit.demo) showDemoNotice();
   if (app.viewed !== commit) return;
@@ -306,9 +294,20 @@ function onClose(commit, { code, reason }) {
   finish(commit);
 }
 
+/** A run is busy until its options end; its scores may come after (state.settled). */
+const busy = () => Boolean(app.running) && !settled(app.running.commit);
+
+/** Leaves a settled run to finish its scores on the server, recorded as done. */
+function stopWaiting() {
+  app.running.socket.detach();
+  endCommit(app.running.commit, "done");
+  finish(app.running.commit);
+}
+
 function cancel() {
   const running = app.running;
   if (!running) return;
+  if (!busy()) return stopWaiting();
   running.socket.cancel();
   endCommit(running.commit, "cancelled");
   toast("Code generation cancelled");
@@ -398,15 +397,14 @@ function renderUpdatePanel() {
   const version = app.project.commits.indexOf(commit) + 1;
   const parent = commit.variants[commit.selected];
   els.updateTarget.textContent = `Changes apply to option ${commit.selected + 1} of v${version}. Click an option to pick another.`;
-  const ready = !app.running && Boolean(parent?.code.trim());
+  const ready = !busy() && Boolean(parent?.code.trim());
   els.update.disabled = !ready;
-  els.update.title = app.running ? "Wait for the current generation" : ready ? "" : "The selected option has no code yet";
+  els.update.title = busy() ? "Wait for the current generation" : ready ? "" : "The selected option has no code yet";
 }
 
 function renderBusy() {
-  const running = app.running;
-  els.generate.disabled = Boolean(running);
-  els.cancel.hidden = !running;
+  els.generate.disabled = busy();
+  els.cancel.hidden = !busy();
   renderUpdatePanel();
   renderRunbar(performance.now());
 }

@@ -11,7 +11,7 @@ import { PreviewFrame } from "./preview.js";
 import { BUILT_PAGE, buildStatus, fileTree, isBuilt, projectFiles } from "./project.js";
 import { inlineProject, siteFiles } from "./site.js";
 import { formatAccessibility } from "./accessibility.js";
-import { formatFidelity } from "./fidelity.js";
+import { formatFidelity, formatRounds, overlayEntry, regionTitle } from "./fidelity.js";
 import { ScoresPanel } from "./scores.js";
 import { formatUsage } from "./usage.js";
 
@@ -111,12 +111,24 @@ export class VariantCard {
       h("span", { class: "button-label", text: "Activity" }),
     );
     this.activityShown = false;
+    // Where the page differs most from the screenshot (the score's regions), drawn over
+    // the preview on demand.
+    this.overlay = h("div", { class: "fidelity-overlay", testid: `variant-${i}-regions`, "aria-hidden": "true", hidden: true });
+    this.overlayShown = false;
+    this.overlayKey = "";
+    this.regionsButton = h(
+      "button",
+      { type: "button", class: "ghost-button regions-toggle", "aria-pressed": "false", testid: `variant-${i}-regions-toggle`, hidden: true, title: "Show where the page differs most from the screenshot", onclick: () => this.showRegions(!this.overlayShown) },
+      icon("eye"),
+      h("span", { class: "button-label", text: "Differences" }),
+    );
     const toolbar = h(
       "div",
       { class: "variant-toolbar" },
       segmented("view", "Preview or code", [{ id: "preview", text: "Preview", iconName: "eye" }, { id: "code", text: "Code", iconName: "code" }], "preview", (v) => this.setView(v)),
       segmented("size", "Preview size", [{ id: "desktop", text: "Desktop", iconName: "monitor" }, { id: "mobile", text: "Mobile", iconName: "phone" }], "desktop", (v) => this.preview.setViewport(v)),
       h("span", { class: "spacer" }),
+      this.regionsButton,
       this.activityButton,
       iconButton("copy", "Copy code", () => onCopy(this.variant), `variant-${i}-copy`),
       this.downloadButton,
@@ -142,7 +154,7 @@ export class VariantCard {
       this.scores.el,
       toolbar,
       this.tabs,
-      h("div", { class: "variant-stage" }, this.preview.el, this.projectPanel, this.codeView),
+      h("div", { class: "variant-stage" }, this.preview.el, this.overlay, this.projectPanel, this.codeView),
       this.activity.el,
     );
     this.el.addEventListener("click", (e) => {
@@ -163,6 +175,7 @@ export class VariantCard {
     this.preview.el.hidden = view !== "preview";
     this.codeView.hidden = view !== "code";
     this.projectPanel.hidden = view !== "code" || !isBuilt(this.variant);
+    this._renderRegions();
     if (view === "code") this._renderCode();
   }
 
@@ -186,6 +199,36 @@ export class VariantCard {
     this.expandButton.replaceChildren(icon(on ? "collapse" : "expand"));
     // Beside the preview when the window has room for both at full size.
     this.showActivity(on && window.innerWidth >= 1720);
+  }
+
+  showRegions(shown) {
+    this.overlayShown = shown;
+    this.regionsButton.setAttribute("aria-pressed", String(shown));
+    this._renderRegions();
+  }
+
+  /** The regions of the score of the page on show, at the width nearest the preview's. */
+  _renderRegions() {
+    const width = this.preview.viewport === "mobile" ? 390 : 1280;
+    const entry = overlayEntry(this.variant.fidelity, this.page, width);
+    this.regionsButton.hidden = !entry;
+    this.overlay.hidden = !(entry && this.overlayShown && this.view === "preview");
+    if (this.overlay.hidden) return;
+    const stage = this.preview.el.getBoundingClientRect().width || width;
+    const scale = stage / (entry.viewportWidth || width);
+    const key = `${entry.imageIndex}:${entry.viewportWidth}:${entry.regions.length}:${scale}`;
+    if (key === this.overlayKey) return;
+    this.overlayKey = key;
+    // In the screenshot's pixels, scaled so its width is the stage's: over the top of the
+    // page as the screenshot laid it out (it does not follow the preview's scroll).
+    this.overlay.replaceChildren(
+      ...entry.regions.map((r) => {
+        const box = h("div", { class: "fidelity-region", dataset: { issue: r.issue }, title: regionTitle(r) });
+        // Through the CSSOM: the page's CSP allows no inline style attributes.
+        Object.assign(box.style, { left: `${r.x * scale}px`, top: `${r.y * scale}px`, width: `${r.width * scale}px`, height: `${r.height * scale}px` });
+        return box;
+      }),
+    );
   }
 
   showActivity(shown) {
@@ -329,9 +372,11 @@ export class VariantCard {
     }
     const fidelity = formatFidelity(v.fidelity);
     this.fidelity.hidden = !fidelity;
+    const rounds = formatRounds(v.rounds);
     if (fidelity) {
       this.fidelity.textContent = v.best ? `★ ${fidelity.text}` : fidelity.text;
-      this.fidelity.title = v.best ? `Best match of the options. ${fidelity.title}` : fidelity.title;
+      const title = rounds ? `${fidelity.title}\nRefinement, round by round: ${rounds}` : fidelity.title;
+      this.fidelity.title = v.best ? `Best match of the options. ${title}` : title;
       this.fidelity.dataset.available = String(fidelity.available);
       this.fidelity.dataset.best = String(v.best === true);
       this.fidelity.setAttribute("aria-label", `${this.fidelity.textContent}: closeness to the screenshot, details`);
@@ -347,6 +392,8 @@ export class VariantCard {
       this.accessibility.dataset.worst = a11y.worst;
     }
     this.scores.render(fidelity, v.accessibility);
+    this.fidelity.dataset.rounds = rounds ?? "";
+    this._renderRegions();
     this.el.classList.toggle("is-best", v.best === true);
     this.status.dataset.state = v.status;
     const elapsed = formatDuration((v.endedAt ?? now) - v.startedAt);

@@ -161,3 +161,22 @@ export function shortJson(value, limit = 1600) {
   );
   return truncate(text ?? "null", limit);
 }
+
+/** A dismissable notice in `container`, gone by itself after 5 s (an error after 10 s). */
+export function showToast(container, message, kind = "info") {
+  const close = h("button", { type: "button", class: "toast-close", "aria-label": "Dismiss" }, "✕");
+  const el = h(
+    "div",
+    { class: `toast toast-${kind}`, testid: "toast", role: kind === "error" ? "alert" : "status", dataset: { kind } },
+    icon(kind === "error" ? "x" : kind === "success" ? "sparkles" : "chat"),
+    h("p", { text: message }),
+    close,
+  );
+  const remove = () => {
+    el.classList.add("is-leaving");
+    setTimeout(() => el.remove(), 200);
+  };
+  close.addEventListener("click", remove);
+  container.append(el);
+  setTimeout(remove, kind === "error" ? 10_000 : 5_000);
+}

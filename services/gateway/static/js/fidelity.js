@@ -26,6 +26,7 @@ export function addFidelity(list, data) {
     page: typeof data?.page === "string" ? data.page : "",
   };
   for (const [key] of METRICS) entry[key] = score(data?.[key]);
+  entry.regions = regionsOf(data?.regions);
   return [...(list ?? []).filter((e) => e.imageIndex !== index), entry].sort((a, b) => a.imageIndex - b.imageIndex);
 }
 
@@ -73,4 +74,55 @@ export function formatFidelity(list) {
     lines,
     available: total !== null,
   };
+}
+
+const ISSUES = new Set(["missing", "text", "position", "color"]);
+const MAX_REGIONS = 8;
+
+/** The frame's regions, each a box in the screenshot's pixels; anything else dropped. */
+function regionsOf(value) {
+  if (!Array.isArray(value)) return [];
+  const int = (v) => (Number.isFinite(v) && v >= 0 ? Math.round(v) : null);
+  const out = [];
+  for (const r of value.slice(0, MAX_REGIONS)) {
+    const box = [int(r?.x), int(r?.y), int(r?.width), int(r?.height)];
+    if (box.includes(null) || !box[2] || !box[3]) continue;
+    const [x, y, width, height] = box;
+    const text = (v) => (typeof v === "string" ? v.slice(0, 200) : "");
+    const issue = ISSUES.has(r.issue) ? r.issue : "text";
+    out.push({ x, y, width, height, expectedText: text(r.expectedText), actualText: text(r.actualText), issue });
+  }
+  return out;
+}
+
+/** The words a region's box says: what the screenshot has there and what the page has. */
+export function regionTitle(region) {
+  const has = region.actualText ? `the page has “${region.actualText}”` : "the page has nothing there";
+  return `${region.issue}: the screenshot has “${region.expectedText}”, ${has}`;
+}
+
+/**
+ * The score whose regions the preview of `page` shows at `viewportWidth`: the one of that
+ * page (an untagged screenshot is the entry page's) tagged with the width nearest to it;
+ * null when no score of that page has regions.
+ */
+export function overlayEntry(list, page, viewportWidth) {
+  const own = (list ?? []).filter((e) => (e.page || "index.html") === page && e.regions?.length);
+  if (!own.length) return null;
+  const distance = (e) => Math.abs((e.viewportWidth || viewportWidth) - viewportWidth);
+  return own.reduce((best, e) => (distance(e) < distance(best) ? e : best));
+}
+
+/** The variant's refinement rounds with one `refineRound` frame's data applied. */
+export function addRound(list, data) {
+  const round = Number.isInteger(data?.round) && data.round >= 0 ? data.round : null;
+  if (round === null) return list ?? [];
+  const entry = { round, score: score(data?.score), rolledBack: data?.rolledBack === true };
+  return [...(list ?? []).filter((r) => r.round !== round), entry].sort((a, b) => a.round - b.round);
+}
+
+/** The score history, round by round (`67% → 82% → 60% (rolled back)`); null before any. */
+export function formatRounds(list) {
+  if (!list?.length) return null;
+  return list.map((r) => `${pct(r.score)}${r.rolledBack ? " (rolled back)" : ""}`).join(" → ");
 }

@@ -251,6 +251,27 @@ export class GenerationSocket {
     });
   }
 
+  /**
+   * Stops listening without cancelling: a plain close (1000), after which the server
+   * holds the generation for a re-attach, so what it still does (its options' scores,
+   * once every option ended) finishes and reaches the run record.
+   */
+  detach() {
+    if (this.done) return;
+    this.done = true;
+    if (this.timer !== null) {
+      this.clearTimer(this.timer);
+      this.timer = null;
+    }
+    const ws = this.ws;
+    this.ws = null;
+    try {
+      ws?.close(1000);
+    } catch {
+      // Closing can only fail on a bad code; 1000 is valid.
+    }
+  }
+
   /** Closes with 4333, which tells the gateway to cancel the generation. */
   cancel() {
     if (this.done) return;

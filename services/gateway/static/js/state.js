@@ -4,7 +4,7 @@
 
 import { formatDuration, plural } from "./dom.js";
 import { addAccessibility } from "./accessibility.js";
-import { addFidelity, bestVariant } from "./fidelity.js";
+import { addFidelity, addRound, bestVariant } from "./fidelity.js";
 import { buildReport } from "./project.js";
 import { addUsage } from "./usage.js";
 
@@ -27,6 +27,7 @@ export function newVariant(index, history = []) {
     byId: new Map(),
     usage: null, // tokens and cost summed over the variant's model turns (usage.js)
     fidelity: [], // scores against the input images, one per image (fidelity.js)
+    rounds: [], // the page's score per refinement round (fidelity.js, `refineRound` frames)
     best: false, // the best-scoring option of its generation (fidelity.js)
     accessibility: [], // axe-core's checks, one per page and width (accessibility.js)
     startedAt: performance.now(),
@@ -235,6 +236,10 @@ export function applyFrame(commit, frame, now = performance.now()) {
       variant.accessibility = addAccessibility(variant.accessibility, frame.data);
       change.header = true;
       break;
+    case "refineRound": // ours: a version of the page scored while it is refined
+      variant.rounds = addRound(variant.rounds, frame.data);
+      change.header = true;
+      break;
     case "chunk": // legacy upstream frame: appends to the code
       variant.code += String(frame.value ?? "");
       change.code = true;
@@ -295,6 +300,11 @@ export function failureText(commit) {
 }
 
 /** The run bar: `{state, text}` for a commit, `now` for the running clock. */
+/** Whether every option of a running commit ended: what is left is their scores. */
+export function settled(commit) {
+  return commit.status === "running" && commit.variants.every((v) => v.status !== "generating");
+}
+
 export function runSummary(commit, now, reconnecting = null) {
   const elapsed = formatDuration((commit.endedAt ?? now) - commit.startedAt);
   if (reconnecting) {
@@ -307,6 +317,11 @@ export function runSummary(commit, now, reconnecting = null) {
   const done = commit.variants.filter((v) => v.status !== "generating").length;
   const complete = commit.variants.filter((v) => v.status === "complete").length;
   const verb = commit.kind === "create" ? "Generating" : "Updating";
+  if (settled(commit)) {
+    // What is left is the complete options' scores (none when every option failed).
+    const wait = complete ? "Scoring against the screenshot…" : "Finishing…";
+    return { state: "scoring", text: `${wait} ${complete}/${count} options complete · ${elapsed}` };
+  }
   const text = {
     running: `${verb} ${plural(count, "option")}… ${done}/${count} done · ${elapsed}`,
     done: `Done in ${elapsed}: ${complete}/${count} options complete`,

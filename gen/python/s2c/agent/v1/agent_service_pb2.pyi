@@ -128,7 +128,7 @@ class HistoryMessage(_message.Message):
     def __init__(self, role: _Optional[_Union[Role, str]] = ..., text: _Optional[str] = ..., images: _Optional[_Iterable[str]] = ..., videos: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GenerateCodeRequest(_message.Message):
-    __slots__ = ("generation_id", "generation_type", "input_mode", "stack", "prompt", "history", "file_state", "option_codes", "asset_extraction_enabled", "image_generation_enabled", "design_system", "credentials", "models", "variant_count", "asset_base_url", "files", "score_fidelity")
+    __slots__ = ("generation_id", "generation_type", "input_mode", "stack", "prompt", "history", "file_state", "option_codes", "asset_extraction_enabled", "image_generation_enabled", "design_system", "credentials", "models", "variant_count", "asset_base_url", "files", "score_fidelity", "refine_rounds")
     GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
     GENERATION_TYPE_FIELD_NUMBER: _ClassVar[int]
     INPUT_MODE_FIELD_NUMBER: _ClassVar[int]
@@ -146,6 +146,7 @@ class GenerateCodeRequest(_message.Message):
     ASSET_BASE_URL_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIDELITY_FIELD_NUMBER: _ClassVar[int]
+    REFINE_ROUNDS_FIELD_NUMBER: _ClassVar[int]
     generation_id: str
     generation_type: GenerationType
     input_mode: InputMode
@@ -163,10 +164,11 @@ class GenerateCodeRequest(_message.Message):
     asset_base_url: str
     files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
     score_fidelity: bool
-    def __init__(self, generation_id: _Optional[str] = ..., generation_type: _Optional[_Union[GenerationType, str]] = ..., input_mode: _Optional[_Union[InputMode, str]] = ..., stack: _Optional[_Union[Stack, str]] = ..., prompt: _Optional[_Union[Prompt, _Mapping]] = ..., history: _Optional[_Iterable[_Union[HistoryMessage, _Mapping]]] = ..., file_state: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., option_codes: _Optional[_Iterable[str]] = ..., asset_extraction_enabled: _Optional[bool] = ..., image_generation_enabled: _Optional[bool] = ..., design_system: _Optional[str] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., models: _Optional[_Iterable[str]] = ..., variant_count: _Optional[int] = ..., asset_base_url: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., score_fidelity: _Optional[bool] = ...) -> None: ...
+    refine_rounds: int
+    def __init__(self, generation_id: _Optional[str] = ..., generation_type: _Optional[_Union[GenerationType, str]] = ..., input_mode: _Optional[_Union[InputMode, str]] = ..., stack: _Optional[_Union[Stack, str]] = ..., prompt: _Optional[_Union[Prompt, _Mapping]] = ..., history: _Optional[_Iterable[_Union[HistoryMessage, _Mapping]]] = ..., file_state: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., option_codes: _Optional[_Iterable[str]] = ..., asset_extraction_enabled: _Optional[bool] = ..., image_generation_enabled: _Optional[bool] = ..., design_system: _Optional[str] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., models: _Optional[_Iterable[str]] = ..., variant_count: _Optional[int] = ..., asset_base_url: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., score_fidelity: _Optional[bool] = ..., refine_rounds: _Optional[int] = ...) -> None: ...
 
 class GenerationEvent(_message.Message):
-    __slots__ = ("generation_id", "sequence", "variant_index", "event_id", "variant_count", "status", "assistant_delta", "thinking_delta", "tool_start", "tool_result", "code_delta", "code_snapshot", "usage", "variant_complete", "variant_error", "generation_error", "generation_complete", "fidelity", "accessibility")
+    __slots__ = ("generation_id", "sequence", "variant_index", "event_id", "variant_count", "status", "assistant_delta", "thinking_delta", "tool_start", "tool_result", "code_delta", "code_snapshot", "usage", "variant_complete", "variant_error", "generation_error", "generation_complete", "fidelity", "accessibility", "refine_round")
     GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     VARIANT_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -186,6 +188,7 @@ class GenerationEvent(_message.Message):
     GENERATION_COMPLETE_FIELD_NUMBER: _ClassVar[int]
     FIDELITY_FIELD_NUMBER: _ClassVar[int]
     ACCESSIBILITY_FIELD_NUMBER: _ClassVar[int]
+    REFINE_ROUND_FIELD_NUMBER: _ClassVar[int]
     generation_id: str
     sequence: int
     variant_index: int
@@ -205,7 +208,8 @@ class GenerationEvent(_message.Message):
     generation_complete: GenerationComplete
     fidelity: _common_pb2.Fidelity
     accessibility: _common_pb2.Accessibility
-    def __init__(self, generation_id: _Optional[str] = ..., sequence: _Optional[int] = ..., variant_index: _Optional[int] = ..., event_id: _Optional[str] = ..., variant_count: _Optional[_Union[VariantCount, _Mapping]] = ..., status: _Optional[_Union[Status, _Mapping]] = ..., assistant_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., thinking_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_start: _Optional[_Union[ToolStart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., code_delta: _Optional[_Union[CodeDelta, _Mapping]] = ..., code_snapshot: _Optional[_Union[CodeSnapshot, _Mapping]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., variant_complete: _Optional[_Union[VariantComplete, _Mapping]] = ..., variant_error: _Optional[_Union[VariantError, _Mapping]] = ..., generation_error: _Optional[_Union[GenerationError, _Mapping]] = ..., generation_complete: _Optional[_Union[GenerationComplete, _Mapping]] = ..., fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ..., accessibility: _Optional[_Union[_common_pb2.Accessibility, _Mapping]] = ...) -> None: ...
+    refine_round: RefineRound
+    def __init__(self, generation_id: _Optional[str] = ..., sequence: _Optional[int] = ..., variant_index: _Optional[int] = ..., event_id: _Optional[str] = ..., variant_count: _Optional[_Union[VariantCount, _Mapping]] = ..., status: _Optional[_Union[Status, _Mapping]] = ..., assistant_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., thinking_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_start: _Optional[_Union[ToolStart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., code_delta: _Optional[_Union[CodeDelta, _Mapping]] = ..., code_snapshot: _Optional[_Union[CodeSnapshot, _Mapping]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., variant_complete: _Optional[_Union[VariantComplete, _Mapping]] = ..., variant_error: _Optional[_Union[VariantError, _Mapping]] = ..., generation_error: _Optional[_Union[GenerationError, _Mapping]] = ..., generation_complete: _Optional[_Union[GenerationComplete, _Mapping]] = ..., fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ..., accessibility: _Optional[_Union[_common_pb2.Accessibility, _Mapping]] = ..., refine_round: _Optional[_Union[RefineRound, _Mapping]] = ...) -> None: ...
 
 class GenerateCodeResponse(_message.Message):
     __slots__ = ("events",)
@@ -348,7 +352,7 @@ class Generation(_message.Message):
     def __init__(self, generation_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., variants: _Optional[_Iterable[_Union[VariantRecord, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class VariantRecord(_message.Message):
-    __slots__ = ("variant_index", "model", "status", "error", "code", "usage", "tool_calls", "files", "fidelity", "accessibility")
+    __slots__ = ("variant_index", "model", "status", "error", "code", "usage", "tool_calls", "files", "fidelity", "accessibility", "refine_rounds")
     VARIANT_INDEX_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -359,6 +363,7 @@ class VariantRecord(_message.Message):
     FILES_FIELD_NUMBER: _ClassVar[int]
     FIDELITY_FIELD_NUMBER: _ClassVar[int]
     ACCESSIBILITY_FIELD_NUMBER: _ClassVar[int]
+    REFINE_ROUNDS_FIELD_NUMBER: _ClassVar[int]
     variant_index: int
     model: str
     status: RunStatus
@@ -369,7 +374,18 @@ class VariantRecord(_message.Message):
     files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
     fidelity: _containers.RepeatedCompositeFieldContainer[_common_pb2.Fidelity]
     accessibility: _containers.RepeatedCompositeFieldContainer[_common_pb2.Accessibility]
-    def __init__(self, variant_index: _Optional[int] = ..., model: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., error: _Optional[str] = ..., code: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallRecord, _Mapping]]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., fidelity: _Optional[_Iterable[_Union[_common_pb2.Fidelity, _Mapping]]] = ..., accessibility: _Optional[_Iterable[_Union[_common_pb2.Accessibility, _Mapping]]] = ...) -> None: ...
+    refine_rounds: _containers.RepeatedCompositeFieldContainer[RefineRound]
+    def __init__(self, variant_index: _Optional[int] = ..., model: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., error: _Optional[str] = ..., code: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallRecord, _Mapping]]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., fidelity: _Optional[_Iterable[_Union[_common_pb2.Fidelity, _Mapping]]] = ..., accessibility: _Optional[_Iterable[_Union[_common_pb2.Accessibility, _Mapping]]] = ..., refine_rounds: _Optional[_Iterable[_Union[RefineRound, _Mapping]]] = ...) -> None: ...
+
+class RefineRound(_message.Message):
+    __slots__ = ("round", "score", "rolled_back")
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    ROLLED_BACK_FIELD_NUMBER: _ClassVar[int]
+    round: int
+    score: float
+    rolled_back: bool
+    def __init__(self, round: _Optional[int] = ..., score: _Optional[float] = ..., rolled_back: _Optional[bool] = ...) -> None: ...
 
 class ToolCallRecord(_message.Message):
     __slots__ = ("id", "name", "ok", "duration_ms")

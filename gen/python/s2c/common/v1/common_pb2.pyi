@@ -66,7 +66,7 @@ class ProviderCredentials(_message.Message):
     def __init__(self, api_key: _Optional[str] = ..., base_url: _Optional[str] = ...) -> None: ...
 
 class Fidelity(_message.Message):
-    __slots__ = ("image_index", "viewport_width", "block_match", "text", "position", "color", "visual", "unavailable_reason", "path")
+    __slots__ = ("image_index", "viewport_width", "block_match", "text", "position", "color", "visual", "unavailable_reason", "path", "regions")
     IMAGE_INDEX_FIELD_NUMBER: _ClassVar[int]
     VIEWPORT_WIDTH_FIELD_NUMBER: _ClassVar[int]
     BLOCK_MATCH_FIELD_NUMBER: _ClassVar[int]
@@ -76,6 +76,7 @@ class Fidelity(_message.Message):
     VISUAL_FIELD_NUMBER: _ClassVar[int]
     UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
+    REGIONS_FIELD_NUMBER: _ClassVar[int]
     image_index: int
     viewport_width: int
     block_match: float
@@ -85,7 +86,26 @@ class Fidelity(_message.Message):
     visual: float
     unavailable_reason: str
     path: str
-    def __init__(self, image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., block_match: _Optional[float] = ..., text: _Optional[float] = ..., position: _Optional[float] = ..., color: _Optional[float] = ..., visual: _Optional[float] = ..., unavailable_reason: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
+    regions: _containers.RepeatedCompositeFieldContainer[FidelityRegion]
+    def __init__(self, image_index: _Optional[int] = ..., viewport_width: _Optional[int] = ..., block_match: _Optional[float] = ..., text: _Optional[float] = ..., position: _Optional[float] = ..., color: _Optional[float] = ..., visual: _Optional[float] = ..., unavailable_reason: _Optional[str] = ..., path: _Optional[str] = ..., regions: _Optional[_Iterable[_Union[FidelityRegion, _Mapping]]] = ...) -> None: ...
+
+class FidelityRegion(_message.Message):
+    __slots__ = ("x", "y", "width", "height", "expected_text", "actual_text", "issue")
+    X_FIELD_NUMBER: _ClassVar[int]
+    Y_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_TEXT_FIELD_NUMBER: _ClassVar[int]
+    ACTUAL_TEXT_FIELD_NUMBER: _ClassVar[int]
+    ISSUE_FIELD_NUMBER: _ClassVar[int]
+    x: int
+    y: int
+    width: int
+    height: int
+    expected_text: str
+    actual_text: str
+    issue: str
+    def __init__(self, x: _Optional[int] = ..., y: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., expected_text: _Optional[str] = ..., actual_text: _Optional[str] = ..., issue: _Optional[str] = ...) -> None: ...
 
 class Accessibility(_message.Message):
     __slots__ = ("viewport_width", "path", "score", "violations", "rules_passed", "engine", "unavailable_reason")
