@@ -310,8 +310,6 @@ class OpenAIResponsesSession(openai_common.OpenAISession):
         # raw (openai_common.read_stream), as the SDK's typed events cost ~50x more.
         request = self._client.responses.with_streaming_response.create(
             model=config.api_name,
-            input=self._input,
-            tools=self._tools,
             tool_choice="auto",
             stream=True,
             store=False,
@@ -322,6 +320,12 @@ class OpenAIResponsesSession(openai_common.OpenAISession):
             # previous one plus the new items: the key keeps them on one cache.
             prompt_cache_key=self._cache_key,
             prompt_cache_retention="24h" if config.api_name in _LONG_CACHE_MODELS else omit,
+            # The SDK walks every typed parameter against its TypedDicts before sending
+            # (openai._utils._transform: ~600 calls per request here, 13 ms under a
+            # profiler, a third of a paced agent's loop at 10 generations). These two are
+            # JSON already and their types declare no alias or format, so the walk would
+            # return them as they are: as the body's extras they are sent as they are.
+            extra_body={"input": self._input, "tools": self._tools},
         )
         await read_stream(request, reader, on_event, config)
         if reader.final is None:
