@@ -5,6 +5,8 @@ Run alone from the repository root:
 
     PYTHONPATH=. .venv/bin/python bench/paced.py                    # N = 1, 10, 25; knee 25…60
     PYTHONPATH=. .venv/bin/python bench/paced.py --sizes 1,25 --knee ''   # no knee search
+    git archive integ | tar -x -C /tmp/base   # then, for a baseline in the same run:
+    PYTHONPATH=. .venv/bin/python bench/paced.py --baseline /tmp/base
 
 Every stream is a `bench/sse_fake.py` Responses stream: one `create_file` of 8-byte
 argument deltas at 50 deltas/s, as a model paces them. Per N (concurrent generations of
@@ -16,8 +18,10 @@ argument deltas at 50 deltas/s, as a model paces them. Per N (concurrent generat
   its CPU over the window divided by the deltas the fake wrote meanwhile;
 - **suite**: `bench/load_real.py`'s suite (one fake, one tool worker, ONE agent, the
   gateway) and its load client (4 N variants over WebSockets, the upstream protocol),
-  the admission bound lifted so a refusal never hides the knee. The agent's and the
-  gateway's CPU (/proc, user + system) over the window divided by the same count.
+  the admission bound lifted so a refusal never hides the knee; with `--baseline DIR`
+  the same from that checkout, right after ours at each N, against the same floor.
+  The agent's and the gateway's CPU (/proc, user + system) over the window divided by
+  the same count.
 
 CPU time, not wall time, is what the per-delta columns count, so a busy machine moves
 them less than it moves latencies; /proc counts in 10 ms ticks (`--window` long enough
@@ -105,8 +109,10 @@ def _written(stats: Path) -> int:
     return int(stats.read_text().split()[0]) if stats.exists() else 0
 
 
-async def suite(generations: int, options: Options) -> Row:
-    tree = Tree("ours", ROOT, 1)
+OURS: Final = Tree("ours", ROOT, 1)
+
+
+async def suite(generations: int, options: Options, tree: Tree = OURS) -> Row:
     os.environ["S2C_MAX_RUNNING_VARIANTS"] = "100000"  # the knee, not the bound, is measured
     with tempfile.TemporaryDirectory(prefix="s2c-paced-") as tmp:
         epoch_us = int(time.monotonic() * 1e6)
@@ -125,7 +131,9 @@ def ok(row: Row) -> bool:
     return row.p99_ms <= KNEE_P99_MS and not (row.refused + row.failed + row.silent + row.stalled)
 
 
-async def run(sizes: Sequence[int], knee_sizes: Sequence[int], options: Options) -> None:
+async def run(
+    sizes: Sequence[int], knee_sizes: Sequence[int], options: Options, baseline: Path | None
+) -> None:
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(
         f"paced: {VARIANTS} options per generation, 8-byte deltas at {1000 / PACE_MS:.0f}/s "
@@ -133,28 +141,37 @@ async def run(sizes: Sequence[int], knee_sizes: Sequence[int], options: Options)
         f"{options.window_s:.0f} s; {os.cpu_count()} cores; load average {load}",
         flush=True,
     )
+    trees = [OURS] if baseline is None else [OURS, Tree("baseline", baseline, 1)]
     head = (
-        f"{'N':>3} {'deltas/s':>8} {'floor µs':>8} {'agent µs':>8} {'gw µs':>6} "
+        f"{'suite':<8} {'N':>3} {'deltas/s':>8} {'floor µs':>8} {'agent µs':>8} {'gw µs':>6} "
         f"{'a+g µs':>6} {'agent/fl':>8} {'gw/fl':>6} {'(a+g)/fl':>8} "
         f"{'p50 ms':>6} {'p99 ms':>6} {'frames/s':>8} {'refused':>7} {'other %':>7}"
     )
     print(head, flush=True)
     for n in sizes:
         floor_us, _ = await floor(n, options)
-        row = await suite(n, options)
-        agent, gw = per_delta(row, "agent0"), per_delta(row, "gateway")
-        print(
-            f"{n:>3} {row.deltas_per_s:>8.0f} {floor_us:>8.1f} {agent:>8.1f} {gw:>6.1f} "
-            f"{agent + gw:>6.1f} {agent / floor_us:>7.2f}x {gw / floor_us:>5.2f}x "
-            f"{(agent + gw) / floor_us:>7.2f}x {row.p50_ms:>6.1f} {row.p99_ms:>6.1f} "
-            f"{row.frames_per_s:>8.0f} {row.refused:>7} {row.cpu['other']:>7.0f}",
-            flush=True,
-        )
+        for tree in trees:
+            row = await suite(n, options, tree)
+            agent, gw = per_delta(row, "agent0"), per_delta(row, "gateway")
+            print(
+                f"{tree.name:<8} {n:>3} {row.deltas_per_s:>8.0f} {floor_us:>8.1f} "
+                f"{agent:>8.1f} {gw:>6.1f} "
+                f"{agent + gw:>6.1f} {agent / floor_us:>7.2f}x {gw / floor_us:>5.2f}x "
+                f"{(agent + gw) / floor_us:>7.2f}x {row.p50_ms:>6.1f} {row.p99_ms:>6.1f} "
+                f"{row.frames_per_s:>8.0f} {row.refused:>7} {row.cpu['other']:>7.0f}",
+                flush=True,
+            )
+    for tree in trees:
+        await _knee(tree, knee_sizes, options)
+    print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
+async def _knee(tree: Tree, knee_sizes: Sequence[int], options: Options) -> None:
     knee = None
     for n in knee_sizes:
-        row = await suite(n, options)
+        row = await suite(n, options, tree)
         print(
-            f"knee search N={n}: p50 {row.p50_ms:.1f} p99 {row.p99_ms:.1f} ms, agent "
+            f"{tree.name} knee search N={n}: p50 {row.p50_ms:.1f} p99 {row.p99_ms:.1f} ms, agent "
             f"{row.cpu['agent0']:.0f}% of a core, {per_delta(row, 'agent0'):.1f} µs/delta, "
             f"done {row.completed} refused {row.refused} failed {row.failed} silent "
             f"{row.silent} stalled {row.stalled}; other {row.cpu['other']:.0f}%",
@@ -165,8 +182,7 @@ async def run(sizes: Sequence[int], knee_sizes: Sequence[int], options: Options)
         knee = n
     if knee_sizes:
         shown = f"N = {knee}" if knee is not None else f"< {knee_sizes[0]}"
-        print(f"knee (one agent, p99 ≤ {KNEE_P99_MS:.0f} ms, all completing): {shown}")
-    print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        print(f"{tree.name} knee (one agent, p99 ≤ {KNEE_P99_MS:.0f} ms, all completing): {shown}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -176,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--stamps", type=int, default=500, help="deltas per page (10 s)")
     parser.add_argument("--window", type=float, default=15.0, help="seconds measured")
     parser.add_argument("--nice", type=int, default=0, help="autogroup niceness (root)")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout (e.g. `git archive integ`) to compare"
+    )
     parser.add_argument("--reader", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.reader:
@@ -193,7 +212,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     knee_sizes = [int(s) for s in args.knee.split(",") if s.strip()]
-    asyncio.run(run(sizes, knee_sizes, options))
+    baseline = args.baseline.resolve() if args.baseline else None
+    asyncio.run(run(sizes, knee_sizes, options, baseline))
 
 
 if __name__ == "__main__":
