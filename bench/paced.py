@@ -3,10 +3,10 @@ receive floor measured in the same run, and the knee of one agent process.
 
 Run alone from the repository root:
 
-    PYTHONPATH=. .venv/bin/python bench/paced.py                    # N = 1, 10, 25; knee 25…60
-    PYTHONPATH=. .venv/bin/python bench/paced.py --sizes 1,25 --knee ''   # no knee search
+    PYTHONPATH=.:gen/python .venv/bin/python bench/paced.py    # N = 1, 10, 25; knee 25…60
+    PYTHONPATH=.:gen/python .venv/bin/python bench/paced.py --sizes 1,25 --knee ''  # no knee
     git archive integ | tar -x -C /tmp/base   # then, for a baseline in the same run:
-    PYTHONPATH=. .venv/bin/python bench/paced.py --baseline /tmp/base
+    PYTHONPATH=.:gen/python .venv/bin/python bench/paced.py --baseline /tmp/base
 
 Every stream is a `bench/sse_fake.py` Responses stream: one `create_file` of 8-byte
 argument deltas at 50 deltas/s, as a model paces them. Per N (concurrent generations of
