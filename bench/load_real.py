@@ -102,8 +102,9 @@ class Tree:
                 "S2C_MAX_WAITING_PER_CLIENT": "0",
             }
         )
-        if self.path != ROOT:  # `python -m` from the worktree, its stubs before ours
-            env["PYTHONPATH"] = f"{self.path}:{self.path / 'gen' / 'python'}"
+        # `python -m` from the tree with its own stubs, ours too: the virtualenv's
+        # editable install finds them in the checkout it was made from, which may be newer.
+        env["PYTHONPATH"] = f"{self.path}:{self.path / 'gen' / 'python'}"
         return env
 
 

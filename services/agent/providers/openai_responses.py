@@ -310,8 +310,6 @@ class OpenAIResponsesSession(openai_common.OpenAISession):
         # raw (openai_common.read_stream), as the SDK's typed events cost ~50x more.
         request = self._client.responses.with_streaming_response.create(
             model=config.api_name,
-            input=self._input,
-            tools=self._tools,
             tool_choice="auto",
             stream=True,
             store=False,
@@ -322,6 +320,12 @@ class OpenAIResponsesSession(openai_common.OpenAISession):
             # previous one plus the new items: the key keeps them on one cache.
             prompt_cache_key=self._cache_key,
             prompt_cache_retention="24h" if config.api_name in _LONG_CACHE_MODELS else omit,
+            # The SDK walks every typed parameter against its TypedDicts before sending
+            # (openai._utils._transform: ~600 calls, ~1.7 ms of CPU per request with a
+            # system prompt, an image and six tools; it grows with the conversation).
+            # These two are JSON already and their types declare no alias or format, so
+            # the walk returns them unchanged: as the body's extras they go as they are.
+            extra_body={"input": self._input, "tools": self._tools},
         )
         await read_stream(request, reader, on_event, config)
         if reader.final is None:
