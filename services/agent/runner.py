@@ -256,14 +256,21 @@ class Runner:
         if not plan.images or not state.code.strip():
             return
         checks: list[Accessibility] = []
-        state.fidelity = refined or await score_variant(
-            client,
-            state,
-            plan.images,
-            limit_s=limit_s,
-            deadline=generation.deadline,
-            owner=plan.id,
-            on_accessibility=checks.append if self._settings.accessibility_enabled else None,
+        checked = self._settings.accessibility_enabled
+        # Refinement's last scores are reused, unless the pages still want their
+        # accessibility check, which rides on a render of its own (the OCR is kept).
+        state.fidelity = (
+            refined
+            if refined and not checked
+            else await score_variant(
+                client,
+                state,
+                plan.images,
+                limit_s=limit_s,
+                deadline=generation.deadline,
+                owner=plan.id,
+                on_accessibility=checks.append if checked else None,
+            )
         )
         for score in state.fidelity:
             emit("", score)

@@ -266,6 +266,9 @@ async def test_an_option_below_the_target_is_refined_to_it(
     assert kinds.index("variant_complete") > last_round
     [score] = [e for e in events if e.HasField("fidelity")]
     assert mean(score) >= 0.9
+    # The refined page is checked for accessibility too (its own render, issue 41).
+    [check] = [e.accessibility for e in events if e.HasField("accessibility")]
+    assert check.HasField("score"), check.unavailable_reason
     # The refine turn named the regions that differ, and showed them side by side.
     turn = next(json.dumps(body) for body in sent(fakes) if "Your page scores" in json.dumps(body))
     assert HEADING in turn
