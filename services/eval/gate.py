@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.eval.results import EVAL_METRICS as METRICS
 from services.eval.results import Results, write_atomic
-from services.fidelity.metrics import METRICS
 
 VERSION = 1
 DEFAULT_TOLERANCE = 0.02

@@ -67,6 +67,7 @@ async def suite(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> A
         local_models=("tiny",),
         local_base_url=fake.base_url,
         preview_replay_s=0.0,
+        refine_rounds=0,  # the scores as they come: refinement has its own tests
     )
     tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
     async with running_suite(tmp_path_factory.mktemp("a11y"), agent=agent, tools=tools) as s:
