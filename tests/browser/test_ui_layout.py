@@ -129,7 +129,7 @@ async def test_at_1400_the_follow_up_box_stays_in_view_and_full_screen_works(
         assert on_top
         # The preview at full size: a 1400 px window shows the page unscaled.
         preview = page.get_by_test_id("variant-0-preview")
-        assert await preview.evaluate("(f) => f.style.transform") == "scale(1)"
+        await full_size(page, 0)
         await check_buttons_named(page)
         # The rest of the page is out of reach while it is open.
         assert await page.get_by_test_id("generate-button").evaluate(
@@ -142,8 +142,10 @@ async def test_at_1400_the_follow_up_box_stays_in_view_and_full_screen_works(
 
         # The arrow keys step between options. Pressed only once the view is open and has
         # the focus: a key pressed while the click is still being handled (a loaded CI
-        # machine) reaches no view to step.
-        await expand.click()
+        # machine) reaches no view to step. Opened from the keyboard, as the focus is on
+        # the button: a click aimed while the card's header re-lays out (its elapsed time
+        # ticks) may land beside it.
+        await page.keyboard.press("Enter")
         await expect(card).to_have_attribute("role", "dialog")
         await expect(page.get_by_test_id("variant-0-close")).to_be_focused()
         await page.keyboard.press("ArrowRight")
@@ -153,6 +155,12 @@ async def test_at_1400_the_follow_up_box_stays_in_view_and_full_screen_works(
         await expect(page.get_by_test_id("variant-1-close")).to_be_focused()
         await page.keyboard.press("ArrowLeft")
         await expect(card).to_have_attribute("role", "dialog")
+        # Settled before a click aims at its preview: option 2 back in the grid, option 1
+        # focused and at full size (a click aimed at a preview still being resized lands
+        # wherever its old box was).
+        await expect(page.get_by_test_id("variant-1")).not_to_have_attribute("role", "dialog")
+        await expect(page.get_by_test_id("variant-0-close")).to_be_focused()
+        await full_size(page, 0)
 
         # With the focus inside the preview's sandboxed frame, Escape still closes it.
         frame = preview.content_frame
@@ -255,3 +263,14 @@ async def test_design_systems_are_created_edited_and_deleted_in_the_ui(
 
         await page.keyboard.press("Escape")
         await expect(dialog).to_be_hidden()
+
+
+async def full_size(page: Page, index: int) -> None:
+    """Waits until option `index`'s preview shows its page unscaled (the full-screen view
+    sizes it once its layout has run)."""
+    await page.wait_for_function(
+        "(i) => document.querySelector(`[data-testid=variant-${i}-preview]`)"
+        "?.style.transform === 'scale(1)'",
+        arg=index,
+        timeout=20_000,
+    )
