@@ -12,7 +12,8 @@ export class ScoresPanel {
   constructor(index) {
     this.open = false;
     this.buttons = [];
-    this.key = "";
+    this.lines = "";
+    this.checks = null;
     this.el = h("section", { class: "scores", id: `variant-${index}-scores`, testid: `variant-${index}-scores`, "aria-label": `Scores of option ${index + 1}`, hidden: true });
   }
 
@@ -22,11 +23,14 @@ export class ScoresPanel {
     for (const b of this.buttons) b.setAttribute("aria-expanded", String(this.open));
   }
 
-  /** Renders `fidelity` (formatFidelity's) and the accessibility checks, when changed. */
+  /** Renders `fidelity` (formatFidelity's) and the accessibility checks, when changed:
+   * the card's header renders every tick, and a frame replaces the checks' array
+   * (addAccessibility), so comparing by identity spares serialising them each time. */
   render(fidelity, checks) {
-    const key = JSON.stringify([fidelity?.lines ?? [], checks]);
-    if (key === this.key) return;
-    this.key = key;
+    const lines = (fidelity?.lines ?? []).join("\n");
+    if (lines === this.lines && checks === this.checks) return;
+    this.lines = lines;
+    this.checks = checks;
     const parts = [];
     if (fidelity) {
       parts.push(h("h3", { text: "Closeness to the screenshot" }), h("ul", { class: "score-lines" }, fidelity.lines.map((line) => h("li", { text: line }))));
