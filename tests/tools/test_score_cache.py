@@ -12,7 +12,6 @@ from PIL import Image, ImageDraw
 
 from services.common.images import ImageDecoder, ImageLimits
 from services.common.input_images import InputImage
-from services.fidelity.ocr import tesseract_available
 from services.tools.fidelity import FidelityScorer
 from services.tools.score_cache import KeptResults
 from services.tools.screenshot import ScreenshotSettings
@@ -48,7 +47,6 @@ class _CountingDecoder(ImageDecoder):
         return super().open(*args, **kwargs)
 
 
-@pytest.mark.skipif(not tesseract_available(), reason="needs tesseract")
 async def test_identical_pages_are_scored_once_and_the_screenshot_read_once() -> None:
     png = _png()
     renderer, decoder = _Renderer(png), _CountingDecoder(ImageLimits())
