@@ -139,10 +139,12 @@ async def demo_previews(stub: pb_grpc.AgentServiceAsyncStub, n: int) -> list[tup
         models=["demo"],
         variant_count=2,
     )
-    return [
-        (event.variant_index, event.tool_result.ok)
-        async for message in stub.GenerateCode(request)
-        for event in message.events
-        if event.WhichOneof("payload") == "tool_result"
-        and event.tool_result.name == "screenshot_preview"
-    ]
+    previews: list[tuple[int, bool]] = []
+    async for message in stub.GenerateCode(request):
+        for event in message.events:
+            result = event.tool_result
+            if event.WhichOneof("payload") == "tool_result" and result.name == "screenshot_preview":
+                previews.append((event.variant_index, result.ok))
+                if not result.ok:  # shown with a failing test's output: why it failed
+                    print(f"preview of variant {event.variant_index} failed: {result.output}")
+    return previews

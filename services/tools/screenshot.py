@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from playwright.async_api import (
     Browser,
@@ -45,11 +45,14 @@ from services.tools.egress_proxy import (
     ProxyObserver,
     UpstreamOpener,
 )
-from services.tools.score_pages import KeptPages
+from services.tools.score_pages import KeptPages, NewPage
 from services.tools.slots import FairSlots
+from services.tools.spares import Spares
 from services.tools.viewports import DESKTOP, VIEWPORTS, Capture, Viewport, page_clip
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R")
 
 _CHROMIUM_ARGS = (
     "--headless",
@@ -76,6 +79,11 @@ class ScreenshotSettings:
     page_load_timeout_s: float = 15.0
     capture_timeout_s: float = 30.0
     settle_ms: int = 250
+    # A loaded page's screenshot that has not come in this long never will: under CPU
+    # contention Chromium now and then stops producing frames for a page, and nothing
+    # wakes it. The render is then done again in a new page (docs/architecture.md,
+    # "Stalled pages").
+    stall_s: float = 10.0
     # Each capture renders up to two pages at once (`PAGES_AT_ONCE`); more pages than cores
     # only adds contention, so further captures queue (inside their own time limit). One
     # owner (a generation) runs at most this many captures at once...
@@ -101,9 +109,7 @@ class ScreenshotError(Exception):
 class Screenshotter:
     """Owns the worker's Playwright driver, its Chromium and the egress proxy in front of it.
 
-    It keeps one spare, unused page per viewport (each in its own fresh context) so a capture
-    does not wait for Chromium to start a renderer process. Each spare is used exactly once;
-    replacements are started when the capture that took them is done.
+    Previews take pages made ahead of use (spares.py), each in its own fresh context.
 
     `resolver` and `upstream_opener` are the network seams of the guard (see `netguard`),
     `proxy_observer` sees every request reaching the proxy; production leaves them unset.
@@ -135,8 +141,8 @@ class Screenshotter:
         self._browser: Browser | None = None
         self._probe_result: bool | None = None
         self._probed_at = 0.0
-        self._spares: dict[Viewport, tuple[Browser, asyncio.Task[Page]]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._spares = Spares(self._new_page, self._in_background)
         self._kept = KeptPages(self._new_page, self.settings.max_concurrent_captures)
 
     async def probe(self) -> bool:
@@ -161,7 +167,7 @@ class Screenshotter:
         Also waits for the teardown of earlier captures, so the browser is idle afterwards.
         """
         await self._ready_browser()
-        pending = [task for _, task in self._spares.values()] + list(self._background)
+        pending = [*self._spares.pending, *self._background]
         await asyncio.gather(*pending, return_exceptions=True)
 
     async def capture(
@@ -247,21 +253,30 @@ class Screenshotter:
         html = normalize_babel_cdn(html)
         viewport = Viewport("fidelity", width, height)
         limit_s = min(self.settings.capture_timeout_s, timeout_s)
+
+        async def render(take: NewPage | None, stall_s: float) -> tuple[bytes, Any]:
+            kept = keep_for if take is None else ""
+            async with self._rendered(browser, html, viewport, kept, take) as page:
+                data = await page.evaluate(expression)
+                clip = await page_clip(page, width, self.settings.max_height_px)
+                png = await page.screenshot(
+                    full_page=True,
+                    type="png",
+                    clip=clip,
+                    animations="disabled",
+                    caret="hide",
+                    timeout=stall_s * 1000,
+                )
+                if then is not None:
+                    await then(page)
+            return png, data
+
         try:
             async with asyncio.timeout(limit_s), self._score_slots.hold(owner):
                 browser = await self._ready_browser()
-                async with self._rendered(browser, html, viewport, keep_for) as page:
-                    data = await page.evaluate(expression)
-                    settings = self.settings
-                    clip = await page_clip(page, width, settings.max_height_px)
-                    png = await page.screenshot(
-                        full_page=True, type="png", clip=clip, animations="disabled", caret="hide"
-                    )
-                    if then is not None:
-                        await then(page)
+                return await self._unstalled(render)
         except TimeoutError as exc:
             raise ScreenshotError(f"render timed out after {limit_s:g}s") from exc
-        return png, data
 
     @property
     def guard(self) -> AddressGuard:
@@ -285,9 +300,7 @@ class Screenshotter:
 
     async def close(self) -> None:
         async with self._lock:
-            for _, spare in self._spares.values():
-                self._discard(spare)
-            self._spares.clear()
+            self._spares.discard_all()
             await asyncio.gather(*self._background, return_exceptions=True)
             await self._kept.close()
             browser, self._browser = self._browser, None
@@ -313,11 +326,8 @@ class Screenshotter:
                 raise
             self._launched(None)
             self._browser = browser
-            for _, stale in self._spares.values():
-                self._discard(stale)
-            self._spares.clear()
-            for viewport in VIEWPORTS:
-                self._prepare_spare(browser, viewport)
+            self._spares.discard_all()
+            self._spares.restock(browser)
             return browser
 
     async def _launch(self) -> Browser:
@@ -349,21 +359,38 @@ class Screenshotter:
             self._on_launch(error)
 
     async def _shoot(self, browser: Browser, html: str, viewport: Viewport) -> Capture:
-        settings = self.settings
-        async with self._rendered(browser, html, viewport) as page:
-            # A viewport wider than the limit (a screenshot tagged 1920 px) is shown whole.
-            max_width = max(settings.max_width_px, viewport.width)
-            clip = await page_clip(page, max_width, settings.max_height_px)
-            png = await page.screenshot(
-                full_page=True, type="png", clip=clip, timeout=settings.capture_timeout_s * 1000
-            )
-        return Capture(viewport, png, full_page=clip is None)
+        async def shoot(take: NewPage | None, stall_s: float) -> Capture:
+            async with self._rendered(browser, html, viewport, take=take) as page:
+                # A viewport wider than the limit (a screenshot tagged 1920 px) is shown whole.
+                max_width = max(self.settings.max_width_px, viewport.width)
+                clip = await page_clip(page, max_width, self.settings.max_height_px)
+                png = await page.screenshot(
+                    full_page=True, type="png", clip=clip, timeout=stall_s * 1000
+                )
+            return Capture(viewport, png, full_page=clip is None)
+
+        return await self._unstalled(shoot)
+
+    async def _unstalled(self, render: Callable[[NewPage | None, float], Awaitable[R]]) -> R:
+        """`render(None, stall_s)`: in a spare or kept page, its screenshot given
+        `settings.stall_s`; if that stalls, `render` again in a new page, its screenshot given
+        the rest of the caller's limit (which bounds both)."""
+        try:
+            return await render(None, self.settings.stall_s)
+        except PlaywrightTimeoutError:
+            log.warning("screenshot stalled; rendering again in a new page")
+            return await render(self._new_page, self.settings.capture_timeout_s)
 
     @contextlib.asynccontextmanager
     async def _rendered(
-        self, browser: Browser, html: str, viewport: Viewport, keep_for: str = ""
+        self,
+        browser: Browser,
+        html: str,
+        viewport: Viewport,
+        keep_for: str = "",
+        take: NewPage | None = None,
     ) -> AsyncIterator[Page]:
-        page = await self._kept.take(browser, viewport, keep_for, self._take_page)
+        page = await self._kept.take(browser, viewport, keep_for, take or self._spares.take)
         try:
             # One budget for the page's loads and its fonts together: a stylesheet and a
             # font that never answer hold the place for it once, not twice.
@@ -385,7 +412,11 @@ class Screenshotter:
             if self.settings.settle_ms > 0:
                 await asyncio.sleep(self.settings.settle_ms / 1000)  # let late layout land
             yield page
-        finally:
+        except BaseException:
+            # Not kept after a failed render: a stalled page would stall the next one too.
+            self._in_background(self._kept.give_back(browser, page, ""))
+            raise
+        else:
             self._in_background(self._kept.give_back(browser, page, keep_for))
 
     async def _new_page(
@@ -417,39 +448,9 @@ class Screenshotter:
             raise
 
     def _restock(self) -> None:
-        # Runs once a capture is done with the CPU, so that starting the replacement
-        # renderers never slows the capture that used up the spares.
+        # Once a capture is done with the CPU (spares.py).
         if self._browser is not None and self._browser.is_connected():
-            for viewport in VIEWPORTS:
-                self._prepare_spare(self._browser, viewport)
-
-    def _prepare_spare(self, browser: Browser, viewport: Viewport) -> None:
-        if viewport not in self._spares:
-            task = asyncio.create_task(self._new_page(browser, viewport))
-            self._spares[viewport] = (browser, task)
-
-    async def _take_page(self, browser: Browser, viewport: Viewport) -> Page:
-        owner, spare = self._spares.pop(viewport, (None, None))
-        if spare is None or owner is not browser:
-            if spare is not None:
-                self._discard(spare)  # built in a browser that has since died
-            return await self._new_page(browser, viewport)
-        try:
-            return await spare
-        except asyncio.CancelledError:
-            self._discard(spare)  # it may have finished just as we were cancelled
-            raise
-        except Exception:
-            return await self._new_page(browser, viewport)
-
-    def _discard(self, spare: asyncio.Task[Page]) -> None:
-        async def close_it() -> None:
-            spare.cancel()
-            await asyncio.wait({spare})
-            if not spare.cancelled() and spare.exception() is None:
-                await _quietly(spare.result().context.close())
-
-        self._in_background(close_it())
+            self._spares.restock(self._browser)
 
     def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
         # Teardown the caller need not wait for; close() still does.

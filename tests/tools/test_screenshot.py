@@ -310,6 +310,30 @@ async def test_page_load_timeout_still_screenshots_what_rendered(dns: FakeDNS) -
         await slow.close()
 
 
+async def test_a_stalled_screenshot_is_taken_again_in_a_new_page(
+    dns: FakeDNS, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No screenshot comes within a millisecond: each first attempt "stalls", as a page
+    # whose frames stopped does, and the render is done again in a page of its own.
+    stalling = Screenshotter(
+        ScreenshotSettings(chromium_path=CHROMIUM, stall_s=0.001, settle_ms=0),
+        resolver=dns.resolve,
+    )
+    try:
+        captures = await stalling.capture(TALL_PAGE)
+        png, height = await stalling.render_for_score(
+            TALL_PAGE, 800, 600, "document.body.scrollHeight", timeout_s=30, keep_for="g/i"
+        )
+    finally:
+        await stalling.close()
+
+    _assert_tall_page(captures)
+    assert _image(png).getpixel((400, 60)) == HEADER_RGB
+    assert height == 120 + 2400
+    stalls = [r.message for r in caplog.records if "stalled" in r.message]
+    assert stalls == ["screenshot stalled; rendering again in a new page"] * 3
+
+
 async def test_public_resources_load_through_the_authenticated_proxy(dns: FakeDNS) -> None:
     """Chromium gets through the proxy's 407 with the secret Playwright hands it."""
     heads: list[bytes] = []
