@@ -10,7 +10,11 @@ and captures never use a kept one.
 Right after a render the page goes to `about:blank` (a new document and window: nothing
 of the rendered page runs on or stays; an opaque origin has no storage), its `window.name`
 is emptied and its cookies are cleared, so an idle page runs nothing. A page that does
-not come back within RESET_TIMEOUT_S (it hangs, it crashed) is closed. A page is reused
+not come back within RESET_TIMEOUT_S (it hangs, it crashed) is closed. A render that finds
+no idle page for its screenshot while one is being reset waits for that reset (tens of
+milliseconds) instead of opening a context: a generation's options score one after another
+(one score place per generation), and each used to start just before the last one's page
+was back, so four options opened four contexts. A page is reused
 at most MAX_USES times and at most `max_idle` pages are kept, the least recently used
 closed first.
 """
@@ -41,12 +45,28 @@ class KeptPages:
         # Idle pages, least recently used first: (screenshot key, page) → its browser.
         self._idle: OrderedDict[tuple[str, Page], Browser] = OrderedDict()
         self._uses: dict[Page, int] = {}
+        # Per key, the resets under way: each future is done when its page is idle or closed.
+        self._resetting: dict[str, set[asyncio.Future[None]]] = {}
 
     async def take(self, browser: Browser, viewport: Viewport, key: str, fresh: NewPage) -> Page:
         """A page kept for `key` in `browser`, sized to `viewport`; else a new one (without
         a key: `fresh`'s, used once, as for previews)."""
         if not key:
             return await fresh(browser, viewport)
+        while True:
+            page = await self._idle_page(browser, viewport, key)
+            if page is not None:
+                return page
+            resetting = self._resetting.get(key)
+            if not resetting:
+                break
+            # Bounded: a reset ends within RESET_TIMEOUT_S, kept or closed.
+            await asyncio.wait(resetting, return_when=asyncio.FIRST_COMPLETED)
+        page = await self._new_page(browser, viewport)
+        self._uses[page] = 0
+        return page
+
+    async def _idle_page(self, browser: Browser, viewport: Viewport, key: str) -> Page | None:
         for (kept_for, page), owner in list(self._idle.items()):
             if kept_for != key or owner is not browser:
                 continue
@@ -60,9 +80,7 @@ class KeptPages:
             except Exception:  # it crashed or closed while idle: a new one instead
                 self._uses.pop(page, None)
                 await _close(page)
-        page = await self._new_page(browser, viewport)
-        self._uses[page] = 0
-        return page
+        return None
 
     async def give_back(self, browser: Browser, page: Page, key: str) -> None:
         """After a render: the page reset and kept for `key`, or closed."""
@@ -70,6 +88,18 @@ class KeptPages:
         if not key or uses >= MAX_USES or not browser.is_connected():
             await _close(page)
             return
+        done = asyncio.get_running_loop().create_future()
+        self._resetting.setdefault(key, set()).add(done)
+        try:
+            await self._reset(browser, page, key, uses)
+        finally:
+            resetting = self._resetting[key]
+            resetting.discard(done)
+            if not resetting:
+                del self._resetting[key]
+            done.set_result(None)
+
+    async def _reset(self, browser: Browser, page: Page, key: str, uses: int) -> None:
         try:
             async with asyncio.timeout(RESET_TIMEOUT_S):
                 await page.goto("about:blank")
