@@ -17,7 +17,7 @@ then four provider sessions and four options' tool calls) and the scorer's decod
 screenshot for four options scored in two rounds, against a scorer that keeps nothing.
 
 Table 4: how long a socket stays open after its last `variantComplete`, for an image
-create of two options on the whole suite (a fake model, the real tool worker): the
+create of four options on the whole suite (a fake model, the real tool worker): the
 upstream UI's socket, not scored; the same with the operator scoring it anyway
 (S2C_SCORE_UNASKED); and our UI's, which asks for the scores and waits for them (what
 every socket did before).
@@ -62,6 +62,7 @@ from services.tools.screenshot import ScreenshotSettings, Screenshotter
 CHROMIUM = "/usr/bin/chromium"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 IMAGE_BYTES = 2 << 20
+OPTIONS = 4  # an image create's default
 
 
 def tree_cpu_s() -> float:
@@ -352,7 +353,7 @@ async def close_delays(runs: int) -> None:
     from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
     from tests.suite import create_params, running_suite
 
-    print("Seconds from the last variantComplete to the close, image create of 2 options")
+    print(f"Seconds from the last variantComplete to the close, image create of {OPTIONS} options")
     print(f"{'socket':52} {'after last':>10} {'whole':>6}")
     async with FakeOpenAI() as fake:
         agent = AgentSettings(
@@ -362,6 +363,8 @@ async def close_delays(runs: int) -> None:
             local_models=("tiny",),
             local_base_url=fake.base_url,
             preview_replay_s=0.0,
+            # Scores only: a refinement round would be a model turn before variantComplete.
+            refine_rounds=0,
         )
         tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
         plain = GatewaySettings()
@@ -390,20 +393,21 @@ async def close_delays(runs: int) -> None:
                             _page(f"run {name} {n}"), 1280, 800, "() => 0", timeout_s=30
                         )
                         url = "data:image/png;base64," + base64.b64encode(shot).decode()
-                        for option in range(2):
+                        for option in range(OPTIONS):
                             arguments = json.dumps(
                                 {"path": "index.html", "content": _page(f"{name} {n} {option}")}
                             )
                             fake.add_chat(
                                 chat_turn([FunctionCall("c1", "create_file", arguments, pieces=1)])
                             )
-                        fake.add_chat(*[chat_turn([Text(["Built it."])])] * 2)
+                        fake.add_chat(*[chat_turn([Text(["Built it."])])] * OPTIONS)
                         prompt = {"text": "", "images": [url], "videos": []}
                         params = create_params(generatedCodeConfig="html_css", prompt=prompt)
-                        params["models"] = ["local:tiny", "local:tiny"]
+                        params["models"] = ["local:tiny"] * OPTIONS
                         if asks:
                             params["scoreFidelity"] = True
                         last, start, closed = await _timed_socket(suite.ws_url, params)
+                        assert last, "no variantComplete: the scripted model did not line up"
                         after.append(closed - last)
                         whole.append(closed - start)
                     middle = statistics.median(after), statistics.median(whole)
