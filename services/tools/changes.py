@@ -171,8 +171,16 @@ class ChangeChecker:
         if remaining <= 0:
             raise Stopped
         try:
+            # A kept page (score_pages.py) for this owner's change checks only: a fresh
+            # context per render costs about four times the render's own CPU.
             png, data = await self._screenshotter.render_for_score(
-                html, width, HEIGHT, expression, timeout_s=remaining, owner=owner
+                html,
+                width,
+                HEIGHT,
+                expression,
+                timeout_s=remaining,
+                owner=owner,
+                keep_for=f"{owner}/changes",
             )
         except Exception as exc:  # a failed render is a reason, never a report
             log.info("change check render failed", extra={"reason": str(exc)[:200]})
