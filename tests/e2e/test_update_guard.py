@@ -28,7 +28,7 @@ from services.common.errors import FieldViolation, bad_request_violations
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
-from tests.suite import Suite, generation_events, generation_refusal, running_suite
+from tests.suite import Suite, generation_events, generation_refusal, run_ws, running_suite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -190,3 +190,23 @@ async def test_bad_input_is_refused_with_the_field(suite: Suite) -> None:
     assert bad_request_violations(refused) == [
         FieldViolation("prompt.selected_element_html", "at most 200000 characters")
     ]
+
+
+async def test_a_bad_selected_element_on_the_socket_is_an_error_and_4332(suite: Suite) -> None:
+    params = {
+        "generationType": "update",
+        "inputMode": "text",
+        "generatedCodeConfig": "html_tailwind",
+        "prompt": {"text": INSTRUCTION, "images": [], "videos": []},
+        "history": [{"role": "user", "text": INSTRUCTION, "images": [], "videos": []}],
+        "fileState": {"path": "index.html", "content": PAGE},
+    }
+    for selected, reason in (
+        (7, "Invalid params: prompt.selectedElementHtml must be a string, got a number"),
+        ("<b>" + "x" * 200_001 + "</b>", "prompt.selected_element_html"),
+    ):
+        params["prompt"]["selectedElementHtml"] = selected  # type: ignore[index]
+        result = await run_ws(suite.ws_url, params)
+        assert result.close_code == 4332
+        [error] = [f for f in result.frames if f["type"] == "error"]
+        assert reason in error["value"]
