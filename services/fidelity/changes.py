@@ -7,12 +7,19 @@ selected element in either version, grown by MARGIN) is left out, and what lies 
 is compared shifted by how much the target's bottom moved: a heading that grew by a line
 pushes the rest of the page down, which is the change asked for, not another one.
 Changed cells that touch are merged into boxes.
+
+A box is kept only where the page itself changed, not just its layout: each render also
+lists its elements, each with a signature (tag, own text, attributes, the computed style
+that paints it, never its size or place). A box is reported when it overlaps an element,
+outside the target, whose signature the other version lacks (a new text, colour, image,
+an element added or gone); a box over elements that only moved or were resized (a flex
+neighbour of a heading that grew) is the requested change's reflow, not another change.
 """
 
 from __future__ import annotations
 
 import io
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,13 +90,60 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class Element:
+    signature: str  # what paints it, not where (ELEMENTS_JS)
+    box: Box
+
+
+@dataclass(frozen=True, slots=True)
 class Render:
-    """One version rendered: its PNG, its visible words (EXTRACT_JS's `words`) and the
-    target's box in it."""
+    """One version rendered: its PNG, its visible words (EXTRACT_JS's `words`), the
+    target's box in it, and its elements (None: too many to list; every box counts)."""
 
     png: bytes
     words: tuple[tuple[str, float, float], ...]  # text and centre of each word
     target: Box
+    elements: tuple[Element, ...] | None = None
+
+
+# Every element of the body with its signature and box (page coordinates); null past
+# MAX_ELEMENTS (a page that large keeps every changed box).
+MAX_ELEMENTS = 5000
+ELEMENTS_JS = f"""
+() => {{
+  const all = document.body ? [...document.body.querySelectorAll('*')] : [];
+  if (all.length > {MAX_ELEMENTS}) return null;
+  const props = ['color', 'background-color', 'background-image', 'font-size', 'font-weight',
+    'font-style', 'font-family', 'text-decoration-line', 'text-transform', 'letter-spacing',
+    'border-top-color', 'border-top-width', 'border-top-style', 'border-radius', 'box-shadow',
+    'opacity', 'visibility', 'display', 'list-style-type'];
+  return all.map((e) => {{
+    const cs = getComputedStyle(e);
+    const own = [...e.childNodes].filter((n) => n.nodeType === 3)
+      .map((n) => n.textContent).join(' ').replace(/\\s+/g, ' ').trim();
+    const attrs = [...e.attributes].filter((a) => a.name !== 'style' && a.name !== 'class')
+      .map((a) => a.name + '=' + a.value).join(' ');
+    const r = e.getBoundingClientRect();
+    return {{s: [e.tagName, own, attrs, ...props.map((p) => cs.getPropertyValue(p))].join('|'),
+      x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height}};
+  }});
+}}
+"""
+
+
+def elements_of(data: Any) -> tuple[Element, ...] | None:
+    """ELEMENTS_JS's answer as elements; None when it listed none (too many)."""
+    if not isinstance(data, list):
+        return None
+    out = []
+    for e in data:
+        box = Box.of(e)
+        # Unpainted (zero-sized) elements count by their signature alone.
+        if box is not None and float(e["w"]) > 0 and float(e["h"]) > 0:
+            out.append(Element(str(e.get("s", "")), box))
+        elif isinstance(e, dict):
+            out.append(Element(str(e.get("s", "")), Box(0, 0, 0, 0)))
+    return tuple(out)
 
 
 def words_of(data: Any) -> tuple[tuple[str, float, float], ...]:
@@ -130,11 +184,47 @@ def unrequested_changes(before: Render, after: Render, stop: Stop) -> tuple[Chan
     _clear(changed, Box(left, top, right - left, split - top).grown(MARGIN))
     stop.check()
     boxes = sorted(_merged(_components(changed)), key=lambda b: -b.width * b.height)
-    out = []
-    for box in boxes[:MAX_REGIONS]:
+    painted = _repainted(before, after)
+    out: list[Change] = []
+    for box in boxes:
         shown = _shifted(box, split, shift)
+        if painted is not None and not any(
+            _overlap(box if old else shown, e.box) for old, e in painted
+        ):
+            continue  # only moved or resized: the reflow of the requested change
+        if len(out) == MAX_REGIONS:
+            break
         out.append(Change(shown, _text_in(before.words, box), _text_in(after.words, shown)))
     return tuple(out)
+
+
+def _repainted(before: Render, after: Render) -> list[tuple[bool, Element]] | None:
+    """The elements outside the target whose signature the other version lacks, each with
+    whether it is the previous version's; None when either render listed no elements."""
+    if before.elements is None or after.elements is None:
+        return None
+    pairs: list[tuple[bool, Element]] = []
+    for old, mine, theirs, target in (
+        (True, before.elements, after.elements, before.target),
+        (False, after.elements, before.elements, after.target),
+    ):
+        counts = Counter(e.signature for e in theirs)
+        own = Counter(e.signature for e in mine)
+        area = target.grown(MARGIN)
+        for e in mine:
+            inside = _contains(area, e.box)
+            if not inside and own[e.signature] > counts[e.signature]:
+                pairs.append((old, e))
+    return pairs
+
+
+def _contains(outer: Box, inner: Box) -> bool:
+    return (
+        outer.x <= inner.x
+        and outer.y <= inner.y
+        and inner.right <= outer.right
+        and inner.bottom <= outer.bottom
+    )
 
 
 def _pixels(png: bytes) -> npt.NDArray[np.int16]:

@@ -18,7 +18,15 @@ from typing import Any
 
 from services.common.project_paths import is_html, path_problem
 from services.common.tool_types import FileState
-from services.fidelity.changes import Box, Change, Render, unrequested_changes, words_of
+from services.fidelity.changes import (
+    ELEMENTS_JS,
+    Box,
+    Change,
+    Render,
+    elements_of,
+    unrequested_changes,
+    words_of,
+)
 from services.fidelity.dom import EXTRACT_JS
 from services.fidelity.stop import Stop, Stopped
 from services.tools.fidelity import MAX_WIDTH, MIN_WIDTH, ScoringError, _in_thread
@@ -165,6 +173,7 @@ class ChangeChecker:
         expression = (
             f"() => {{ const out = ({EXTRACT_JS})(); "
             f"out.target = ({_FIND_JS})({json.dumps(selected)}, {json.dumps(path)}); "
+            f"out.elements = ({ELEMENTS_JS})(); "
             "return out; }"
         )
         remaining = stop.deadline - time.monotonic()
@@ -191,4 +200,5 @@ class ChangeChecker:
         if box is None:
             return _Rendered(None, [], "the selected element is not on the page")
         at = [int(i) for i in target.get("path", [])]
-        return _Rendered(Render(png, words_of(data), box), at)
+        elements = elements_of(data.get("elements"))
+        return _Rendered(Render(png, words_of(data), box, elements), at)

@@ -72,7 +72,7 @@ async def suite(
         yield s
 
 
-def update(selected: str = HEADING) -> pb.GenerateCodeRequest:
+def update(selected: str = HEADING, page: str = PAGE) -> pb.GenerateCodeRequest:
     return pb.GenerateCodeRequest(
         generation_type=pb.GENERATION_TYPE_UPDATE,
         input_mode=pb.INPUT_MODE_IMAGE,
@@ -81,7 +81,7 @@ def update(selected: str = HEADING) -> pb.GenerateCodeRequest:
             full_text=f"{INSTRUCTION} referring to this element specifically: {selected}",
             selected_element_html=selected,
         ),
-        file_state=common_pb2.FileState(path="index.html", content=PAGE),
+        file_state=common_pb2.FileState(path="index.html", content=page),
         models=["ollama:coder"],
         variant_count=1,
     )
@@ -163,6 +163,27 @@ async def test_a_change_to_the_selected_element_only_reports_nothing(
     record = await record_of(suite, events[0].generation_id)
     assert record.variants[0].unrequested_changes == ()
     assert "Fresh bread, Fresh bread" in record.variants[0].code
+
+
+async def test_a_neighbour_that_only_moves_is_not_reported(
+    suite: Suite, openai: FakeOpenAI
+) -> None:
+    # A longer heading in a flex row narrows the picture beside it: its pixels change,
+    # but the picture itself (colour, content) does not, so it is the request's reflow.
+    row = (
+        '<div style="display:flex;gap:32px;align-items:center">'
+        f"<div>{HEADING}</div>"
+        '<div style="flex:1;height:240px;border-radius:16px;'
+        'background:linear-gradient(135deg,#fde68a,#b45309)"></div></div>'
+    )
+    page = PAGE.replace(HEADING, row)
+    longer = HEADING.replace("Fresh bread", "Fresh bread, baked every single morning")
+    openai.add_chat(chat_turn([edit(0, HEADING, longer)]), chat_turn([Text(["Done."])]))
+    since = len(openai.requests)
+    events = await generation_events(suite.agent.port, update(page=page))
+    assert events[-1].generation_complete.status == pb.RUN_STATUS_COMPLETED
+    assert not [e for e in events if e.HasField("unrequested_changes")]
+    assert len(sent(openai, since)) == 2
 
 
 async def test_bad_input_is_refused_with_the_field(suite: Suite) -> None:
