@@ -12,6 +12,7 @@ from s2c.common.v1 import common_pb2
 
 from services.agent import events as ev
 from services.agent.accessibility_proto import accessibility_to_proto
+from services.agent.changes_proto import changes_to_proto
 from services.agent.domain import (
     FileState,
     GenerationRequest,
@@ -35,6 +36,7 @@ _IMAGE_DATA_URL = re.compile(r"data:image/(png|jpeg|jpg|gif|webp|heic|heif);base
 _VIDEO_DATA_URL = re.compile(r"data:video/[a-z0-9.+-]+;base64,", re.I)
 MAX_IMAGES = 20
 MAX_HISTORY = 200
+MAX_SELECTED_ELEMENT = 200_000
 
 _TYPES: dict[int, GenerationType] = enum_names(
     pb.GenerationType, get_args(GenerationType), "create"
@@ -104,6 +106,13 @@ def request_from_proto(
     prompt = request.prompt
     violations += _check_media(list(prompt.images), "prompt.images", _IMAGE_DATA_URL, "image")
     violations += _check_media(list(prompt.videos), "prompt.videos", _VIDEO_DATA_URL, "video")
+    if len(prompt.selected_element_html) > MAX_SELECTED_ELEMENT:
+        # Rendered pages look for it in two renders per width: a page's worth at most.
+        violations.append(
+            FieldViolation(
+                "prompt.selected_element_html", f"at most {MAX_SELECTED_ELEMENT} characters"
+            )
+        )
     if len(request.history) > MAX_HISTORY:
         violations.append(FieldViolation("history", f"at most {MAX_HISTORY} messages"))
     history: list[HistoryMessage] = []
@@ -145,6 +154,7 @@ def request_from_proto(
                 ImageMeta(m.viewport_width if m.HasField("viewport_width") else None, m.page)
                 for m in prompt.image_meta
             ),
+            prompt.selected_element_html if prompt.selected_element_html.strip() else "",
         ),
         history=tuple(history),
         file_state=file_state,
@@ -241,6 +251,8 @@ def event_to_proto(event: ev.Event, out: pb.GenerationEvent | None = None) -> pb
             out.accessibility.CopyFrom(accessibility_to_proto(check))
         case ev.RefineRound() as refine_round:
             out.refine_round.CopyFrom(_round_to_proto(refine_round))
+        case ev.UnrequestedChanges() as changes:
+            out.unrequested_changes.CopyFrom(changes_to_proto(changes))
         case ev.VariantError(message):
             out.variant_error.message = message
         case ev.GenerationError(message):
@@ -289,6 +301,7 @@ def run_to_proto(run: RunRecord) -> pb.Generation:
                 fidelity=[fidelity_to_proto(f) for f in variant.fidelity],
                 accessibility=[accessibility_to_proto(a) for a in variant.accessibility],
                 refine_rounds=[_round_to_proto(r) for r in variant.refine_rounds],
+                unrequested_changes=[changes_to_proto(c) for c in variant.unrequested_changes],
             )
         )
     return record

@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from services.agent import pricing
-from services.agent.events import Accessibility, Fidelity, RefineRound, RunStatus
+from services.agent.events import (
+    Accessibility,
+    Fidelity,
+    RefineRound,
+    RunStatus,
+    UnrequestedChanges,
+)
 from services.common.credentials import Credentials
 from services.common.tool_types import FileState as FileState
 
@@ -38,6 +44,8 @@ class Prompt:
     images: tuple[str, ...] = ()  # data URLs
     videos: tuple[str, ...] = ()  # data URLs
     image_meta: tuple[ImageMeta, ...] = ()  # aligned with images; may be shorter
+    # Select-and-edit's element (its outerHTML): what an update's change check spares.
+    selected_element_html: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,3 +112,6 @@ class VariantRecord:
     accessibility: tuple[Accessibility, ...] = ()
     # Every scored version of the page while refined (refine.py); empty: not refined.
     refine_rounds: tuple[RefineRound, ...] = ()
+    # An update's change checks beyond the selected element (guard.py); empty: none made
+    # or nothing changed beyond it.
+    unrequested_changes: tuple[UnrequestedChanges, ...] = ()

@@ -31,6 +31,7 @@ from services.agent.events import (
     Usage,
 )
 from services.agent.fence import FenceScanner, Piece
+from services.agent.guard import ChangeGuard
 from services.agent.live_build import LiveBuild
 from services.agent.pages import entry_file, page_room
 from services.agent.providers.base import (
@@ -128,6 +129,8 @@ class VariantEngine:
     live: LiveBuild | None = None  # a built project's previews while its files stream
     # Scores each page the model ends a turn with and asks for a better one (refine.py).
     refiner: Refiner | None = None
+    # Checks an update's page for changes beyond the selected element (guard.py).
+    guard: ChangeGuard | None = None
 
     def __post_init__(self) -> None:
         if self.file is not None and self.file.path not in self.files:
@@ -155,6 +158,12 @@ class VariantEngine:
                 self.emit("", Usage(turn.usage, turn_cost, self.priced))
                 if not turn.tool_calls:
                     code = self._finalize(turn.assistant_text, stream.page)
+                    if code and self.guard is not None:
+                        affordable = self.budget.affordable(self.session)
+                        ask = await self.guard.review(self.project(), affordable)
+                        if ask is not None:
+                            self.session.append_user_turn(turn, ask)
+                            continue
                     if self.refiner is None or not code:
                         return code
                     affordable = self.budget.affordable(self.session)

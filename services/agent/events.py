@@ -135,6 +135,57 @@ class RefineRound:
 
 
 @dataclass(frozen=True, slots=True)
+class ChangedRegion:
+    """A box of an update's new page (CSS pixels at its width) that looks different from
+    the previous page, with both versions' text there (guard.py)."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+    before_text: str = ""
+    after_text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedWidth:
+    """An update's change check at one width: what changed beyond the target."""
+
+    viewport_width: int
+    regions: tuple[ChangedRegion, ...] = ()
+    target: ChangedRegion | None = None  # the selected element, in either version
+    unavailable_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UnrequestedChanges:
+    """What an update's option changed beyond the selected element (guard.py): check 0 on
+    its first page, check 1 on the page it ends with."""
+
+    check: int
+    widths: tuple[ChangedWidth, ...]
+    summary: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UnrequestedChanges:
+        """What `dataclasses.asdict` made of one (the run store's JSON)."""
+
+        def region(r: dict[str, Any] | None) -> ChangedRegion | None:
+            return ChangedRegion(**r) if r else None
+
+        widths = tuple(
+            ChangedWidth(
+                w["viewport_width"],
+                tuple(ChangedRegion(**r) for r in w.get("regions", ())),
+                region(w.get("target")),
+                w.get("unavailable_reason", ""),
+            )
+            for w in data.get("widths", ())
+        )
+        return cls(data["check"], widths, data.get("summary", ""))
+
+
+@dataclass(frozen=True, slots=True)
 class AccessibilityViolation:
     """An axe-core rule the page breaks: its elements as (selector, HTML) pairs."""
 
@@ -196,6 +247,7 @@ Payload = (
     | Fidelity
     | Accessibility
     | RefineRound
+    | UnrequestedChanges
     | VariantError
     | GenerationError
     | GenerationComplete

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from services.agent.domain import VariantRecord
+from services.agent.domain import FileState, VariantRecord
 from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
 from services.agent.events import (
     Accessibility,
@@ -31,6 +31,7 @@ from services.agent.events import (
     VariantError,
 )
 from services.agent.generation import Generation
+from services.agent.guard import ChangeGuard, check_widths
 from services.agent.live_build import for_variant
 from services.agent.metrics import AgentMetrics
 from services.agent.models import DEMO_MODEL_ID, ModelSpec
@@ -44,7 +45,7 @@ from services.agent.settings import AgentSettings
 from services.agent.status_line import status_line
 from services.agent.textmode import GenerationPrompts, ToollessModels
 from services.agent.tool_client import ToolServiceError
-from services.agent.tooling import FidelityClient, ToolExecutor
+from services.agent.tooling import ChangeClient, FidelityClient, ToolExecutor
 from services.common.input_images import InputImage
 from services.common.tracing import tracer
 
@@ -183,6 +184,9 @@ class Runner:
                 text_mode=text_mode,
                 refiner=refiner,
             )
+            engine.guard = self._guard(
+                plan, spec, text_mode, offer_names, engine.project(), generation.deadline, emit
+            )
             if not text_mode:
                 context = plan.tools
                 build, owner = context.build, context.owner
@@ -228,6 +232,8 @@ class Runner:
                 state.cost_usd = engine.session.total_cost_usd()
                 if engine.refiner is not None:
                     state.refine_rounds = tuple(engine.refiner.rounds)
+                if engine.guard is not None:
+                    state.unrequested_changes = tuple(engine.guard.checks)
             self._observe(generation.id, spec, state)
             span.set_attribute("s2c.status", state.status)
             span.end()
@@ -306,6 +312,42 @@ class Runner:
         )
         return Refiner(
             client, plan.images, policy, lambda s: emit("", s), deadline=deadline, owner=plan.id
+        )
+
+    def _guard(
+        self,
+        plan: GenerationPlan,
+        spec: ModelSpec,
+        text_mode: bool,
+        offer_names: set[str],
+        before: tuple[FileState, ...],
+        deadline: float,
+        emit: Callable[[str, Payload], None],
+    ) -> ChangeGuard | None:
+        """The variant's change check (guard.py), or None: not an update about a selected
+        element, the demo model (its script reads no answer), a built project (its page
+        is the build's, not a file the update starts from), or workers that cannot
+        render (no browser: they offer no screenshot_preview then)."""
+        client, request = self._fidelity, plan.request
+        selected = request.prompt.selected_element_html
+        if request.generation_type != "update" or not selected.strip() or not before:
+            return None
+        if not isinstance(client, ChangeClient) or self._settings.fidelity_timeout_s <= 0:
+            return None
+        if spec.provider == DEMO_MODEL_ID or plan.tools.build != "none":
+            return None
+        if "screenshot_preview" not in offer_names:
+            return None
+        return ChangeGuard(
+            client,
+            before,
+            selected,
+            check_widths(plan.images),
+            self._settings.fidelity_timeout_s,
+            text_mode,
+            lambda e: emit("", e),
+            deadline=deadline,
+            owner=plan.id,
         )
 
     def _observe(self, generation_id: str, spec: ModelSpec, state: VariantRecord) -> None:

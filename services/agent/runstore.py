@@ -28,7 +28,7 @@ from services.agent.domain import (
     ToolCallRecord,
     VariantRecord,
 )
-from services.agent.events import Fidelity, RefineRound, RunStatus
+from services.agent.events import Fidelity, RefineRound, RunStatus, UnrequestedChanges
 from services.agent.pricing import Usage
 
 REDACTED = "[redacted]"
@@ -207,6 +207,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("ALTER TABLE variants ADD COLUMN accessibility TEXT NOT NULL DEFAULT '[]'",),
     # The variant's refinement rounds (proto VariantRecord.refine_rounds), likewise.
     ("ALTER TABLE variants ADD COLUMN refine_rounds TEXT NOT NULL DEFAULT '[]'",),
+    # An update's change checks (VariantRecord.unrequested_changes), likewise.
+    ("ALTER TABLE variants ADD COLUMN unrequested_changes TEXT NOT NULL DEFAULT '[]'",),
 )
 APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
 RECORD_VERSION = "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)"
@@ -226,8 +228,8 @@ DELETE_VARIANTS = "DELETE FROM variants WHERE generation_id = ?"
 INSERT_VARIANT = """
 INSERT INTO variants (generation_id, variant_index, model, status, error, code, input_tokens,
     output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files,
-    fidelity, accessibility, refine_rounds)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    fidelity, accessibility, refine_rounds, unrequested_changes)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 INSERT_TOOL_CALL = """
 INSERT INTO tool_calls (generation_id, variant_index, position, call_id, name, ok, duration_ms)
 VALUES (?, ?, ?, ?, ?, ?, ?)"""
@@ -246,7 +248,7 @@ _RUN_COLUMNS = "generation_id, status, started_at, finished_at, error, request"
 _VARIANT_COLUMNS = (
     "generation_id, variant_index, model, status, error, code, input_tokens, output_tokens, "
     "cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, priced, files, fidelity, "
-    "accessibility, refine_rounds"
+    "accessibility, refine_rounds, unrequested_changes"
 )
 _TOOL_COLUMNS = "generation_id, variant_index, call_id, name, ok, duration_ms"
 
@@ -293,6 +295,7 @@ def variant_params(run: RunRecord) -> list[tuple[Any, ...]]:
             json.dumps([asdict(f) for f in v.fidelity]),
             accessibility_column(v.accessibility),
             json.dumps([asdict(r) for r in v.refine_rounds]),
+            json.dumps([asdict(c) for c in v.unrequested_changes]),
         )
         for v in run.variants
     ]
@@ -344,6 +347,7 @@ def assemble(
         fidelity,
         a11y,
         rounds,
+        changes,
     ) in variants:
         by_run[gid].append(
             VariantRecord(
@@ -360,6 +364,9 @@ def assemble(
                 fidelity=tuple(Fidelity.from_dict(f) for f in json.loads(fidelity or "[]")),
                 accessibility=accessibility_from_column(a11y),
                 refine_rounds=tuple(RefineRound(**r) for r in json.loads(rounds or "[]")),
+                unrequested_changes=tuple(
+                    UnrequestedChanges.from_dict(c) for c in json.loads(changes or "[]")
+                ),
             )
         )
     return [

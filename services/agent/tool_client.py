@@ -18,7 +18,9 @@ from s2c.tools.v1 import tool_service_pb2 as pb
 from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
 from services.agent.accessibility_proto import accessibility_from_proto
+from services.agent.changes_proto import widths_from_proto
 from services.agent.domain import FileState
+from services.agent.events import ChangedWidth
 from services.agent.fidelity_proto import fidelity_from_proto, regions_from_proto
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.agent.tooling import FidelityAnswer, ToolContext, ToolOffer, ToolOutcome
@@ -259,6 +261,36 @@ class GrpcToolExecutor:
         return FidelityAnswer(
             replace(fidelity, regions=regions), response.comparison_png, accessibility
         )
+
+    async def compare_renders(
+        self,
+        before: tuple[FileState, ...],
+        after: tuple[FileState, ...],
+        *,
+        widths: tuple[int, ...],
+        selected_element_html: str,
+        timeout_s: float,
+        owner: str = "",
+    ) -> tuple[ChangedWidth, ...]:
+        def files(project: tuple[FileState, ...]) -> list[common_pb2.FileState]:
+            return [common_pb2.FileState(path=f.path, content=f.content) for f in project[1:]]
+
+        request = pb.CompareRendersRequest(
+            before=before[0].content,
+            after=after[0].content,
+            before_files=files(before),
+            after_files=files(after),
+            path=after[0].path,
+            viewport_widths=widths,
+            selected_element_html=selected_element_html,
+        )
+        try:
+            response = await self._stub.CompareRenders(
+                request, timeout=max(0.1, timeout_s), metadata=_metadata(owner)
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise self._error(exc) from None
+        return widths_from_proto(response.widths)
 
     async def build_project(
         self, files: Mapping[str, str], build: ProjectBuild, *, timeout_s: float, owner: str = ""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from services.agent.domain import FileState
-from services.agent.events import Accessibility, Fidelity
+from services.agent.events import Accessibility, ChangedWidth, Fidelity
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.common.credentials import Credentials
 from services.common.input_images import InputImage
@@ -92,6 +92,24 @@ class FidelityClient(Protocol):
     ) -> FidelityAnswer:
         """Scores the page `code` (at `path` in a project of `files`) against the input
         `image`, at `viewport_width` (0: the image's own); raises ToolServiceError when no
+        worker could be asked."""
+        ...
+
+
+@runtime_checkable
+class ChangeClient(Protocol):
+    async def compare_renders(
+        self,
+        before: tuple[FileState, ...],
+        after: tuple[FileState, ...],
+        *,
+        widths: tuple[int, ...],
+        selected_element_html: str,
+        timeout_s: float,
+        owner: str = "",
+    ) -> tuple[ChangedWidth, ...]:
+        """Where the entry page of project `after` looks different from `before`'s beyond
+        the selected element, per width (CompareRenders); raises ToolServiceError when no
         worker could be asked."""
         ...
 

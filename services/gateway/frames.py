@@ -27,6 +27,7 @@ from s2c.common.v1 import common_pb2
 from services.common.accessibility_view import accessibility_frame
 from services.common.react_project import BUILT_PATH
 from services.gateway.preview_policy import AppendPolicy, PreviewPolicyConfig, SetCodePolicy
+from services.gateway.score_frames import changes_frame, fidelity_frame
 
 # A site's shared stylesheets and scripts: never its entry page, even when written first.
 # Files a page loads, never a page itself; a react_vite project's sources likewise.
@@ -40,40 +41,6 @@ Frame = dict[str, Any]
 # held to the exact time, the relay's timer loop woke again and again, sending nothing,
 # until the clock caught up (31 % extra wake-ups per timer on average, up to 46 for one).
 TIMER_SLACK_S = 0.002
-
-
-_FIDELITY_FIELDS = (
-    ("block_match", "blockMatch"),
-    ("text", "text"),
-    ("position", "position"),
-    ("color", "color"),
-    ("visual", "visual"),
-)
-
-
-def fidelity_frame(fidelity: common_pb2.Fidelity) -> dict[str, Any]:
-    """A `fidelity` frame's data: null for a metric not computed."""
-    data: dict[str, Any] = {
-        "imageIndex": fidelity.image_index,
-        "viewportWidth": fidelity.viewport_width,
-        "unavailableReason": fidelity.unavailable_reason,
-        "page": fidelity.path,
-    }
-    for name, key in _FIDELITY_FIELDS:
-        data[key] = getattr(fidelity, name) if fidelity.HasField(name) else None
-    data["regions"] = [
-        {
-            "x": r.x,
-            "y": r.y,
-            "width": r.width,
-            "height": r.height,
-            "expectedText": r.expected_text,
-            "actualText": r.actual_text,
-            "issue": r.issue,
-        }
-        for r in fidelity.regions
-    ]
-    return data
 
 
 def frame(kind: str, variant_index: int | None, **fields: Any) -> Frame:
@@ -310,6 +277,10 @@ class FrameBuilder:
                 "rolledBack": r.rolled_back,
             }
             out.append(self._f("refineRound", v, data=data))
+        elif kind == "unrequested_changes":
+            # Ours: what an update changed beyond the selected element (docs/fidelity.md).
+            data = changes_frame(event.unrequested_changes)
+            out.append(self._f("unrequestedChanges", v, data=data))
         return out
 
     def _entry_write(self, index: int, path: str, out: list[Frame]) -> bool:

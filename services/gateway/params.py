@@ -139,6 +139,11 @@ def _read_prompt(params: dict[str, Any], request: pb.GenerateCodeRequest) -> Non
     request.prompt.text = text or ""
     if full_text is not None and full_text.strip():
         request.prompt.full_text = full_text
+    # Upstream's UI sends the selected element beside fullText (which carries it for the
+    # model); the agent checks the update's changes beyond it (docs/fidelity.md).
+    selected = _optional(prompt, "selectedElementHtml", str, "prompt.")
+    if selected is not None and selected.strip():
+        request.prompt.selected_element_html = selected
     # Upstream drops the non-string items of these lists.
     request.prompt.images.extend(_strings(_optional(prompt, "images", list, "prompt.")))
     request.prompt.videos.extend(_strings(_optional(prompt, "videos", list, "prompt.")))

@@ -188,6 +188,8 @@ def update_request(
         request.prompt.full_text = (
             f"{instruction}\n\nMake the change to this element of the page:\n{selected_element}"
         )
+        # Also on its own: the agent checks what the update changes beyond it.
+        request.prompt.selected_element_html = selected_element
     entry = variant.code or variant.files[0].content
     request.history.add(role=pb.ROLE_ASSISTANT, text=entry)
     request.history.add(role=pb.ROLE_USER, text=instruction)

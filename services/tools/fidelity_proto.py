@@ -5,6 +5,8 @@ from __future__ import annotations
 from s2c.common.v1 import common_pb2
 from s2c.tools.v1 import tool_service_pb2 as pb
 
+from services.fidelity.changes import Box
+from services.tools.changes import WidthChanges
 from services.tools.fidelity import FidelityOutcome
 
 
@@ -39,3 +41,25 @@ def fidelity_response(outcome: FidelityOutcome) -> pb.ScoreFidelityResponse:
         ],
         comparison_png=outcome.comparison_png,
     )
+
+
+def changes_response(widths: tuple[WidthChanges, ...]) -> pb.CompareRendersResponse:
+    return pb.CompareRendersResponse(widths=[_width_proto(w) for w in widths])
+
+
+def _width_proto(width: WidthChanges) -> common_pb2.ChangedWidth:
+    out = common_pb2.ChangedWidth(
+        viewport_width=width.width,
+        unavailable_reason=width.unavailable_reason,
+        regions=[
+            _region(c.box, before_text=c.before_text, after_text=c.after_text)
+            for c in width.changes
+        ],
+    )
+    if width.target is not None:
+        out.target.CopyFrom(_region(width.target))
+    return out
+
+
+def _region(box: Box, **texts: str) -> common_pb2.ChangedRegion:
+    return common_pb2.ChangedRegion(x=box.x, y=box.y, width=box.width, height=box.height, **texts)

@@ -35,7 +35,7 @@ from services.common.tracing import incoming_context, tracer
 from services.tools.accessibility_proto import accessibility_proto
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
 from services.tools.fidelity import ScoringError
-from services.tools.fidelity_proto import fidelity_response
+from services.tools.fidelity_proto import changes_response, fidelity_response
 from services.tools.image_store import BadImageRef, ImageRef
 from services.tools.types import ToolContext, ToolFlags, ToolOutcome
 from services.tools.worker import ToolWorker
@@ -195,6 +195,30 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
             report = self._worker.accessibility_of(outcome)
             response.accessibility.CopyFrom(accessibility_proto(replace(report, path=request.path)))
         return response
+
+    async def CompareRenders(
+        self, request: pb.CompareRendersRequest, context: Context
+    ) -> pb.CompareRendersResponse:
+        remaining = context.time_remaining()
+        path = request.path or ENTRY_PATH
+        with tracer("s2c.tools").start_as_current_span(
+            "CompareRenders", context=incoming_context(context.invocation_metadata())
+        ):
+            try:
+                widths = await self._worker.changes.compare(
+                    FileState(path, request.before),
+                    FileState(path, request.after),
+                    tuple(FileState(f.path, f.content) for f in request.before_files),
+                    tuple(FileState(f.path, f.content) for f in request.after_files),
+                    widths=tuple(request.viewport_widths),
+                    selected=request.selected_element_html,
+                    timeout_s=remaining if remaining is not None else 60.0,
+                    owner=_owner(context),
+                )
+            except ScoringError as exc:
+                field, _, message = str(exc).partition(": ")
+                await abort_invalid(context, InvalidRequest([FieldViolation(field, message)]))
+        return changes_response(widths)
 
     async def BuildProject(
         self, request: pb.BuildProjectRequest, context: Context

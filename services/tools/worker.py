@@ -21,6 +21,7 @@ from services.tools.accessibility_tool import accessibility_handler
 from services.tools.asset_store import AssetStore
 from services.tools.browser_health import BrowserHealth
 from services.tools.capture import CaptureRequest, UrlCapturer
+from services.tools.changes import ChangeChecker
 from services.tools.compare_tool import NAME as COMPARE
 from services.tools.compare_tool import compare_handler
 from services.tools.definitions import ToolDefinition
@@ -94,6 +95,7 @@ class ToolWorker:
         self.fidelity = FidelityScorer(
             self.screenshotter, self.images, max_blocks=settings.fidelity_max_blocks, axe=self.axe
         )
+        self.changes = ChangeChecker(self.screenshotter)
         if self.screenshotter is not None:
             handlers["compare_with_reference"] = compare_handler(
                 self.fidelity, settings.tool_timeouts_s.get(COMPARE, 60.0)

@@ -49,3 +49,10 @@ class RecordingToolService(tpb_grpc.ToolServiceServicer):
         # Files only.
         built: tpb.BuildProjectResponse = await self.target.BuildProject(request)
         return built
+
+    async def CompareRenders(
+        self, request: tpb.CompareRendersRequest, context: object
+    ) -> tpb.CompareRendersResponse:
+        # Pages only.
+        compared: tpb.CompareRendersResponse = await self.target.CompareRenders(request)
+        return compared

@@ -328,6 +328,55 @@ def test_accessibility_is_a_frame_of_its_own_that_upstream_drops() -> None:
     ]
 
 
+def test_unrequested_changes_are_a_frame_of_their_own() -> None:
+    b = builder(Clock())
+    box = common_pb2.ChangedRegion(x=0, y=400, width=320, height=32)
+    changed = common_pb2.ChangedRegion(
+        x=40, y=500, width=300, height=32, before_text="Visit us", after_text="Closed"
+    )
+    report = pb.UnrequestedChanges(
+        check=0,
+        summary="1 region changed",
+        widths=[
+            common_pb2.ChangedWidth(viewport_width=1280, regions=[changed], target=box),
+            common_pb2.ChangedWidth(viewport_width=390, unavailable_reason="no render"),
+        ],
+    )
+    [frame] = b.on_event(event(0, unrequested_changes=report))
+    assert frame == {
+        "type": "unrequestedChanges",
+        "variantIndex": 0,
+        "data": {
+            "check": 0,
+            "summary": "1 region changed",
+            "widths": [
+                {
+                    "viewportWidth": 1280,
+                    "unavailableReason": "",
+                    "target": {"x": 0, "y": 400, "width": 320, "height": 32},
+                    "regions": [
+                        {
+                            "x": 40,
+                            "y": 500,
+                            "width": 300,
+                            "height": 32,
+                            "beforeText": "Visit us",
+                            "afterText": "Closed",
+                        }
+                    ],
+                },
+                {
+                    "viewportWidth": 390,
+                    "unavailableReason": "no render",
+                    "target": None,
+                    "regions": [],
+                },
+            ],
+        },
+    }
+    assert frame["type"] not in UPSTREAM_TYPES
+
+
 def test_a_refinement_round_is_a_frame_of_its_own() -> None:
     b = builder(Clock())
     scored = pb.RefineRound(round=2, score=0.6, rolled_back=True)

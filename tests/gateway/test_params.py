@@ -159,6 +159,26 @@ def test_every_upstream_shape_is_accepted() -> None:
     assert not update.option_codes
 
 
+def test_the_selected_element_reaches_the_agent_beside_the_instruction() -> None:
+    element = '<h1 id="t">Hi</h1>'
+    update = parse(
+        generationType="update",
+        prompt={
+            "text": "bigger",
+            "fullText": f"bigger referring to this element specifically: {element}",
+            "selectedElementHtml": element,
+            "images": [],
+        },
+        history=[{"role": "user", "text": "bigger", "images": []}],
+    )
+    assert update.prompt.selected_element_html == element
+    assert update.prompt.full_text.endswith(element)
+    blank = {"text": "t", "selectedElementHtml": " "}
+    assert not parse(inputMode="text", prompt=blank).prompt.selected_element_html
+    with pytest.raises(ParamsError, match=r"^Invalid params: prompt.selectedElementHtml must be"):
+        parse(inputMode="text", prompt={"text": "t", "selectedElementHtml": 3})
+
+
 def test_every_upstream_key_param_reaches_its_credential_source() -> None:
     request = parse(
         openAiApiKey="o", anthropicApiKey="a", geminiApiKey="g", replicateApiKey="r", x=1

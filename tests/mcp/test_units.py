@@ -12,6 +12,7 @@ from services.gateway.limits import CaptureLimiter, ClientLimiter
 from services.gateway.mcp_access import McpAccess
 from services.gateway.mcp_route import CLIENT_STATE, ClientAdmission
 from services.gateway.settings import GatewaySettings
+from services.mcp.arguments import update_request
 from services.mcp.results import generation_result
 
 TOKEN = "mcp-test-token-0123456789"
@@ -63,3 +64,15 @@ def test_a_failed_generation_is_a_tool_error_with_each_options_reason() -> None:
     assert "option 0 (gpt-x): failed, no files, unpriced: Rate limited: retry" in text
     # The same record read back is an answer, not an error.
     assert not generation_result(record, {}, with_files=False, ran=False).is_error
+
+
+def test_an_update_about_one_element_carries_it_for_the_change_check() -> None:
+    record = pb.Generation(
+        generation_id="g",
+        variants=[pb.VariantRecord(variant_index=0, code="<h1>Hi</h1><p>x</p>")],
+    )
+    request = update_request(record, 0, "Bigger", "<h1>Hi</h1>", "html_tailwind", 1)
+    assert request.prompt.selected_element_html == "<h1>Hi</h1>"
+    assert request.prompt.full_text.endswith("<h1>Hi</h1>")
+    plain = update_request(record, 0, "Bigger", " ", "html_tailwind", 1)
+    assert plain.prompt.selected_element_html == ""

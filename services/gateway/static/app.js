@@ -28,6 +28,7 @@ import {
   loadSettings,
   saveSettings,
 } from "./js/settings.js";
+import { SelectPanel } from "./js/select_panel.js";
 import { downloadable } from "./js/site.js";
 import { GENERIC_ERROR, applyFrame, endCommit, failureText, newCommit, runSummary, settled } from "./js/state.js";
 import { formatTotal } from "./js/usage.js";
@@ -90,6 +91,7 @@ const app = {
   cards: [],
 };
 const fullScreen = new FullScreen(() => app.cards);
+const selection = new SelectPanel($, (commit, index) => (app.viewed === commit ? app.cards[index] : null));
 
 // ---------------------------------------------------------------- toasts
 
@@ -213,12 +215,9 @@ function update() {
     els.updateInput.focus();
     return;
   }
-  if (!parent?.code.trim()) {
-    toast("The selected option has no code to update yet.", "error");
-    return;
-  }
-  const designSystem = inputs.designSystem();
-  const { params, variantHistory } = updateParams({ project: app.project, commit, parent, text, settings, sources, designSystem });
+  if (!parent?.code.trim()) return toast("The selected option has no code to update yet.", "error");
+  const [designSystem, selected] = [inputs.designSystem(), selection.html(commit, commit.selected)];
+  const { params, variantHistory } = updateParams({ project: app.project, commit, parent, text, settings, sources, designSystem, selected });
   const child = newCommit({
     kind: "update",
     label: truncate(text, 48),
@@ -228,6 +227,7 @@ function update() {
   });
   app.project.commits.push(child);
   els.updateInput.value = "";
+  selection.reset();
   start(child, params);
   layout.revealRun();
 }
@@ -393,6 +393,7 @@ function renderVersions() {
 function renderUpdatePanel() {
   const commit = app.viewed;
   els.updatePanel.hidden = !commit;
+  selection.render(commit, commit?.selected, busy());
   if (!commit) return;
   const version = app.project.commits.indexOf(commit) + 1;
   const parent = commit.variants[commit.selected];

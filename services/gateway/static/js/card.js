@@ -11,6 +11,7 @@ import { PreviewFrame } from "./preview.js";
 import { BUILT_PAGE, buildStatus, fileTree, isBuilt, projectFiles } from "./project.js";
 import { inlineProject, siteFiles } from "./site.js";
 import { formatAccessibility } from "./accessibility.js";
+import { ChangesOverlay } from "./changes.js";
 import { formatFidelity, formatRounds, overlayEntry, regionTitle } from "./fidelity.js";
 import { ScoresPanel } from "./scores.js";
 import { formatUsage } from "./usage.js";
@@ -116,6 +117,7 @@ export class VariantCard {
     this.overlay = h("div", { class: "fidelity-overlay", testid: `variant-${i}-regions`, "aria-hidden": "true", hidden: true });
     this.overlayShown = false;
     this.overlayKey = "";
+    this.changes = new ChangesOverlay(i);
     this.regionsButton = h(
       "button",
       { type: "button", class: "ghost-button regions-toggle", "aria-pressed": "false", testid: `variant-${i}-regions-toggle`, hidden: true, title: "Show where the page differs most from the screenshot", onclick: () => this.showRegions(!this.overlayShown) },
@@ -154,7 +156,7 @@ export class VariantCard {
       this.scores.el,
       toolbar,
       this.tabs,
-      h("div", { class: "variant-stage" }, this.preview.el, this.overlay, this.projectPanel, this.codeView),
+      h("div", { class: "variant-stage" }, this.preview.el, this.overlay, this.changes.el, this.projectPanel, this.codeView),
       this.activity.el,
     );
     this.el.addEventListener("click", (e) => {
@@ -210,6 +212,9 @@ export class VariantCard {
   /** The regions of the score of the page on show, at the width nearest the preview's. */
   _renderRegions() {
     const width = this.preview.viewport === "mobile" ? 390 : 1280;
+    const stageWidth = this.preview.el.getBoundingClientRect().width;
+    const onEntry = this.view === "preview" && this.page === "index.html";
+    this.changes.render(this.variant.changes, { shown: onEntry, width, stage: stageWidth });
     const entry = overlayEntry(this.variant.fidelity, this.page, width);
     this.regionsButton.hidden = !entry;
     this.overlay.hidden = !(entry && this.overlayShown && this.view === "preview");

@@ -21,6 +21,7 @@ import {
   rewriteCdnUrls,
 } from "./preview_assets.js";
 import { withKeyRelay } from "./framekeys.js";
+import { selectMessage, selectScript, selectedHtml } from "./select.js";
 
 const VIEWPORTS = {
   desktop: { width: 1280, height: 800 },
@@ -125,7 +126,7 @@ export class PreviewFrame {
     const info = await vendor();
     if (this.inflight?.seq !== seq) return;
     const rendered = rewriteCdnUrls(code, info, location.origin);
-    const page = withKeyRelay(injectReporter(rendered, reporterScript(seq)));
+    const page = withKeyRelay(injectReporter(rendered, reporterScript(seq) + selectScript(seq)));
     this.info = info;
     this.inflight.deadline = setTimeout(() => this._swap(seq), SWAP_DEADLINE_MS);
     this._layoutFrame(back);
@@ -181,6 +182,8 @@ export class PreviewFrame {
     this.failures = next.failures;
     this.el.dataset.rendered = String(seq);
     old.remove();
+    // A new page: the pick is gone with the old one, picking goes on in the new one.
+    if (this.selecting) this._postSelect(false);
     this._renderNotice();
     this._schedule();
   }
@@ -198,6 +201,9 @@ export class PreviewFrame {
       } else this.frontReady = true;
     } else if (data.kind === "applied" && current) {
       this._applied(data.version, true);
+    } else if (current && selectedHtml(data) !== null) {
+      this.selecting = false;
+      this.onSelected?.(selectedHtml(data));
     } else if (applyAssetMessage(back ? back.failures : this.failures, data) && !back) {
       this._renderNotice();
     }
@@ -210,6 +216,24 @@ export class PreviewFrame {
     this.notice.textContent = lines.join(" ");
     this.notice.title = lines.join("\n");
     this.notice.hidden = lines.length === 0;
+  }
+
+  /** Select and edit (select.js): picking on or off in the shown page; `onSelected(html)`
+   * hears of the element clicked, once, and picking ends there. */
+  setSelecting(on, onSelected = null) {
+    this.selecting = on;
+    if (onSelected) this.onSelected = onSelected;
+    this._postSelect(false);
+  }
+
+  /** Forgets the pick (its outline goes) and ends picking. */
+  clearSelection() {
+    this.selecting = false;
+    this._postSelect(true);
+  }
+
+  _postSelect(clear) {
+    this.frame.contentWindow?.postMessage(selectMessage(Boolean(this.selecting), clear), "*");
   }
 
   setWaitingText(text) {

@@ -7,6 +7,7 @@
 // re-attaches to the running generation instead of losing it, and to its append-only
 // code stream, so a streamed file arrives once instead of whole on every step.
 
+import { selectedPrompt } from "./select.js";
 import { credentialParams } from "./settings.js";
 
 export const NORMAL_CLOSE = 1000;
@@ -123,13 +124,14 @@ export function variantHistoryForUpdate(variant) {
  * instruction (`[]` when the parent only has code), fileState = its code, optionCodes = the
  * code of every variant of the commit, and the project's original input mode.
  */
-export function updateParams({ project, commit, parent, text, images = [], settings, sources = [], designSystem = null }) {
+export function updateParams({ project, commit, parent, text, images = [], settings, sources = [], designSystem = null, selected = null }) {
   const base = variantHistoryForUpdate(parent);
   const variantHistory = [...base, message("user", text, images)];
   const params = {
     generationType: "update",
     inputMode: project.inputMode,
-    prompt: { text, images: [...images], videos: [] },
+    // With an element picked in the preview (select.js), as upstream sends it.
+    prompt: { text, images: [...images], videos: [], ...selectedPrompt(text, selected) },
     history: base.length === 0 && parent.code.trim() ? [] : variantHistory,
     optionCodes: commit.variants.map((v) => v.code ?? ""),
     generatedCodeConfig: project.stack,

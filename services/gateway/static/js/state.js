@@ -4,6 +4,7 @@
 
 import { formatDuration, plural } from "./dom.js";
 import { addAccessibility } from "./accessibility.js";
+import { readChanges } from "./changes.js";
 import { addFidelity, addRound, bestVariant } from "./fidelity.js";
 import { buildReport } from "./project.js";
 import { addUsage } from "./usage.js";
@@ -28,6 +29,7 @@ export function newVariant(index, history = []) {
     usage: null, // tokens and cost summed over the variant's model turns (usage.js)
     fidelity: [], // scores against the input images, one per image (fidelity.js)
     rounds: [], // the page's score per refinement round (fidelity.js, `refineRound` frames)
+    changes: null, // an update's latest check beyond the selected element (changes.js)
     best: false, // the best-scoring option of its generation (fidelity.js)
     accessibility: [], // axe-core's checks, one per page and width (accessibility.js)
     startedAt: performance.now(),
@@ -238,6 +240,10 @@ export function applyFrame(commit, frame, now = performance.now()) {
       break;
     case "refineRound": // ours: a version of the page scored while it is refined
       variant.rounds = addRound(variant.rounds, frame.data);
+      change.header = true;
+      break;
+    case "unrequestedChanges": // ours: what an update changed beyond the selected element
+      variant.changes = readChanges(frame.data) ?? variant.changes;
       change.header = true;
       break;
     case "chunk": // legacy upstream frame: appends to the code

@@ -94,18 +94,20 @@ CAPTURE_FORMAT_PNG: CaptureFormat
 CAPTURE_FORMAT_JPEG: CaptureFormat
 
 class Prompt(_message.Message):
-    __slots__ = ("text", "full_text", "images", "videos", "image_meta")
+    __slots__ = ("text", "full_text", "images", "videos", "image_meta", "selected_element_html")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     FULL_TEXT_FIELD_NUMBER: _ClassVar[int]
     IMAGES_FIELD_NUMBER: _ClassVar[int]
     VIDEOS_FIELD_NUMBER: _ClassVar[int]
     IMAGE_META_FIELD_NUMBER: _ClassVar[int]
+    SELECTED_ELEMENT_HTML_FIELD_NUMBER: _ClassVar[int]
     text: str
     full_text: str
     images: _containers.RepeatedScalarFieldContainer[str]
     videos: _containers.RepeatedScalarFieldContainer[str]
     image_meta: _containers.RepeatedCompositeFieldContainer[ImageMeta]
-    def __init__(self, text: _Optional[str] = ..., full_text: _Optional[str] = ..., images: _Optional[_Iterable[str]] = ..., videos: _Optional[_Iterable[str]] = ..., image_meta: _Optional[_Iterable[_Union[ImageMeta, _Mapping]]] = ...) -> None: ...
+    selected_element_html: str
+    def __init__(self, text: _Optional[str] = ..., full_text: _Optional[str] = ..., images: _Optional[_Iterable[str]] = ..., videos: _Optional[_Iterable[str]] = ..., image_meta: _Optional[_Iterable[_Union[ImageMeta, _Mapping]]] = ..., selected_element_html: _Optional[str] = ...) -> None: ...
 
 class ImageMeta(_message.Message):
     __slots__ = ("viewport_width", "page")
@@ -168,7 +170,7 @@ class GenerateCodeRequest(_message.Message):
     def __init__(self, generation_id: _Optional[str] = ..., generation_type: _Optional[_Union[GenerationType, str]] = ..., input_mode: _Optional[_Union[InputMode, str]] = ..., stack: _Optional[_Union[Stack, str]] = ..., prompt: _Optional[_Union[Prompt, _Mapping]] = ..., history: _Optional[_Iterable[_Union[HistoryMessage, _Mapping]]] = ..., file_state: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., option_codes: _Optional[_Iterable[str]] = ..., asset_extraction_enabled: _Optional[bool] = ..., image_generation_enabled: _Optional[bool] = ..., design_system: _Optional[str] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., models: _Optional[_Iterable[str]] = ..., variant_count: _Optional[int] = ..., asset_base_url: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., score_fidelity: _Optional[bool] = ..., refine_rounds: _Optional[int] = ...) -> None: ...
 
 class GenerationEvent(_message.Message):
-    __slots__ = ("generation_id", "sequence", "variant_index", "event_id", "variant_count", "status", "assistant_delta", "thinking_delta", "tool_start", "tool_result", "code_delta", "code_snapshot", "usage", "variant_complete", "variant_error", "generation_error", "generation_complete", "fidelity", "accessibility", "refine_round")
+    __slots__ = ("generation_id", "sequence", "variant_index", "event_id", "variant_count", "status", "assistant_delta", "thinking_delta", "tool_start", "tool_result", "code_delta", "code_snapshot", "usage", "variant_complete", "variant_error", "generation_error", "generation_complete", "fidelity", "accessibility", "refine_round", "unrequested_changes")
     GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     VARIANT_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -189,6 +191,7 @@ class GenerationEvent(_message.Message):
     FIDELITY_FIELD_NUMBER: _ClassVar[int]
     ACCESSIBILITY_FIELD_NUMBER: _ClassVar[int]
     REFINE_ROUND_FIELD_NUMBER: _ClassVar[int]
+    UNREQUESTED_CHANGES_FIELD_NUMBER: _ClassVar[int]
     generation_id: str
     sequence: int
     variant_index: int
@@ -209,7 +212,8 @@ class GenerationEvent(_message.Message):
     fidelity: _common_pb2.Fidelity
     accessibility: _common_pb2.Accessibility
     refine_round: RefineRound
-    def __init__(self, generation_id: _Optional[str] = ..., sequence: _Optional[int] = ..., variant_index: _Optional[int] = ..., event_id: _Optional[str] = ..., variant_count: _Optional[_Union[VariantCount, _Mapping]] = ..., status: _Optional[_Union[Status, _Mapping]] = ..., assistant_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., thinking_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_start: _Optional[_Union[ToolStart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., code_delta: _Optional[_Union[CodeDelta, _Mapping]] = ..., code_snapshot: _Optional[_Union[CodeSnapshot, _Mapping]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., variant_complete: _Optional[_Union[VariantComplete, _Mapping]] = ..., variant_error: _Optional[_Union[VariantError, _Mapping]] = ..., generation_error: _Optional[_Union[GenerationError, _Mapping]] = ..., generation_complete: _Optional[_Union[GenerationComplete, _Mapping]] = ..., fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ..., accessibility: _Optional[_Union[_common_pb2.Accessibility, _Mapping]] = ..., refine_round: _Optional[_Union[RefineRound, _Mapping]] = ...) -> None: ...
+    unrequested_changes: UnrequestedChanges
+    def __init__(self, generation_id: _Optional[str] = ..., sequence: _Optional[int] = ..., variant_index: _Optional[int] = ..., event_id: _Optional[str] = ..., variant_count: _Optional[_Union[VariantCount, _Mapping]] = ..., status: _Optional[_Union[Status, _Mapping]] = ..., assistant_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., thinking_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., tool_start: _Optional[_Union[ToolStart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., code_delta: _Optional[_Union[CodeDelta, _Mapping]] = ..., code_snapshot: _Optional[_Union[CodeSnapshot, _Mapping]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., variant_complete: _Optional[_Union[VariantComplete, _Mapping]] = ..., variant_error: _Optional[_Union[VariantError, _Mapping]] = ..., generation_error: _Optional[_Union[GenerationError, _Mapping]] = ..., generation_complete: _Optional[_Union[GenerationComplete, _Mapping]] = ..., fidelity: _Optional[_Union[_common_pb2.Fidelity, _Mapping]] = ..., accessibility: _Optional[_Union[_common_pb2.Accessibility, _Mapping]] = ..., refine_round: _Optional[_Union[RefineRound, _Mapping]] = ..., unrequested_changes: _Optional[_Union[UnrequestedChanges, _Mapping]] = ...) -> None: ...
 
 class GenerateCodeResponse(_message.Message):
     __slots__ = ("events",)
@@ -352,7 +356,7 @@ class Generation(_message.Message):
     def __init__(self, generation_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., variants: _Optional[_Iterable[_Union[VariantRecord, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class VariantRecord(_message.Message):
-    __slots__ = ("variant_index", "model", "status", "error", "code", "usage", "tool_calls", "files", "fidelity", "accessibility", "refine_rounds")
+    __slots__ = ("variant_index", "model", "status", "error", "code", "usage", "tool_calls", "files", "fidelity", "accessibility", "refine_rounds", "unrequested_changes")
     VARIANT_INDEX_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -364,6 +368,7 @@ class VariantRecord(_message.Message):
     FIDELITY_FIELD_NUMBER: _ClassVar[int]
     ACCESSIBILITY_FIELD_NUMBER: _ClassVar[int]
     REFINE_ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    UNREQUESTED_CHANGES_FIELD_NUMBER: _ClassVar[int]
     variant_index: int
     model: str
     status: RunStatus
@@ -375,7 +380,18 @@ class VariantRecord(_message.Message):
     fidelity: _containers.RepeatedCompositeFieldContainer[_common_pb2.Fidelity]
     accessibility: _containers.RepeatedCompositeFieldContainer[_common_pb2.Accessibility]
     refine_rounds: _containers.RepeatedCompositeFieldContainer[RefineRound]
-    def __init__(self, variant_index: _Optional[int] = ..., model: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., error: _Optional[str] = ..., code: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallRecord, _Mapping]]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., fidelity: _Optional[_Iterable[_Union[_common_pb2.Fidelity, _Mapping]]] = ..., accessibility: _Optional[_Iterable[_Union[_common_pb2.Accessibility, _Mapping]]] = ..., refine_rounds: _Optional[_Iterable[_Union[RefineRound, _Mapping]]] = ...) -> None: ...
+    unrequested_changes: _containers.RepeatedCompositeFieldContainer[UnrequestedChanges]
+    def __init__(self, variant_index: _Optional[int] = ..., model: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., error: _Optional[str] = ..., code: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallRecord, _Mapping]]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., fidelity: _Optional[_Iterable[_Union[_common_pb2.Fidelity, _Mapping]]] = ..., accessibility: _Optional[_Iterable[_Union[_common_pb2.Accessibility, _Mapping]]] = ..., refine_rounds: _Optional[_Iterable[_Union[RefineRound, _Mapping]]] = ..., unrequested_changes: _Optional[_Iterable[_Union[UnrequestedChanges, _Mapping]]] = ...) -> None: ...
+
+class UnrequestedChanges(_message.Message):
+    __slots__ = ("check", "widths", "summary")
+    CHECK_FIELD_NUMBER: _ClassVar[int]
+    WIDTHS_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    check: int
+    widths: _containers.RepeatedCompositeFieldContainer[_common_pb2.ChangedWidth]
+    summary: str
+    def __init__(self, check: _Optional[int] = ..., widths: _Optional[_Iterable[_Union[_common_pb2.ChangedWidth, _Mapping]]] = ..., summary: _Optional[str] = ...) -> None: ...
 
 class RefineRound(_message.Message):
     __slots__ = ("round", "score", "rolled_back")

@@ -148,3 +148,31 @@ class AccessibilityNode(_message.Message):
     selector: str
     html: str
     def __init__(self, selector: _Optional[str] = ..., html: _Optional[str] = ...) -> None: ...
+
+class ChangedRegion(_message.Message):
+    __slots__ = ("x", "y", "width", "height", "before_text", "after_text")
+    X_FIELD_NUMBER: _ClassVar[int]
+    Y_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_TEXT_FIELD_NUMBER: _ClassVar[int]
+    AFTER_TEXT_FIELD_NUMBER: _ClassVar[int]
+    x: int
+    y: int
+    width: int
+    height: int
+    before_text: str
+    after_text: str
+    def __init__(self, x: _Optional[int] = ..., y: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., before_text: _Optional[str] = ..., after_text: _Optional[str] = ...) -> None: ...
+
+class ChangedWidth(_message.Message):
+    __slots__ = ("viewport_width", "regions", "target", "unavailable_reason")
+    VIEWPORT_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    REGIONS_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
+    viewport_width: int
+    regions: _containers.RepeatedCompositeFieldContainer[ChangedRegion]
+    target: ChangedRegion
+    unavailable_reason: str
+    def __init__(self, viewport_width: _Optional[int] = ..., regions: _Optional[_Iterable[_Union[ChangedRegion, _Mapping]]] = ..., target: _Optional[_Union[ChangedRegion, _Mapping]] = ..., unavailable_reason: _Optional[str] = ...) -> None: ...

@@ -256,3 +256,27 @@ class BuildProjectResponse(_message.Message):
     page: str
     errors: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, ok: _Optional[bool] = ..., page: _Optional[str] = ..., errors: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CompareRendersRequest(_message.Message):
+    __slots__ = ("before", "after", "before_files", "after_files", "path", "viewport_widths", "selected_element_html")
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FILES_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FILES_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    VIEWPORT_WIDTHS_FIELD_NUMBER: _ClassVar[int]
+    SELECTED_ELEMENT_HTML_FIELD_NUMBER: _ClassVar[int]
+    before: str
+    after: str
+    before_files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
+    after_files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
+    path: str
+    viewport_widths: _containers.RepeatedScalarFieldContainer[int]
+    selected_element_html: str
+    def __init__(self, before: _Optional[str] = ..., after: _Optional[str] = ..., before_files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., after_files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., path: _Optional[str] = ..., viewport_widths: _Optional[_Iterable[int]] = ..., selected_element_html: _Optional[str] = ...) -> None: ...
+
+class CompareRendersResponse(_message.Message):
+    __slots__ = ("widths",)
+    WIDTHS_FIELD_NUMBER: _ClassVar[int]
+    widths: _containers.RepeatedCompositeFieldContainer[_common_pb2.ChangedWidth]
+    def __init__(self, widths: _Optional[_Iterable[_Union[_common_pb2.ChangedWidth, _Mapping]]] = ...) -> None: ...

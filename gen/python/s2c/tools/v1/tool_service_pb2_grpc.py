@@ -62,6 +62,11 @@ class ToolServiceStub:
                 request_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectRequest.SerializeToString,
                 response_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectResponse.FromString,
                 _registered_method=True)
+        self.CompareRenders = channel.unary_unary(
+                '/s2c.tools.v1.ToolService/CompareRenders',
+                request_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CompareRendersRequest.SerializeToString,
+                response_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CompareRendersResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -123,6 +128,18 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CompareRenders(self, request, context):
+        """Renders two versions of a page (an update's previous page and its new one) at each
+        width and reports where they look different outside the selected element
+        (docs/fidelity.md, "Updates keep what was not asked for"). A width that cannot be
+        checked is an answer with its `unavailable_reason`, not a gRPC error. Errors:
+        INVALID_ARGUMENT (a blank version, no selected element, a width out of range,
+        more than 4 widths).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -150,6 +167,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.BuildProject,
                     request_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectRequest.FromString,
                     response_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectResponse.SerializeToString,
+            ),
+            'CompareRenders': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompareRenders,
+                    request_deserializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CompareRendersRequest.FromString,
+                    response_serializer=s2c_dot_tools_dot_v1_dot_tool__service__pb2.CompareRendersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -290,6 +312,33 @@ class ToolService:
             '/s2c.tools.v1.ToolService/BuildProject',
             s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectRequest.SerializeToString,
             s2c_dot_tools_dot_v1_dot_tool__service__pb2.BuildProjectResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompareRenders(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/s2c.tools.v1.ToolService/CompareRenders',
+            s2c_dot_tools_dot_v1_dot_tool__service__pb2.CompareRendersRequest.SerializeToString,
+            s2c_dot_tools_dot_v1_dot_tool__service__pb2.CompareRendersResponse.FromString,
             options,
             channel_credentials,
             insecure,

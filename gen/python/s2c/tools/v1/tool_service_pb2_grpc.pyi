@@ -69,6 +69,14 @@ class ToolServiceStub:
     answer (`ok` false, with its errors), not an error; INVALID_ARGUMENT for an unset
     `build` or no files.
     """
+    CompareRenders: _grpc.UnaryUnaryMultiCallable[_tool_service_pb2.CompareRendersRequest, _tool_service_pb2.CompareRendersResponse]
+    """Renders two versions of a page (an update's previous page and its new one) at each
+    width and reports where they look different outside the selected element
+    (docs/fidelity.md, "Updates keep what was not asked for"). A width that cannot be
+    checked is an answer with its `unavailable_reason`, not a gRPC error. Errors:
+    INVALID_ARGUMENT (a blank version, no selected element, a width out of range,
+    more than 4 widths).
+    """
 
 @_typing.type_check_only
 class ToolServiceAsyncStub(ToolServiceStub):
@@ -110,6 +118,14 @@ class ToolServiceAsyncStub(ToolServiceStub):
     the live preview while its files stream (docs/react.md). A broken project is an
     answer (`ok` false, with its errors), not an error; INVALID_ARGUMENT for an unset
     `build` or no files.
+    """
+    CompareRenders: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.CompareRendersRequest, _tool_service_pb2.CompareRendersResponse]  # type: ignore[assignment]
+    """Renders two versions of a page (an update's previous page and its new one) at each
+    width and reports where they look different outside the selected element
+    (docs/fidelity.md, "Updates keep what was not asked for"). A width that cannot be
+    checked is an answer with its `unavailable_reason`, not a gRPC error. Errors:
+    INVALID_ARGUMENT (a blank version, no selected element, a width out of range,
+    more than 4 widths).
     """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -179,6 +195,20 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         the live preview while its files stream (docs/react.md). A broken project is an
         answer (`ok` false, with its errors), not an error; INVALID_ARGUMENT for an unset
         `build` or no files.
+        """
+
+    @_abc_1.abstractmethod
+    def CompareRenders(
+        self,
+        request: _tool_service_pb2.CompareRendersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tool_service_pb2.CompareRendersResponse, _abc.Awaitable[_tool_service_pb2.CompareRendersResponse]]:
+        """Renders two versions of a page (an update's previous page and its new one) at each
+        width and reports where they look different outside the selected element
+        (docs/fidelity.md, "Updates keep what was not asked for"). A width that cannot be
+        checked is an answer with its `unavailable_reason`, not a gRPC error. Errors:
+        INVALID_ARGUMENT (a blank version, no selected element, a width out of range,
+        more than 4 widths).
         """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
