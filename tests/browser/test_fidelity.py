@@ -44,8 +44,9 @@ async def test_the_ui_shows_a_badge_per_option_and_marks_the_best(
     tmp_path: Path, fake: FakeOpenAI, browser: Browser
 ) -> None:
     # The UI asks for no count: the agent runs its default four options on the one model.
-    fake.add_chat(create(OTHER), create(SAME), create(OTHER), create(SAME))
-    fake.add_chat(*[chat_turn([Text(["Built it."])])] * 4)
+    # Each option's first turn writes a page and its second ends, whatever their order.
+    fake.add_first_chat_turns(create(OTHER), create(SAME), create(OTHER), create(SAME))
+    fake.script_chat(chat_turn([Text(["Built it."])]))
     agent = AgentSettings(
         demo_pace_s=0.0,
         provider_max_retries=0,

@@ -432,6 +432,7 @@ class FakeOpenAI:
         self.base_url = ""
         self._queues: dict[str, deque[Reply]] = {RESPONSES_PATH: deque(), CHAT_PATH: deque()}
         self._script: tuple[Reply, ...] = ()
+        self._first_turns: deque[Reply] = deque()
         self._release = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._stopping = False
@@ -443,6 +444,13 @@ class FakeOpenAI:
     def add_chat(self, *replies: Reply) -> None:
         """Queues replies for `POST /v1/chat/completions`."""
         self._queues[CHAT_PATH].extend(replies)
+
+    def add_first_chat_turns(self, *replies: Reply) -> None:
+        """Replies for Chat Completions conversations that hold no assistant message yet,
+        first in, first out: several variants each get one for their first turn however
+        their later turns interleave with the others' first (those go to the queue or
+        the script)."""
+        self._first_turns.extend(replies)
 
     def script_chat(self, *replies: Reply) -> None:
         """Answers every Chat Completions conversation with `replies[n]` on its turn n (n:
@@ -550,8 +558,10 @@ class FakeOpenAI:
             body = {}
         self._record(request, body)
         queue = self._queues.get(path)
-        if not queue and path == CHAT_PATH and self._script:
-            turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+        turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+        if path == CHAT_PATH and turn == 0 and self._first_turns:
+            queue = deque([self._first_turns.popleft()])
+        elif not queue and path == CHAT_PATH and self._script:
             queue = deque([self._script[min(turn, len(self._script) - 1)]])
         if not queue:
             nothing = http_error(500, f"FakeOpenAI: no reply queued for {request.path}")
