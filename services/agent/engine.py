@@ -12,7 +12,8 @@ import asyncio
 import math
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from services.agent import pricing
@@ -54,6 +55,7 @@ from services.common.tracing import tracer
 
 DEFAULT_PATH = "index.html"
 COMPARE_TOOL = "compare_with_reference"
+ACCESSIBILITY_TOOL = "check_accessibility"
 # Turns in which a variant's model may ask for more calls than a turn may make: the
 # calls past the bound are dropped (and the model told), and past this many such turns
 # the variant stops: a model that floods after being told once will not stop on its own.
@@ -108,9 +110,12 @@ class VariantEngine:
     file: FileState | None = None
     max_turns: int = 30
     max_tool_calls_per_turn: int = 16
-    # compare_with_reference renders and reads a screenshot: capped per variant.
-    max_compares: int = 3
-    compares: int = 0
+    # The tools that render the page again (a score, an axe-core run), each capped per
+    # variant: a model looping on them would spend the tool workers' browser.
+    max_checks: Mapping[str, int] = field(
+        default_factory=lambda: {COMPARE_TOOL: 3, ACCESSIBILITY_TOOL: 3}
+    )
+    checks: Counter[str] = field(default_factory=Counter)
     deadline: float = float("inf")  # time.monotonic(); tool calls get what is left
     preview_replay: PreviewReplay = field(default_factory=PreviewReplay)
     priced: bool = False  # said on every `usage` event, so a client can tell unpriced from $0
@@ -232,12 +237,12 @@ class VariantEngine:
         self.budget.check(self.session)
         if (refusal := self._new_file_refusal(call)) is not None:
             return self._refuse(call, refusal, stream)
-        if call.name == COMPARE_TOOL:
-            self.compares += 1
-            if self.compares > self.max_compares:
+        if (cap := self.max_checks.get(call.name)) is not None:
+            self.checks[call.name] += 1
+            if self.checks[call.name] > cap:
                 message = (
-                    f"{COMPARE_TOOL} may run at most {self.max_compares} times per option; "
-                    "this call was not run. Fix what the last comparison listed."
+                    f"{call.name} may run at most {cap} times per option; this call was "
+                    "not run. Fix what the last check listed."
                 )
                 return self._refuse(call, message, stream)
         if call.id not in stream.started_calls:

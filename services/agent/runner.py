@@ -18,7 +18,14 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from services.agent.domain import FileState, VariantRecord
-from services.agent.engine import CostBudget, EngineError, PreviewReplay, VariantEngine
+from services.agent.engine import (
+    ACCESSIBILITY_TOOL,
+    COMPARE_TOOL,
+    CostBudget,
+    EngineError,
+    PreviewReplay,
+    VariantEngine,
+)
 from services.agent.events import (
     Accessibility,
     Fidelity,
@@ -177,7 +184,10 @@ class Runner:
                 files={f.path: f for f in plan.request.files},
                 max_turns=settings.max_turns,
                 max_tool_calls_per_turn=settings.max_tool_calls_per_turn,
-                max_compares=settings.max_compares_per_variant,
+                max_checks={
+                    COMPARE_TOOL: settings.max_compares_per_variant,
+                    ACCESSIBILITY_TOOL: settings.max_accessibility_checks_per_variant,
+                },
                 deadline=generation.deadline,
                 preview_replay=PreviewReplay(settings.preview_replay_s),
                 priced=state.priced,

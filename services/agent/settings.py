@@ -139,9 +139,11 @@ class AgentSettings:
     preview_replay_s: float = 1.0
     # Fidelity (docs/eval.md): each finished variant of a request with input images is
     # scored against them by the tool workers, within this many seconds (0: never scored);
-    # and the most `compare_with_reference` calls one variant may make.
+    # and the most `compare_with_reference` (and `check_accessibility`) calls one variant
+    # may make.
     fidelity_timeout_s: float = 30.0
     max_compares_per_variant: int = 3
+    max_accessibility_checks_per_variant: int = 3
     # Each scored render is also checked by axe-core (docs/accessibility.md;
     # S2C_ACCESSIBILITY=0: not checked, and no `accessibility` events).
     accessibility_enabled: bool = True
@@ -209,6 +211,9 @@ class AgentSettings:
             preview_replay_s=int(env.get("S2C_PREVIEW_REPLAY_MS", "1000")) / 1000,
             fidelity_timeout_s=float(env.get("S2C_FIDELITY_TIMEOUT_S", "30")),
             max_compares_per_variant=int(env.get("S2C_MAX_COMPARES_PER_VARIANT", "3")),
+            max_accessibility_checks_per_variant=int(
+                env.get("S2C_MAX_ACCESSIBILITY_CHECKS_PER_VARIANT", "3")
+            ),
             accessibility_enabled=env.get("S2C_ACCESSIBILITY", "1").strip() != "0",
             refine_target=float(env.get("S2C_REFINE_TARGET", "0.9")),
             refine_rounds=int(env.get("S2C_REFINE_ROUNDS", "1")),

@@ -108,6 +108,30 @@ async def test_a_text_mode_page_is_held_to_what_the_other_files_leave_of_the_pro
     assert [p.text for _, p in emitted if isinstance(p, ev.CodeDelta)] == ["y" * 40]
 
 
+async def test_the_page_checks_are_capped_per_option_each_on_its_own() -> None:
+    """compare_with_reference and check_accessibility render the page again: past their
+    caps a call is refused, never run, and the other tool's calls still count alone."""
+    names = ["check_accessibility"] * 3 + ["compare_with_reference"] * 2
+    turns = [ScriptedTurn((call_tool(f"c{i}", name, {}),)) for i, name in enumerate(names)]
+    turns.append(ScriptedTurn((Say(("done",)),)))
+    emitted: Emitted = []
+    variant, tools = engine(turns, emitted, ToolContext(), SITE)
+    variant.max_checks = {"check_accessibility": 2, "compare_with_reference": 2}
+
+    await variant.run()
+
+    assert tools.calls == names[:2] + names[3:]  # the third check_accessibility never ran
+    session = variant.session
+    assert isinstance(session, ScriptedSession)
+    refused = session.tool_results[2][0]
+    assert refused.result == {
+        "error": "check_accessibility may run at most 2 times per option; this call was not "
+        "run. Fix what the last check listed."
+    }
+    settings = AgentSettings.from_env({"S2C_MAX_ACCESSIBILITY_CHECKS_PER_VARIANT": "5"})
+    assert settings.max_accessibility_checks_per_variant == 5
+
+
 def test_the_bounds_are_settings_of_the_agent() -> None:
     default = AgentSettings()
     assert (default.max_project_files, default.max_tool_calls_per_turn) == (64, 16)
