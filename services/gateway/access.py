@@ -295,6 +295,20 @@ class FrameLimitedWebSocketResponse(web.WebSocketResponse[Literal[True]]):
         super().__init__(max_msg_size=max_msg_size, autoclose=False, **kwargs)
         self._frame_limit = max_msg_size
 
+    def _reset_heartbeat(self) -> None:
+        # aiohttp (3.14) arms the heartbeat again when data arrives after the close (the
+        # client's own close frame): the closed socket, its request and buffers then live
+        # until that ping and its pong wait have run out, ~30 s. At a few hundred
+        # connections a second that held 35-65 MB (tests/e2e/test_fuzz.py).
+        if not self.closed:
+            super()._reset_heartbeat()
+
+    def _send_heartbeat(self) -> None:
+        if self.closed:
+            self._heartbeat_cb = None
+            return
+        super()._send_heartbeat()
+
     async def receive(self, timeout: float | None = None) -> WSMessageDecodeText:  # noqa: ASYNC109
         """Answers a close with the client's own code, as upstream's server does: the
         upstream UI tells a cancel (4333) from success (1000) by the code it gets back."""
