@@ -112,7 +112,9 @@ async def test_an_element_picked_in_the_preview_goes_with_the_update(
         update = generations(suite)[1]
     assert params["prompt"]["selectedElementHtml"] == HEADING
     assert params["prompt"]["fullText"] == (
-        f"{INSTRUCTION} referring to this element specifically: {HEADING}"
+        f"{INSTRUCTION}\n\nApply the change to this specific element, which the user selected "
+        f"in the preview:\n```html\n{HEADING}\n```\nThe snippet is the element as the browser "
+        "rendered it (its DOM), which can differ from the source."
     )
     assert params["prompt"]["text"] == INSTRUCTION
     assert update.request.prompt.selected_element_html == HEADING

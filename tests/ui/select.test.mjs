@@ -6,15 +6,24 @@ import { test } from "node:test";
 
 import { changeTitle, readChanges } from "../../services/gateway/static/js/changes.js";
 import { updateParams } from "../../services/gateway/static/js/protocol.js";
-import { MAX_SELECTED_HTML, describeElement, selectedHtml, selectedPrompt } from "../../services/gateway/static/js/select.js";
+import { MAX_QUOTED_HTML, MAX_SELECTED_HTML, describeElement, selectedHtml, selectedPrompt } from "../../services/gateway/static/js/select.js";
 
 const H1 = '<h1 id="title" class="big">Fresh   bread</h1>';
 
 test("the picked element rides in fullText and beside it, as upstream sends it", () => {
   assert.deepEqual(selectedPrompt("Bigger", H1), {
-    fullText: `Bigger referring to this element specifically: ${H1}`,
+    fullText:
+      "Bigger\n\nApply the change to this specific element, which the user selected in the preview:\n" +
+      "```html\n" + H1 + "\n```\n" +
+      "The snippet is the element as the browser rendered it (its DOM), which can differ from the source.",
     selectedElementHtml: H1,
   });
+  // A long element is cut in the quote, as upstream's UI cuts it, but goes whole beside it.
+  const long = `<p>${"x".repeat(MAX_QUOTED_HTML)}</p>`;
+  const cut = selectedPrompt("Bigger", long);
+  assert.equal(cut.selectedElementHtml, long);
+  assert.ok(cut.fullText.includes(`${long.slice(0, MAX_QUOTED_HTML)}\n<!-- cut -->\n\`\`\``));
+  assert.ok(!cut.fullText.includes(long));
   assert.deepEqual(selectedPrompt("Bigger", null), {});
   const parent = { code: "<h1>x</h1>", history: [], files: {} };
   const commit = { variants: [parent] };

@@ -7,9 +7,9 @@
 // is the page's, as upstream's select-and-edit sends it.
 
 const MESSAGE_TAG = "s2c-preview";
-// Upstream's words between the instruction and the element in `fullText`.
-const REFERRING = " referring to this element specifically: ";
 export const MAX_SELECTED_HTML = 100_000;
+// The element as `fullText` quotes it for the model, as upstream's UI cuts it.
+export const MAX_QUOTED_HTML = 12_000;
 
 /** The in-frame script: `seq` tells this render's messages from a stale frame's. */
 export function selectScript(seq) {
@@ -68,10 +68,17 @@ export function selectedHtml(data) {
   return data.html.length <= MAX_SELECTED_HTML ? data.html : null;
 }
 
-/** The update's prompt: as upstream sends it, the element in `fullText` and beside it. */
+/** The update's prompt: as upstream's UI builds it (docs/browser-protocol.md), the
+ * instruction, then the element quoted in an html fence and a note that it is the rendered
+ * DOM in `fullText` (for the model); the element whole beside it (for the change check). */
 export function selectedPrompt(text, html) {
   if (!html) return {};
-  return { fullText: `${text}${REFERRING}${html}`, selectedElementHtml: html };
+  const quoted = html.length > MAX_QUOTED_HTML ? `${html.slice(0, MAX_QUOTED_HTML)}\n<!-- cut -->` : html;
+  const fullText =
+    `${text}\n\nApply the change to this specific element, which the user selected in the preview:\n` +
+    "```html\n" + quoted + "\n```\n" +
+    "The snippet is the element as the browser rendered it (its DOM), which can differ from the source.";
+  return { fullText, selectedElementHtml: html };
 }
 
 /** A short name of the element for the panel: `<h1 id="title">` and its text. */
