@@ -351,18 +351,13 @@ async def close_delays(runs: int) -> None:
     from services.gateway.settings import GatewaySettings
     from services.tools.settings import ToolsSettings
     from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
-    from tests.suite import create_params, running_suite
+    from tests.suite import create_params, local_model, running_suite
 
     print(f"Seconds from the last variantComplete to the close, image create of {OPTIONS} options")
     print(f"{'socket':52} {'after last':>10} {'whole':>6}")
     async with FakeOpenAI() as fake:
-        agent = AgentSettings(
-            demo_pace_s=0.0,
-            provider_max_retries=0,
-            pinned_models=("local:tiny",),
-            local_models=("tiny",),
-            local_base_url=fake.base_url,
-            preview_replay_s=0.0,
+        agent = local_model(
+            fake.base_url,
             # Scores only: a refinement round would be a model turn before variantComplete.
             refine_rounds=0,
         )

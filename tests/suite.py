@@ -88,6 +88,21 @@ def fake_providers(**base_urls: str) -> AgentSettings:
     )
 
 
+def local_model(base_url: str, **overrides: Any) -> AgentSettings:
+    """The agent running every option on one OpenAI-compatible model, `local:tiny`, served
+    by a fake at `base_url`: no retries (a scripted failure shows at once), the demo
+    unpaced and no preview replayed; `overrides` set any other field."""
+    settings = AgentSettings(
+        demo_pace_s=0.0,
+        provider_max_retries=0,
+        pinned_models=("local:tiny",),
+        local_models=("tiny",),
+        local_base_url=base_url,
+        preview_replay_s=0.0,
+    )
+    return replace(settings, **overrides)
+
+
 @dataclass
 class WsResult:
     frames: list[dict[str, Any]] = field(default_factory=list)

@@ -17,12 +17,11 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, expect
 
-from services.agent.settings import AgentSettings
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM, load_ui, local_page
 from tests.e2e.test_fidelity import OTHER, SAME
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, SseReply, Text, chat_turn
-from tests.suite import running_suite
+from tests.suite import local_model, running_suite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -47,13 +46,8 @@ async def test_the_ui_shows_a_badge_per_option_and_marks_the_best(
     # Each option's first turn writes a page and its second ends, whatever their order.
     fake.add_first_chat_turns(create(OTHER), create(SAME), create(OTHER), create(SAME))
     fake.script_chat(chat_turn([Text(["Built it."])]))
-    agent = AgentSettings(
-        demo_pace_s=0.0,
-        provider_max_retries=0,
-        pinned_models=("local:tiny",),
-        local_models=("tiny",),
-        local_base_url=fake.base_url,
-        preview_replay_s=0.0,
+    agent = local_model(
+        fake.base_url,
         refine_rounds=0,  # scores only: refinement has its own tests (e2e/test_refine.py)
     )
     tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)

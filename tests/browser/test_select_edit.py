@@ -17,13 +17,12 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
 
-from services.agent.settings import AgentSettings
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM
 from tests.browser.test_ui import generations, open_ui, wait_complete
 from tests.e2e.test_update_guard import FOOTER, HEADING, NEW_FOOTER, NEW_HEADING, PAGE
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, SseReply, Text, chat_turn
-from tests.suite import running_suite
+from tests.suite import local_model, running_suite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -65,14 +64,7 @@ async def test_an_element_picked_in_the_preview_goes_with_the_update(
     fake.script_chat(
         call("create_file", path="index.html", content=PAGE), chat_turn([Text(["Built it."])])
     )
-    agent = AgentSettings(
-        demo_pace_s=0.0,
-        provider_max_retries=0,
-        pinned_models=("local:tiny",),
-        local_models=("tiny",),
-        local_base_url=fake.base_url,
-        preview_replay_s=0.0,
-    )
+    agent = local_model(fake.base_url)
     tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
     async with (
         running_suite(tmp_path, agent=agent, tools=tools) as suite,

@@ -22,13 +22,12 @@ import pytest_asyncio
 from PIL import Image, ImageDraw
 from playwright.async_api import Browser, Page, ViewportSize, expect
 
-from services.agent.settings import AgentSettings
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
 from services.fidelity.accessibility import AXE_FILE
 from services.tools.settings import ToolsSettings
 from tests.browser.pages import CHROMIUM, load_ui, local_page
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Pause, Text, chat_turn
-from tests.suite import Suite, running_suite
+from tests.suite import Suite, local_model, running_suite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -60,13 +59,8 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def suite(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> AsyncIterator[Suite]:
-    agent = AgentSettings(
-        demo_pace_s=0.0,
-        provider_max_retries=0,
-        pinned_models=("local:tiny",),
-        local_models=("tiny",),
-        local_base_url=fake.base_url,
-        preview_replay_s=0.0,
+    agent = local_model(
+        fake.base_url,
         refine_rounds=0,  # the scores as they come: refinement has its own tests
     )
     tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)

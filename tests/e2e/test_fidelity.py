@@ -24,7 +24,6 @@ from s2c.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from s2c.tools.v1 import tool_service_pb2 as tpb
 from s2c.tools.v1 import tool_service_pb2_grpc as tpb_grpc
 
-from services.agent.settings import AgentSettings
 from services.common.input_images import parse_input_image
 from services.gateway.access import AccessSettings
 from services.gateway.settings import GatewaySettings
@@ -34,7 +33,7 @@ from services.tools.viewports import Viewport
 from tests.browser.pages import CHROMIUM
 from tests.eval.test_scores import BLOCKS, Spec, page
 from tests.fakes.openai_server import FakeOpenAI, FunctionCall, Text, chat_turn
-from tests.suite import Suite, create_params, generation_events, run_ws, running_suite
+from tests.suite import Suite, create_params, generation_events, local_model, run_ws, running_suite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -59,13 +58,8 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def suite(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> AsyncIterator[Suite]:
-    agent = AgentSettings(
-        demo_pace_s=0.0,
-        provider_max_retries=0,
-        pinned_models=("local:tiny",),
-        local_models=("tiny",),
-        local_base_url=fake.base_url,
-        preview_replay_s=0.0,
+    agent = local_model(
+        fake.base_url,
         refine_rounds=0,  # scores only: refinement has its own tests (test_refine.py)
     )
     tools = ToolsSettings(screenshots_enabled=True, chromium_path=CHROMIUM)
