@@ -11,7 +11,6 @@ from s2c.agent.v1 import agent_service_pb2 as pb
 from s2c.common.v1 import common_pb2
 
 from services.agent import events as ev
-from services.agent.accessibility_proto import accessibility_to_proto
 from services.agent.changes_proto import changes_to_proto
 from services.agent.domain import (
     FileState,
@@ -26,6 +25,7 @@ from services.agent.domain import (
 from services.agent.fidelity_proto import fidelity_to_proto
 from services.agent.models import MAX_VARIANTS
 from services.agent.runstore import RunRecord
+from services.common.accessibility import report_to_proto
 from services.common.credentials import credentials_from_proto
 from services.common.errors import FieldViolation
 from services.common.proto_enums import enum_names
@@ -248,7 +248,7 @@ def event_to_proto(event: ev.Event, out: pb.GenerationEvent | None = None) -> pb
         case ev.Fidelity() as fidelity:
             out.fidelity.CopyFrom(fidelity_to_proto(fidelity))
         case ev.Accessibility() as check:
-            out.accessibility.CopyFrom(accessibility_to_proto(check))
+            out.accessibility.CopyFrom(report_to_proto(check))
         case ev.RefineRound() as refine_round:
             out.refine_round.CopyFrom(_round_to_proto(refine_round))
         case ev.UnrequestedChanges() as changes:
@@ -299,7 +299,7 @@ def run_to_proto(run: RunRecord) -> pb.Generation:
                 ],
                 files=_files_to_proto(variant.files),
                 fidelity=[fidelity_to_proto(f) for f in variant.fidelity],
-                accessibility=[accessibility_to_proto(a) for a in variant.accessibility],
+                accessibility=[report_to_proto(a) for a in variant.accessibility],
                 refine_rounds=[_round_to_proto(r) for r in variant.refine_rounds],
                 unrequested_changes=[changes_to_proto(c) for c in variant.unrequested_changes],
             )

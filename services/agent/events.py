@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from services.agent import pricing
+from services.common.accessibility import A11yReport
 from services.common.tool_types import FileState
 
 RunStatus = Literal["running", "completed", "failed", "cancelled", "interrupted"]
@@ -185,30 +186,8 @@ class UnrequestedChanges:
         return cls(data["check"], widths, data.get("summary", ""))
 
 
-@dataclass(frozen=True, slots=True)
-class AccessibilityViolation:
-    """An axe-core rule the page breaks: its elements as (selector, HTML) pairs."""
-
-    rule_id: str
-    impact: str  # critical, serious, moderate or minor
-    help: str
-    help_url: str
-    node_count: int  # every element that breaks it; `nodes` holds the first ten
-    nodes: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Accessibility:
-    """A variant's page checked by axe-core at one width (docs/accessibility.md); `score`
-    is None, and there are no violations, when `unavailable_reason` says why."""
-
-    viewport_width: int
-    path: str = ""  # the project file checked; empty: the entry page
-    score: float | None = None
-    violations: tuple[AccessibilityViolation, ...] = ()
-    rules_passed: int = 0
-    engine: str = ""
-    unavailable_reason: str = ""
+# A variant's page checked by axe-core at one width: the tool workers' report, as is.
+Accessibility = A11yReport
 
 
 @dataclass(frozen=True, slots=True)

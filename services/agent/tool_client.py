@@ -17,13 +17,13 @@ from s2c.common.v1 import common_pb2
 from s2c.tools.v1 import tool_service_pb2 as pb
 from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
-from services.agent.accessibility_proto import accessibility_from_proto
 from services.agent.changes_proto import widths_from_proto
 from services.agent.domain import FileState
 from services.agent.events import ChangedWidth
 from services.agent.fidelity_proto import fidelity_from_proto, regions_from_proto
 from services.agent.providers.base import MediaPart, ToolCall, ToolSpec
 from services.agent.tooling import FidelityAnswer, ToolContext, ToolOffer, ToolOutcome
+from services.common.accessibility import report_from_proto
 from services.common.credentials import TOOL_IDS, Credentials, credentials_to_proto
 from services.common.errors import FieldViolation, bad_request_violations, error_info
 from services.common.grpc_server import CHANNEL_OPTIONS
@@ -254,7 +254,7 @@ class GrpcToolExecutor:
         fidelity = fidelity_from_proto(response.fidelity)
         regions = regions_from_proto(response.regions)
         accessibility = (
-            accessibility_from_proto(response.accessibility)
+            report_from_proto(response.accessibility)
             if response.HasField("accessibility")
             else None
         )

@@ -18,9 +18,10 @@ from dataclasses import dataclass, replace
 from playwright.async_api import Browser, Page, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from services.common.accessibility import A11yReport
 from services.common.vendor import VendorCatalog
 from services.common.vendor_route import route_offline
-from services.fidelity.accessibility import A11yReport, AxeScript, report_from_js
+from services.fidelity.accessibility import AxeScript, report_from_js
 from services.fidelity.dom import EXTRACT_JS, blocks_from_js, words_from_js
 from services.fidelity.lines import Word
 from services.fidelity.metrics import PageBlocks

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from services.common.accessibility import A11yNode, A11yReport, A11yViolation
 from services.common.vendor import VendorCatalog, VendorError
 
 AXE_FILE = "axe-core/axe.min.js"
@@ -56,36 +56,6 @@ async () => {
   };
 }
 """
-
-
-@dataclass(frozen=True, slots=True)
-class A11yNode:
-    selector: str  # axe's CSS selector of the element
-    html: str  # its opening HTML, at most MAX_HTML_CHARS
-
-
-@dataclass(frozen=True, slots=True)
-class A11yViolation:
-    rule_id: str  # axe's rule id, e.g. `color-contrast`, `image-alt`
-    impact: str  # critical, serious, moderate or minor
-    help: str
-    help_url: str
-    node_count: int  # every element that breaks it; `nodes` holds the first MAX_NODES
-    nodes: tuple[A11yNode, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class A11yReport:
-    """The check of one page at one width: the score and violations, or why there are
-    none (`unavailable_reason`; `score` is then None, never a 0 that looks like one)."""
-
-    viewport_width: int
-    path: str = ""
-    score: float | None = None
-    violations: tuple[A11yViolation, ...] = ()
-    rules_passed: int = 0
-    engine: str = ""
-    unavailable_reason: str = ""
 
 
 class AxeScript:

@@ -23,11 +23,12 @@ from typing import Any, TypeVar
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
+from services.common.accessibility import A11yReport
 from services.common.images import ImageDecoder, ImageRefused
 from services.common.input_images import InputImage
 from services.common.project_paths import is_html, path_problem
 from services.common.tool_types import FileState
-from services.fidelity.accessibility import A11yReport, AxeScript, report_from_js
+from services.fidelity.accessibility import AxeScript, report_from_js
 from services.fidelity.dom import EXTRACT_JS, words_from_js
 from services.fidelity.metrics import Scores
 from services.fidelity.ocr import OcrError, OcrPage, ocr_page, tesseract_available

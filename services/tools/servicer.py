@@ -13,6 +13,7 @@ from s2c.common.v1 import common_pb2
 from s2c.tools.v1 import tool_service_pb2 as pb
 from s2c.tools.v1 import tool_service_pb2_grpc as pb_grpc
 
+from services.common.accessibility import report_to_proto
 from services.common.credentials import Credentials, credentials_from_proto
 from services.common.errors import (
     FieldViolation,
@@ -32,7 +33,6 @@ from services.common.react_project import BUILT_PATH, ProjectBuild
 from services.common.structs import from_struct, to_struct
 from services.common.tool_types import OWNER_METADATA, FileState, ImageTag, MediaPart, ToolCall
 from services.common.tracing import incoming_context, tracer
-from services.tools.accessibility_proto import accessibility_proto
 from services.tools.capture import CaptureError, CaptureErrorKind, CaptureRequest, Device, Format
 from services.tools.fidelity import ScoringError
 from services.tools.fidelity_proto import changes_response, fidelity_response
@@ -193,7 +193,7 @@ class ToolServicer(pb_grpc.ToolServiceServicer):
         response = fidelity_response(replace(outcome, path=request.path))
         if request.check_accessibility:
             report = self._worker.accessibility_of(outcome)
-            response.accessibility.CopyFrom(accessibility_proto(replace(report, path=request.path)))
+            response.accessibility.CopyFrom(report_to_proto(replace(report, path=request.path)))
         return response
 
     async def CompareRenders(

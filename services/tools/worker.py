@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 
+from services.common.accessibility import A11yReport
 from services.common.credentials import Credentials
 from services.common.errors import FieldViolation
 from services.common.images import ImageDecoder
@@ -15,7 +16,7 @@ from services.common.project_paths import ProjectPaths
 from services.common.react_project import BUILT_PATH, ProjectBuild
 from services.common.tool_types import CapturedImage, FileState, ToolCall
 from services.common.vendor import load_or_none
-from services.fidelity.accessibility import A11yReport, AxeScript
+from services.fidelity.accessibility import AxeScript
 from services.tools.accessibility_tool import NAME as CHECK_A11Y
 from services.tools.accessibility_tool import accessibility_handler
 from services.tools.asset_store import AssetStore

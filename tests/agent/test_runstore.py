@@ -25,7 +25,6 @@ from services.agent.domain import (
 )
 from services.agent.events import (
     Accessibility,
-    AccessibilityViolation,
     Fidelity,
     FidelityRegion,
     RefineRound,
@@ -38,6 +37,7 @@ from services.agent.runstore_health import ObservedRunStore, RecordNotSaved, Sto
 from services.agent.runstore_postgres import PostgresRunStore
 from services.agent.runstore_sqlite import SqliteRunStore
 from services.agent.server import open_run_store
+from services.common.accessibility import A11yNode, A11yViolation
 from services.common.credentials import Credentials, Endpoint
 from services.common.storage import StorageHealth
 from tests.pg import PostgresServer, postgres_server
@@ -182,7 +182,7 @@ async def test_fidelity_scores_round_trip_unset_metrics_included(backend: Backen
     scored = Fidelity(0, 1000, 0.91, 1.0, 0.5, 0.75, 0.25, regions=(region,))
     unavailable = Fidelity(1, 0, unavailable_reason="no render: timed out")
     # The accessibility checks likewise, violations and their elements included.
-    violation = AccessibilityViolation("image-alt", "critical", "Alt", "u", 3, (("img", "<img>"),))
+    violation = A11yViolation("image-alt", "critical", "Alt", "u", 3, (A11yNode("img", "<img>"),))
     checked = Accessibility(390, "pricing.html", 0.75, (violation,), 21, "axe-core 4.14.1")
     checks = (checked, Accessibility(1000, unavailable_reason="no render: timed out"))
     first = VariantRecord(0, "demo", "completed", fidelity=(scored, unavailable))
