@@ -22,20 +22,17 @@ closed first.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from playwright.async_api import Browser, Page
 
-if TYPE_CHECKING:  # screenshot.py imports this module
-    from services.tools.viewports import Viewport
+from services.tools.viewports import Viewport, quietly
 
 MAX_USES = 50
 RESET_TIMEOUT_S = 5.0
 
-NewPage = Callable[[Browser, "Viewport"], Awaitable[Page]]
+NewPage = Callable[[Browser, Viewport], Awaitable[Page]]
 
 
 class KeptPages:
@@ -79,14 +76,14 @@ class KeptPages:
                 raise
             except Exception:  # it crashed or closed while idle: a new one instead
                 self._uses.pop(page, None)
-                await _close(page)
+                await quietly(page.context.close())
         return None
 
     async def give_back(self, browser: Browser, page: Page, key: str) -> None:
         """After a render: the page reset and kept for `key`, or closed."""
         uses = self._uses.pop(page, MAX_USES) + 1
         if not key or uses >= MAX_USES or not browser.is_connected():
-            await _close(page)
+            await quietly(page.context.close())
             return
         done = asyncio.get_running_loop().create_future()
         self._resetting.setdefault(key, set()).add(done)
@@ -107,25 +104,18 @@ class KeptPages:
                 await page.evaluate("() => { window.name = '' }")
                 await page.context.clear_cookies()
         except Exception:
-            await _close(page)
+            await quietly(page.context.close())
             return
         self._uses[page] = uses
         self._idle[(key, page)] = browser
         while len(self._idle) > self._max_idle:
             (_, oldest), _ = self._idle.popitem(last=False)
             self._uses.pop(oldest, None)
-            await _close(oldest)
+            await quietly(oldest.context.close())
 
     async def close(self) -> None:
         idle = [page for _, page in self._idle]
         self._idle.clear()
         self._uses.clear()
         for page in idle:
-            await _close(page)
-
-
-async def _close(page: Page) -> None:
-    # A wedged or crashed browser must neither hang the caller nor raise at it.
-    with contextlib.suppress(Exception):
-        async with asyncio.timeout(RESET_TIMEOUT_S):
-            await page.context.close()
+            await quietly(page.context.close())

@@ -48,7 +48,7 @@ from services.tools.egress_proxy import (
 from services.tools.score_pages import KeptPages, NewPage
 from services.tools.slots import FairSlots
 from services.tools.spares import Spares
-from services.tools.viewports import DESKTOP, VIEWPORTS, Capture, Viewport, page_clip
+from services.tools.viewports import DESKTOP, VIEWPORTS, Capture, Viewport, page_clip, quietly
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,6 @@ _CHROMIUM_ARGS = (
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
-_CLOSE_TIMEOUT_S = 5.0
 # The pages one capture renders at once: the default desktop and mobile pair together, a
 # screenshot's many tagged widths two by two (twenty at once took 2.3 GB, issue 35).
 PAGES_AT_ONCE = 2
@@ -296,7 +295,7 @@ class Screenshotter:
         try:
             yield page
         finally:
-            self._in_background(_quietly(page.context.close()))
+            self._in_background(quietly(page.context.close()))
 
     async def close(self) -> None:
         async with self._lock:
@@ -306,9 +305,9 @@ class Screenshotter:
             browser, self._browser = self._browser, None
             driver, self._playwright = self._playwright, None
             if browser is not None:
-                await _quietly(browser.close())
+                await quietly(browser.close())
             if driver is not None:
-                await _quietly(driver.stop())
+                await quietly(driver.stop())
             await self._proxy.close()
 
     async def _ready_browser(self) -> Browser:
@@ -317,7 +316,7 @@ class Screenshotter:
                 return self._browser
             if self._browser is not None:
                 log.warning("Chromium disconnected; relaunching")
-                await _quietly(self._browser.close())
+                await quietly(self._browser.close())
                 self._browser = None
             try:
                 browser = await self._launch()
@@ -444,7 +443,7 @@ class Screenshotter:
             await context.route_web_socket(lambda _url: True, self._route_websocket)
             return page
         except BaseException:
-            await _quietly(context.close())
+            await quietly(context.close())
             raise
 
     def _restock(self) -> None:
@@ -478,10 +477,3 @@ class Screenshotter:
             log.info("websocket route failed (the page may be gone); closed", exc_info=True)
             with contextlib.suppress(Exception):
                 await socket.close(code=1011, reason="the preview sandbox failed")
-
-
-async def _quietly(closing: Any) -> None:
-    # Teardown of a crashed or wedged browser must neither hang the caller nor mask its error.
-    with contextlib.suppress(Exception):
-        async with asyncio.timeout(_CLOSE_TIMEOUT_S):
-            await closing

@@ -9,15 +9,12 @@ renderers never slows the capture that used them up. Each page is used once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from playwright.async_api import Browser, Page
 
-from services.tools.viewports import VIEWPORTS, Viewport
-
-CLOSE_TIMEOUT_S = 5.0
+from services.tools.viewports import VIEWPORTS, Viewport, quietly
 
 MakePage = Callable[[Browser, Viewport], Coroutine[Any, Any, Page]]
 
@@ -66,8 +63,6 @@ class Spares:
             spare.cancel()
             await asyncio.wait({spare})
             if not spare.cancelled() and spare.exception() is None:
-                with contextlib.suppress(Exception):
-                    async with asyncio.timeout(CLOSE_TIMEOUT_S):
-                        await spare.result().context.close()
+                await quietly(spare.result().context.close())
 
         self._in_background(close_it())

@@ -3,10 +3,17 @@ kept (`page_clip`) and the PNG taken in it."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import FloatRect, Page
+
+# How long closing a page, context, browser or driver may take before it is given up.
+CLOSE_TIMEOUT_S = 5.0
 
 _PAGE_SIZE_JS = (
     "() => [Math.max(document.documentElement.scrollWidth, "
@@ -63,3 +70,11 @@ async def page_clip(page: Page, max_width: int, max_height: int) -> FloatRect | 
         "width": min(max(width, 1), max_width),
         "height": min(max(height, 1), max_height),
     }
+
+
+async def quietly(closing: Awaitable[Any]) -> None:
+    """Awaits a teardown (a page's context closing, the browser's, the driver's): a crashed
+    or wedged browser must neither hang the caller nor raise at it."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(CLOSE_TIMEOUT_S):
+            await closing
