@@ -57,6 +57,12 @@ class RenderError(Exception):
     """The page could not be rendered (it hung, crashed the tab…)."""
 
 
+class _ScreenshotFailed(Exception):
+    """Chromium took no screenshot of a loaded page: under CPU contention it now and then
+    answers "Unable to capture screenshot" or never answers (docs/architecture.md,
+    "Stalled pages"); a fresh context renders the page."""
+
+
 def chromium_path() -> str:
     return os.environ.get("S2C_CHROMIUM_PATH") or DEFAULT_CHROMIUM
 
@@ -73,7 +79,17 @@ class Renderer:
         self, html: str, viewport: Viewport, *, accessibility: bool = False
     ) -> Rendering:
         """The page at `viewport`; with `accessibility`, also checked by axe-core in the
-        same load (docs/accessibility.md), unless axe-core is not installed."""
+        same load (docs/accessibility.md), unless axe-core is not installed. A failed
+        screenshot is taken once more, in a fresh context."""
+        try:
+            return await self._render(html, viewport, accessibility)
+        except _ScreenshotFailed:
+            try:
+                return await self._render(html, viewport, accessibility)
+            except _ScreenshotFailed as exc:
+                raise RenderError(str(exc)) from None
+
+    async def _render(self, html: str, viewport: Viewport, accessibility: bool) -> Rendering:
         context = await self._browser.new_context(
             viewport={"width": viewport.width, "height": viewport.height},
             device_scale_factor=1,
@@ -108,12 +124,15 @@ async def _capture(page: Page, viewport: Viewport) -> Rendering:
     data = await page.evaluate(EXTRACT_JS)
     blocks = blocks_from_js(data)
     height = min(max(int(blocks.height), viewport.height), MAX_HEIGHT_PX)
-    png = await page.screenshot(
-        full_page=True,
-        animations="disabled",
-        caret="hide",
-        clip={"x": 0, "y": 0, "width": viewport.width, "height": height},
-    )
+    try:
+        png = await page.screenshot(
+            full_page=True,
+            animations="disabled",
+            caret="hide",
+            clip={"x": 0, "y": 0, "width": viewport.width, "height": height},
+        )
+    except PlaywrightError as exc:
+        raise _ScreenshotFailed(exc.message.splitlines()[0] if exc.message else str(exc)) from None
     return Rendering(png, blocks, words_from_js(data, height))
 
 

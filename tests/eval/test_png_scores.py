@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from services.common.vendor import DEFAULT_VENDOR_DIR, VendorCatalog
-from services.eval.render import Renderer, Rendering, renderer
+from services.eval.render import Renderer, Rendering, Viewport, _ScreenshotFailed, renderer
 from services.eval.sets import load_set
 from services.fidelity.metrics import Scores
 from services.fidelity.ocr import OcrPage, ocr_page
@@ -115,3 +115,27 @@ async def test_a_blank_page_scores_zero_on_blocks(
     scores = values(await against(chromium, reference, "<!doctype html><html><body></body></html>"))
     assert [scores[m] for m in ("block_match", "text", "position", "color")] == [0, 0, 0, 0]
     assert scores["visual"] <= 0.8
+
+
+class _FailsFirstScreenshot(Renderer):
+    """A renderer whose first screenshot fails as Chromium's sometimes does under load."""
+
+    attempts = 0
+
+    async def _render(self, html: str, viewport: Viewport, accessibility: bool) -> Rendering:
+        self.attempts += 1
+        if self.attempts == 1:
+            raise _ScreenshotFailed("Protocol error (Page.captureScreenshot): Unable to capture")
+        return await super()._render(html, viewport, accessibility)
+
+
+async def test_a_failed_screenshot_is_rendered_again_in_a_fresh_context(
+    chromium: Renderer,
+) -> None:
+    retrying = _FailsFirstScreenshot(chromium._browser, None)
+
+    rendering = await retrying.render(page(BLOCKS), VIEWPORT)
+
+    assert retrying.attempts == 2
+    assert rendering.page is not None
+    assert rendering.png.startswith(b"\x89PNG")
