@@ -286,6 +286,9 @@ async def test_a_rolling_restart_then_a_gateway_crash_lose_no_generation(tmp_pat
         # A gateway: its resumable socket is sent on (1012), its upstream one kept open.
         gateway_wave, tasks = await wave(f, [(0, True), (0, False), (1, True)])
         await f.replace("gateways", 0)
+        # Booted before the next wave, so its generations do not run out while the new
+        # gateway starts (`replace` waits for that first).
+        await f.booted()
         # An agent: four generations through gateway 1, which takes its agents in turn,
         # so two run on each; both resumable browsers drop while agent-0 drains and
         # re-attach (served by the draining agent, or told 1013 and served after).
@@ -297,6 +300,7 @@ async def test_a_rolling_restart_then_a_gateway_crash_lose_no_generation(tmp_pat
                 b.drop.set()
 
         await f.replace("agents", 0, while_stopping=drop_resumables)
+        await f.booted()
         # A tool worker: the agents' calls go to the other one meanwhile.
         tools_wave, more = await wave(f, [(0, True), (0, False)])
         tasks += more
