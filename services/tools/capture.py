@@ -4,9 +4,10 @@ Not a model tool (`CaptureUrl` is its own RPC, so no model can ask for it). It b
 worker's one Chromium from the `Screenshotter`: each capture gets a fresh context (no
 cookies or storage shared with a preview or another capture) behind the same request
 routing and egress proxy, so every request the page makes, redirects included, can only
-reach public addresses. The target itself is vetted first, which is what gives a refused
-address its clear message; the final URL is vetted again because a plain-HTTP redirect to
-a refused address ends on the proxy's 403 page rather than in a navigation error.
+reach public addresses. The target itself is vetted first, before Chromium is even
+launched (a refusal needs no browser), which is what gives a refused address its clear
+message; the final URL is vetted again because a plain-HTTP redirect to a refused address
+ends on the proxy's 403 page rather than in a navigation error.
 
 Bounded four ways: one deadline for the whole capture (waiting for one of the captures'
 own slots included: previews have slots of their own, so a slow page never delays one),
@@ -140,11 +141,19 @@ class UrlCapturer:
     ) -> CapturedImage:
         """`timeout_s` can only shorten the configured deadline (the caller's gRPC deadline)."""
         url = validate_capture_url(request.url)
-        shooter = await self._ready_shooter()
+        shooter = self._enabled_shooter()
         target = network_target(url)
         assert target is not None  # validate_capture_url checked it
+        # Vetted before Chromium's first launch: a refusal needs no browser, and must not
+        # wait seconds for one to start on a loaded worker.
         if not await shooter.guard.vet(*target):
             raise CaptureError(CaptureErrorKind.REFUSED, refusal_message(url, target[0]))
+        if not await shooter.probe():
+            raise CaptureError(
+                CaptureErrorKind.UNAVAILABLE,
+                "URL capture is unavailable: Chromium could not be launched on the tool "
+                f"worker (S2C_CHROMIUM_PATH={shooter.settings.chromium_path})",
+            )
         limit_s = self.settings.timeout_s
         if timeout_s is not None:
             limit_s = min(limit_s, timeout_s)
@@ -156,18 +165,12 @@ class UrlCapturer:
                 CaptureErrorKind.TIMEOUT, f"Capturing {url} timed out after {limit_s:g} s"
             ) from None
 
-    async def _ready_shooter(self) -> Screenshotter:
+    def _enabled_shooter(self) -> Screenshotter:
         if self._shooter is None:
             raise CaptureError(
                 CaptureErrorKind.UNAVAILABLE,
                 "URL capture is unavailable: screenshots are turned off on the tool workers "
                 "(S2C_SCREENSHOTS=0)",
-            )
-        if not await self._shooter.probe():
-            raise CaptureError(
-                CaptureErrorKind.UNAVAILABLE,
-                "URL capture is unavailable: Chromium could not be launched on the tool "
-                f"worker (S2C_CHROMIUM_PATH={self._shooter.settings.chromium_path})",
             )
         return self._shooter
 

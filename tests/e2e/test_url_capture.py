@@ -169,9 +169,13 @@ async def test_each_failure_has_its_status_and_message(stack: Stack) -> None:
 
 
 async def test_workers_without_chromium_answer_503(tmp_path: Path) -> None:
-    tools = ToolsSettings(chromium_path=str(tmp_path / "no-chromium"))
+    # A name that passes the address check, so what answers is the missing browser.
+    tools = ToolsSettings(
+        chromium_path=str(tmp_path / "no-chromium"),
+        test_egress_routes={"page.test": ("127.0.0.1", 9)},
+    )
     async with running_suite(tmp_path, tools=tools) as suite:
-        status, body = await _post(f"{suite.http_url}/api/screenshot", {"url": "example.com"})
+        status, body = await _post(f"{suite.http_url}/api/screenshot", {"url": "page.test"})
     assert status == 503
     assert body["detail"].startswith(
         "URL capture is unavailable: Chromium could not be launched on the tool worker"

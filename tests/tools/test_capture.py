@@ -272,14 +272,27 @@ async def test_no_browser_is_unavailable_with_the_reason() -> None:
     assert "S2C_SCREENSHOTS=0" in await _fails(
         off, "https://example.com/", CaptureErrorKind.UNAVAILABLE
     )
-    missing = Screenshotter(ScreenshotSettings(chromium_path="/nonexistent/chromium"))
+    launches: list[BaseException | None] = []
+    missing = Screenshotter(
+        ScreenshotSettings(chromium_path="/nonexistent/chromium"),
+        resolver=_public_dns,
+        on_launch=launches.append,
+    )
     try:
         broken = UrlCapturer(missing, CaptureSettings())
+        # A refused address is refused without a browser: no launch to wait for.
+        await _fails(broken, "http://127.0.0.1/", CaptureErrorKind.REFUSED)
+        assert launches == []
         message = await _fails(broken, "https://example.com/", CaptureErrorKind.UNAVAILABLE)
+        assert len(launches) == 1
     finally:
         await missing.close()
     assert "Chromium could not be launched" in message
     assert "S2C_CHROMIUM_PATH=/nonexistent/chromium" in message
+
+
+async def _public_dns(host: str, port: int) -> Sequence[str]:
+    return ["93.184.215.14"]
 
 
 @pytest.mark.parametrize(
