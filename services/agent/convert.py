@@ -22,6 +22,7 @@ from services.agent.domain import (
     Prompt,
     Stack,
 )
+from services.agent.eventlog import MAX_CODE_BATCH_CHARS
 from services.agent.fidelity_proto import fidelity_to_proto
 from services.agent.models import MAX_VARIANTS
 from services.agent.runstore import RunRecord
@@ -137,6 +138,8 @@ def request_from_proto(
     violations += _check_create_input(request)
     if not 0 <= request.variant_count <= MAX_VARIANTS:
         violations.append(FieldViolation("variant_count", f"must be 0..{MAX_VARIANTS}"))
+    if not 0 <= request.code_batch_chars <= MAX_CODE_BATCH_CHARS:
+        violations.append(FieldViolation("code_batch_chars", f"must be 0..{MAX_CODE_BATCH_CHARS}"))
     file_state = None
     if request.HasField("file_state") and request.file_state.content.strip():
         file_state = FileState(request.file_state.path or "index.html", request.file_state.content)
@@ -177,6 +180,7 @@ def request_from_proto(
         asset_base_url=request.asset_base_url.rstrip("/"),
         score_fidelity=request.score_fidelity,
         refine_rounds=request.refine_rounds if request.HasField("refine_rounds") else None,
+        code_batch_chars=request.code_batch_chars,
     )
     return domain, violations
 

@@ -79,6 +79,9 @@ class GenerationRequest:
     # Refinement rounds each variant may take (proto `refine_rounds`); None: the agent's
     # default (S2C_REFINE_ROUNDS), always capped by S2C_REFINE_MAX_ROUNDS.
     refine_rounds: int | None = None
+    # Commit streamed code in batches of this many characters (proto `code_batch_chars`,
+    # eventlog.py); 0: each delta at once.
+    code_batch_chars: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,12 @@ shows the whole file, so every millisecond code waits here is one the preview la
 and the bytes are cut per event instead). Anything else (a tool start, a snapshot, a
 completion) commits every pending delta first and wakes watchers at once.
 
+A client that shows code only once it grew by some characters (upstream's `setCode`
+client: 40) says so (`code_batch_chars`), and then a variant's code is committed when
+that much of it waits (still at most once per code tick), or when its stream has been
+quiet for `CODE_QUIET_S`: each message is one the client acts on, and what it would not
+show yet costs no wake-up on either side (docs/architecture.md, "Code batches").
+
 One timer per generation and tick replaces a timer per stream, and watchers wake once
 per tick, reading everything committed since, so a batched stream carries many events per
 message. Committed events never change: sequence numbers are 1-based and gapless, and a
@@ -49,6 +55,13 @@ DEFAULT_TICK_S = 0.04
 DEFAULT_CODE_TICK_S = 0.01
 # The longest a loaded agent stretches the code tick to (CodePace): the text tick's.
 MAX_CODE_TICK_S = 0.04
+# With code batches: how long a variant's stream must pause before code short of a batch
+# is committed. Half the gateway's idle flush (preview_policy.idle_s), so a paused stream
+# still shows within 150 ms; a model's steady stream (a delta every 10-30 ms) never
+# pauses this long, so it costs nothing there.
+CODE_QUIET_S = 0.05
+# The largest `code_batch_chars` a request may ask for.
+MAX_CODE_BATCH_CHARS = 65_536
 
 Streamed = AssistantDelta | ThinkingDelta | CodeDelta
 
@@ -145,6 +158,7 @@ class _Stream:
     start: int = 0  # CodeDelta: offset of the pending text
     path: str = ""  # CodeDelta: the file (one per create_file call, so per event id)
     parts: list[str] = field(default_factory=list)  # pending, not yet committed
+    last_at: float = 0.0  # code batches: loop time of the latest delta
 
 
 class EventLog:
@@ -154,11 +168,16 @@ class EventLog:
         tick_s: float = DEFAULT_TICK_S,
         code_tick_s: float | None = None,
         pace: CodePace | None = None,
+        code_batch_chars: int = 0,
     ) -> None:
         """`pace`: the agent's shared code tick; without it a fixed one, `code_tick_s` (by
-        default the shorter of 10 ms and the text tick)."""
+        default the shorter of 10 ms and the text tick). `code_batch_chars`: commit code
+        in batches of that many characters (see the module doc); 0: each delta at once."""
         self._generation_id = generation_id
         self._tick_s = tick_s
+        self._batch_chars = code_batch_chars
+        self._code_timer: asyncio.TimerHandle | None = None
+        self._code_due = 0.0
         if pace is None:
             pace = CodePace(
                 base_s=min(tick_s, DEFAULT_CODE_TICK_S) if code_tick_s is None else code_tick_s
@@ -209,6 +228,9 @@ class EventLog:
                         self._arm(self._tick_s)
                     return
                 stream.end += len(payload.text)
+                if self._batch_chars:
+                    self._batched(variant_index, stream)
+                    return
                 if first_part:
                     wait = self._ticked_at + self._pace.tick_s - self._running_loop().time()
                     if wait <= 0:
@@ -252,6 +274,52 @@ class EventLog:
         self._timer = loop.call_at(due, self.tick)
         self._timer_due = due
 
+    def _batched(self, variant_index: int, stream: _Stream) -> None:
+        """A code delta joined `stream`: commits the variant's code when a batch of it
+        waits and the code tick allows, else makes sure the code timer comes in time."""
+        now = stream.last_at = self._running_loop().time()
+        tick_end = self._ticked_at + self._pace.tick_s
+        if stream.end - stream.start < self._batch_chars:
+            due = now + CODE_QUIET_S
+        elif now >= tick_end:
+            self._commit_variant(variant_index)
+            self._ticked_at = now
+            self._wake()
+            return
+        else:
+            due = tick_end
+        if self._code_timer is None or due < self._code_due:
+            if self._code_timer is not None:
+                self._code_timer.cancel()
+            self._code_timer = self._running_loop().call_at(due, self._code_timer_fired)
+            self._code_due = due
+
+    def _code_timer_fired(self) -> None:
+        """Commits the code that is due (a batch the tick held back, or a quiet stream's
+        rest) and waits for the next that will be: one timer per generation, moved only
+        when it fires rather than per delta."""
+        self._code_timer = None
+        now = self._running_loop().time()
+        tick_end = self._ticked_at + self._pace.tick_s
+        committed = False
+        next_due = float("inf")
+        for index, stream in list(self._open.items()):
+            if not stream.parts or stream.kind is not CodeDelta:
+                continue
+            full = stream.end - stream.start >= self._batch_chars
+            due = tick_end if full else stream.last_at + CODE_QUIET_S
+            if due <= now:
+                self._commit_variant(index)
+                committed = True
+            else:
+                next_due = min(next_due, due)
+        if committed:
+            self._ticked_at = now
+            self._wake()
+        if next_due < float("inf"):
+            self._code_timer = self._running_loop().call_at(next_due, self._code_timer_fired)
+            self._code_due = next_due
+
     def tick(self) -> None:
         """Commits every pending delta and wakes the watchers."""
         if self._timer is not None:
@@ -260,6 +328,9 @@ class EventLog:
         if self._loop is not None:
             self._ticked_at = self._loop.time()
         self._commit_all()
+        self._wake()
+
+    def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():  # a watcher that was cancelled meanwhile

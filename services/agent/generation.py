@@ -47,7 +47,9 @@ class Generation:
         self.variants: list[VariantRecord] = []
         self.deadline = float("inf")  # time.monotonic() by which the work must end
         self.task: asyncio.Task[None] | None = None
-        self.log = EventLog(generation_id, tick_s, pace=pace)
+        self.log = EventLog(
+            generation_id, tick_s, pace=pace, code_batch_chars=request.code_batch_chars
+        )
         # Why it was cancelled, in its run record's `error` ("" until someone cancels).
         self.cancelled_by = ""
         self._owners = 0

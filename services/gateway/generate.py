@@ -252,6 +252,11 @@ async def _generate(
             # Scored only for a client that shows the scores, or when the operator wants
             # them in the run record anyway (docs/fidelity.md).
             generate_request.score_fidelity = scores or settings.score_unasked
+            if not append:
+                # A setCode client sees new code only once it grew by `min_chars`: the
+                # agent sends code in such batches, so code the browser would not show
+                # yet wakes neither service (docs/architecture.md, "Code batches").
+                generate_request.code_batch_chars = settings.preview_min_chars
             agent, call, generation_id = await _admitted(request.app[AGENTS_KEY], generate_request)
             admitted = bool(generation_id)
             # A refused generation has no id to resume: the relay reports the refusal.

@@ -218,3 +218,46 @@ async def test_a_code_tick_due_within_a_millisecond_then_a_text_tick_both_fire()
         (0, CodeDelta(3, "ml>")),
         (1, AssistantDelta("b")),
     ]
+
+
+async def test_batched_code_goes_out_per_variant_once_a_batch_waits() -> None:
+    # A setCode client shows code once it grew by a batch: the variant whose batch is
+    # full is committed at once, alone; another variant's shorter rest keeps waiting.
+    log = EventLog("g", tick_s=3600, code_tick_s=0, code_batch_chars=8)
+    log.publish(0, "call-0", CodeDelta(0, "<a>"))  # a stream's first delta: at once
+    log.publish(1, "call-1", CodeDelta(0, "<b>"))
+    log.publish(0, "call-0", CodeDelta(3, "abc"))
+    log.publish(1, "call-1", CodeDelta(3, "xyz"))
+    assert len(log) == 2
+    log.publish(0, "call-0", CodeDelta(6, "defgh"))  # variant 0: 8 characters wait
+    events = await read_now(log, 2)
+    assert [(e.variant_index, e.payload) for e in events] == [(0, CodeDelta(3, "abcdefgh"))]
+    log.publish(1, "call-1", CodeDelta(6, "!"))  # variant 1: 4 characters, still short
+    assert len(log) == 3
+    log.publish(1, "create_file-1", ToolStart("create_file", {}))  # anything else flushes
+    assert [e.payload for e in await read_now(log, 3)][0] == CodeDelta(3, "xyz!")
+
+
+async def test_batched_code_short_of_a_batch_leaves_once_its_stream_is_quiet() -> None:
+    log = EventLog("g", tick_s=3600, code_tick_s=0, code_batch_chars=1000)
+    log.publish(0, "call-0", CodeDelta(0, "<a>"))
+    log.publish(0, "call-0", CodeDelta(3, "<b>"))
+    seen: list[Event] = []
+    async for batch in log.batches(0):
+        seen += batch
+        if len(seen) == 2:
+            break
+    assert [e.payload for e in seen] == [CodeDelta(0, "<a>"), CodeDelta(3, "<b>")]
+
+
+async def test_a_full_batch_within_the_code_tick_leaves_at_the_ticks_end() -> None:
+    log = EventLog("g", tick_s=3600, code_tick_s=0.002, code_batch_chars=2)
+    log.publish(0, "call-0", CodeDelta(0, "<a>"))  # committed: the code tick starts
+    log.publish(0, "call-0", CodeDelta(3, "<b>"))  # a full batch, within that tick
+    assert len(log) == 1
+    seen: list[Event] = []
+    async for batch in log.batches(0):
+        seen += batch
+        if len(seen) == 2:
+            break
+    assert [e.payload for e in seen] == [CodeDelta(0, "<a>"), CodeDelta(3, "<b>")]

@@ -35,6 +35,7 @@ async def test_invalid_request_lists_every_field_violation(tmp_path: Path) -> No
                 generation_id="bad id!",
                 stack=99,  # type: ignore[arg-type]
                 variant_count=50,
+                code_batch_chars=-1,
                 models=["gpt-0"],
                 prompt=pb.Prompt(images=["http://127.0.0.1/x.png", png_data_url()]),
                 history=[pb.HistoryMessage(role=pb.ROLE_UNSPECIFIED, text="x")],
@@ -48,11 +49,13 @@ async def test_invalid_request_lists_every_field_violation(tmp_path: Path) -> No
         "generation_id",
         "stack",
         "variant_count",
+        "code_batch_chars",
         "models[0]",
         "prompt.images[0]",
         "history[0].role",
     }
     assert "Unknown model: gpt-0" in fields["models[0]"]
+    assert fields["code_batch_chars"] == "must be 0..65536"
 
 
 async def test_generate_watch_get_and_list(tmp_path: Path) -> None:

@@ -29,8 +29,13 @@ async def test_only_the_socket_that_asks_gets_its_generation_scored(tmp_path: Pa
         upstream = await run_ws(suite.ws_url, create_params())
         ours = await run_ws(suite.ws_url, create_params(scoreFidelity=True))
         refused = await run_ws(suite.ws_url, create_params(scoreFidelity="yes"))
-        asked = [g.request.score_fidelity for g in suite.agent.manager.generations()]
-    assert asked == [False, True]
+        appends = await run_ws(suite.ws_url, create_params(codeStream="append"))
+        generations = suite.agent.manager.generations()
+    assert [g.request.score_fidelity for g in generations] == [False, True, False]
+    # setCode sockets get their code in the batches they show (docs/architecture.md,
+    # "Code batches"); an appendCode socket shows every delta.
+    assert [g.request.code_batch_chars for g in generations] == [40, 40, 0]
+    assert appends.close_code == 1000
     for result in (upstream, ours):
         assert result.close_code == 1000
         assert result.frames[-1]["type"] == "variantComplete"

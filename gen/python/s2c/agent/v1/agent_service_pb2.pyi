@@ -130,7 +130,7 @@ class HistoryMessage(_message.Message):
     def __init__(self, role: _Optional[_Union[Role, str]] = ..., text: _Optional[str] = ..., images: _Optional[_Iterable[str]] = ..., videos: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GenerateCodeRequest(_message.Message):
-    __slots__ = ("generation_id", "generation_type", "input_mode", "stack", "prompt", "history", "file_state", "option_codes", "asset_extraction_enabled", "image_generation_enabled", "design_system", "credentials", "models", "variant_count", "asset_base_url", "files", "score_fidelity", "refine_rounds")
+    __slots__ = ("generation_id", "generation_type", "input_mode", "stack", "prompt", "history", "file_state", "option_codes", "asset_extraction_enabled", "image_generation_enabled", "design_system", "credentials", "models", "variant_count", "asset_base_url", "files", "score_fidelity", "refine_rounds", "code_batch_chars")
     GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
     GENERATION_TYPE_FIELD_NUMBER: _ClassVar[int]
     INPUT_MODE_FIELD_NUMBER: _ClassVar[int]
@@ -149,6 +149,7 @@ class GenerateCodeRequest(_message.Message):
     FILES_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIDELITY_FIELD_NUMBER: _ClassVar[int]
     REFINE_ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    CODE_BATCH_CHARS_FIELD_NUMBER: _ClassVar[int]
     generation_id: str
     generation_type: GenerationType
     input_mode: InputMode
@@ -167,7 +168,8 @@ class GenerateCodeRequest(_message.Message):
     files: _containers.RepeatedCompositeFieldContainer[_common_pb2.FileState]
     score_fidelity: bool
     refine_rounds: int
-    def __init__(self, generation_id: _Optional[str] = ..., generation_type: _Optional[_Union[GenerationType, str]] = ..., input_mode: _Optional[_Union[InputMode, str]] = ..., stack: _Optional[_Union[Stack, str]] = ..., prompt: _Optional[_Union[Prompt, _Mapping]] = ..., history: _Optional[_Iterable[_Union[HistoryMessage, _Mapping]]] = ..., file_state: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., option_codes: _Optional[_Iterable[str]] = ..., asset_extraction_enabled: _Optional[bool] = ..., image_generation_enabled: _Optional[bool] = ..., design_system: _Optional[str] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., models: _Optional[_Iterable[str]] = ..., variant_count: _Optional[int] = ..., asset_base_url: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., score_fidelity: _Optional[bool] = ..., refine_rounds: _Optional[int] = ...) -> None: ...
+    code_batch_chars: int
+    def __init__(self, generation_id: _Optional[str] = ..., generation_type: _Optional[_Union[GenerationType, str]] = ..., input_mode: _Optional[_Union[InputMode, str]] = ..., stack: _Optional[_Union[Stack, str]] = ..., prompt: _Optional[_Union[Prompt, _Mapping]] = ..., history: _Optional[_Iterable[_Union[HistoryMessage, _Mapping]]] = ..., file_state: _Optional[_Union[_common_pb2.FileState, _Mapping]] = ..., option_codes: _Optional[_Iterable[str]] = ..., asset_extraction_enabled: _Optional[bool] = ..., image_generation_enabled: _Optional[bool] = ..., design_system: _Optional[str] = ..., credentials: _Optional[_Union[_common_pb2.Credentials, _Mapping]] = ..., models: _Optional[_Iterable[str]] = ..., variant_count: _Optional[int] = ..., asset_base_url: _Optional[str] = ..., files: _Optional[_Iterable[_Union[_common_pb2.FileState, _Mapping]]] = ..., score_fidelity: _Optional[bool] = ..., refine_rounds: _Optional[int] = ..., code_batch_chars: _Optional[int] = ...) -> None: ...
 
 class GenerationEvent(_message.Message):
     __slots__ = ("generation_id", "sequence", "variant_index", "event_id", "variant_count", "status", "assistant_delta", "thinking_delta", "tool_start", "tool_result", "code_delta", "code_snapshot", "usage", "variant_complete", "variant_error", "generation_error", "generation_complete", "fidelity", "accessibility", "refine_round", "unrequested_changes")
