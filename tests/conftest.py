@@ -14,12 +14,16 @@ tiers; `make test` (and CI) runs everything.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
+
+# Before any test module imports grpc (services/__init__.py says why).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 # Imported where used: a conftest that imports the services would turn one broken
 # service module into a collection error for every test, pure unit tests included.
