@@ -156,20 +156,31 @@ async def index(request: web.Request) -> web.FileResponse:
 
 @web.middleware
 async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    # Like upstream, every origin by default (the upstream UI may be served from another
-    # port); with an allow-list, only the listed origins are echoed.
+    """Answers a CORS preflight; `cors_headers` marks every response."""
     if request.method == "OPTIONS":
-        response: web.StreamResponse = web.Response(status=204)
-    else:
-        response = await handler(request)
+        return web.Response(status=204)
+    return await handler(request)
+
+
+async def cors_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """On every response as it is prepared, so also on those a handler streams itself
+    (`/mcp`'s answers), whose headers are gone before a middleware could add any.
+
+    Like upstream, every origin by default (the upstream UI may be served from another
+    port); with an allow-list, only the listed origins are echoed."""
     origin = allowed_origin(request, request.app[SETTINGS_KEY].access)
     if origin is not None:
         response.headers["Access-Control-Allow-Origin"] = origin
         if origin != "*":
             response.headers["Vary"] = "Origin"
     response.headers["Access-Control-Allow-Methods"] = "GET, POST, PATCH, DELETE, OPTIONS"
-    response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type"
-    return response
+    # The MCP headers too: a browser-based MCP client (from an allowed origin only: `/mcp`
+    # refuses others) sends its session and protocol version, and must read the session
+    # id the server gives it.
+    response.headers["Access-Control-Allow-Headers"] = (
+        "Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
+    )
+    response.headers["Access-Control-Expose-Headers"] = "Mcp-Session-Id"
 
 
 def create_app(settings: GatewaySettings) -> web.Application:
@@ -181,6 +192,7 @@ def create_app(settings: GatewaySettings) -> web.Application:
         client_max_size=max_request_body_bytes(settings),
     )
     app[SETTINGS_KEY] = settings
+    app.on_response_prepare.append(cors_headers)
     app[METRICS_KEY] = GatewayMetrics()
     app[LIMITER_KEY] = ClientLimiter(settings.access)
     app[SOCKETS_KEY] = Sockets()
