@@ -26,6 +26,16 @@ async def read_now(log: EventLog, after: int = 0) -> list[Event]:
     return []
 
 
+async def read_until(log: EventLog, count: int) -> list[Event]:
+    """The first `count` events, waiting for them to be committed."""
+    seen: list[Event] = []
+    async for batch in log.batches(0):
+        seen += batch
+        if len(seen) >= count:
+            break
+    return seen
+
+
 async def test_a_streams_first_delta_is_committed_at_once_the_rest_on_the_tick() -> None:
     log = EventLog("g", tick_s=3600)  # the tick never fires by itself here
     log.publish(0, "assistant-0-a", AssistantDelta("Hel"))
@@ -42,11 +52,7 @@ async def test_the_tick_fires_by_itself_and_wakes_a_waiting_watcher() -> None:
     log = EventLog("g", tick_s=0.001)
     log.publish(1, "thinking-1-a", ThinkingDelta("a"))
     log.publish(1, "thinking-1-a", ThinkingDelta("b"))
-    seen: list[Event] = []
-    async for batch in log.batches(0):
-        seen += batch
-        if len(seen) == 2:
-            break
+    seen = await read_until(log, 2)
     assert [(e.variant_index, e.payload) for e in seen] == [
         (1, ThinkingDelta("a")),
         (1, ThinkingDelta("b")),
@@ -171,11 +177,7 @@ async def test_code_within_a_code_tick_is_merged_and_committed_by_the_timer() ->
     log.publish(0, "call-1", CodeDelta(0, "<ht"))
     log.publish(0, "call-1", CodeDelta(3, "ml>"))  # within the code tick of the first
     log.publish(0, "call-1", CodeDelta(6, "<b>"))
-    seen: list[Event] = []
-    async for batch in log.batches(0):
-        seen += batch
-        if len(seen) == 2:
-            break
+    seen = await read_until(log, 2)
     assert [e.payload for e in seen] == [CodeDelta(0, "<ht"), CodeDelta(3, "ml><b>")]
 
 
@@ -209,11 +211,7 @@ async def test_a_code_tick_due_within_a_millisecond_then_a_text_tick_both_fire()
     log.publish(0, "create_file-0-a", CodeDelta(0, "<ht"))
     log.publish(0, "create_file-0-a", CodeDelta(3, "ml>"))  # due in under 0.5 ms
     log.publish(1, "assistant-1-a", AssistantDelta("b"))  # arms the text tick after it
-    seen: list[Event] = []
-    async for batch in log.batches(0):
-        seen += batch
-        if len(seen) == 4:
-            break
+    seen = await read_until(log, 4)
     assert sorted((e.variant_index, e.payload) for e in seen[2:]) == [
         (0, CodeDelta(3, "ml>")),
         (1, AssistantDelta("b")),
@@ -243,11 +241,7 @@ async def test_batched_code_short_of_a_batch_leaves_once_its_stream_is_quiet() -
     log = EventLog("g", tick_s=3600, code_tick_s=0, code_batch_chars=1000)
     log.publish(0, "call-0", CodeDelta(0, "<a>"))
     log.publish(0, "call-0", CodeDelta(3, "<b>"))
-    seen: list[Event] = []
-    async for batch in log.batches(0):
-        seen += batch
-        if len(seen) == 2:
-            break
+    seen = await read_until(log, 2)
     assert [e.payload for e in seen] == [CodeDelta(0, "<a>"), CodeDelta(3, "<b>")]
 
 
@@ -256,9 +250,5 @@ async def test_a_full_batch_within_the_code_tick_leaves_at_the_ticks_end() -> No
     log.publish(0, "call-0", CodeDelta(0, "<a>"))  # committed: the code tick starts
     log.publish(0, "call-0", CodeDelta(3, "<b>"))  # a full batch, within that tick
     assert len(log) == 1
-    seen: list[Event] = []
-    async for batch in log.batches(0):
-        seen += batch
-        if len(seen) == 2:
-            break
+    seen = await read_until(log, 2)
     assert [e.payload for e in seen] == [CodeDelta(0, "<a>"), CodeDelta(3, "<b>")]

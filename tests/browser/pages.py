@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
+from aiohttp import web
 from playwright.async_api import Browser, Page, Route, ViewportSize, async_playwright, expect
 
 CHROMIUM = "/usr/bin/chromium"
@@ -51,6 +52,25 @@ async def local_page(
         yield page
     finally:
         await context.close()
+
+
+@asynccontextmanager
+async def html_server(html: str) -> AsyncIterator[int]:
+    """A loopback server answering `/` with `html` (another origin than the suite's):
+    its port."""
+
+    async def page(_: web.Request) -> web.Response:
+        return web.Response(text=html, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", page)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield int(runner.addresses[0][1])
+    finally:
+        await runner.cleanup()
 
 
 async def load_ui(page: Page, url: str) -> None:

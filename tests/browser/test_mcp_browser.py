@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from aiohttp import web
 from playwright.async_api import Browser
 
 from services.gateway.access import AccessSettings
 from services.gateway.mcp_access import McpAccess
 from services.gateway.settings import GatewaySettings
+from tests.browser.pages import html_server
 from tests.suite import running_suite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -47,19 +47,8 @@ _CLIENT = """async ([url, token]) => {
 @pytest_asyncio.fixture(loop_scope="module")
 async def page_origin() -> AsyncIterator[str]:
     """Another origin than the gateway's: a blank page on its own port."""
-
-    async def blank(_: web.Request) -> web.Response:
-        return web.Response(text="<!doctype html><title>host</title>", content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/", blank)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with html_server("<!doctype html><title>host</title>") as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 async def test_a_page_of_an_allowed_origin_lists_the_tools(

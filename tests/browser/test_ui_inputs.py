@@ -22,7 +22,6 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
-from aiohttp import web
 from playwright.async_api import Browser, Error, Page, WebSocket, expect
 
 from services.agent.models import CATALOGUE
@@ -30,7 +29,7 @@ from services.agent.providers.registry import PRICES
 from services.agent.settings import AgentSettings
 from services.common.credentials import Credentials, Endpoint
 from services.tools.settings import ToolsSettings
-from tests.browser.pages import load_ui, local_page
+from tests.browser.pages import html_server, load_ui, local_page
 from tests.fakes.openai_server import FakeOpenAI, TokenUsage, chat_turn, responses_turn
 from tests.fakes.openai_server import Text as OText
 from tests.suite import Suite, running_suite
@@ -272,24 +271,13 @@ async def test_tokens_and_cost_per_variant_and_unpriced_models(
 @pytest_asyncio.fixture(loop_scope="module")
 async def page_server() -> AsyncIterator[int]:
     """A loopback page with a solid red header, for the tool worker's browser to capture."""
-
-    async def page(_: web.Request) -> web.Response:
-        html = (
-            "<!doctype html><html><head><title>Pricing</title><style>body{margin:0}"
-            "header{height:200px;background:rgb(200,30,60)}</style></head>"
-            "<body><header></header><main>Plans</main></body></html>"
-        )
-        return web.Response(text=html, content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/", page)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield int(runner.addresses[0][1])
-    finally:
-        await runner.cleanup()
+    html = (
+        "<!doctype html><html><head><title>Pricing</title><style>body{margin:0}"
+        "header{height:200px;background:rgb(200,30,60)}</style></head>"
+        "<body><header></header><main>Plans</main></body></html>"
+    )
+    async with html_server(html) as port:
+        yield port
 
 
 async def test_a_captured_web_page_becomes_the_screenshot_input(
