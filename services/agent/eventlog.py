@@ -275,24 +275,29 @@ class EventLog:
         self._timer_due = due
 
     def _batched(self, variant_index: int, stream: _Stream) -> None:
-        """A code delta joined `stream`: commits the variant's code when a batch of it
-        waits and the code tick allows, else makes sure the code timer comes in time."""
+        """A code delta joined `stream`: commits the variant's code when it is due, else
+        makes sure the code timer comes in time."""
         now = stream.last_at = self._running_loop().time()
-        tick_end = self._ticked_at + self._pace.tick_s
-        if stream.end - stream.start < self._batch_chars:
-            due = now + CODE_QUIET_S
-        elif now >= tick_end:
+        due = self._code_due_at(stream, self._ticked_at + self._pace.tick_s)
+        if due <= now:
             self._commit_variant(variant_index)
             self._ticked_at = now
             self._wake()
-            return
-        else:
-            due = tick_end
-        if self._code_timer is None or due < self._code_due:
+        elif self._code_timer is None or due < self._code_due:
             if self._code_timer is not None:
                 self._code_timer.cancel()
-            self._code_timer = self._running_loop().call_at(due, self._code_timer_fired)
-            self._code_due = due
+            self._arm_code(due)
+
+    def _code_due_at(self, stream: _Stream, tick_end: float) -> float:
+        """When a stream's pending code is committed: at the code tick's end once a batch
+        of it waits, else once the stream has been quiet for CODE_QUIET_S."""
+        if stream.end - stream.start >= self._batch_chars:
+            return tick_end
+        return stream.last_at + CODE_QUIET_S
+
+    def _arm_code(self, due: float) -> None:
+        self._code_timer = self._running_loop().call_at(due, self._code_timer_fired)
+        self._code_due = due
 
     def _code_timer_fired(self) -> None:
         """Commits the code that is due (a batch the tick held back, or a quiet stream's
@@ -301,24 +306,21 @@ class EventLog:
         self._code_timer = None
         now = self._running_loop().time()
         tick_end = self._ticked_at + self._pace.tick_s
-        committed = False
         next_due = float("inf")
+        committed = False
         for index, stream in list(self._open.items()):
-            if not stream.parts or stream.kind is not CodeDelta:
-                continue
-            full = stream.end - stream.start >= self._batch_chars
-            due = tick_end if full else stream.last_at + CODE_QUIET_S
-            if due <= now:
-                self._commit_variant(index)
-                committed = True
-            else:
-                next_due = min(next_due, due)
+            if stream.parts and stream.kind is CodeDelta:
+                due = self._code_due_at(stream, tick_end)
+                if due <= now:
+                    self._commit_variant(index)
+                    committed = True
+                else:
+                    next_due = min(next_due, due)
         if committed:
             self._ticked_at = now
             self._wake()
         if next_due < float("inf"):
-            self._code_timer = self._running_loop().call_at(next_due, self._code_timer_fired)
-            self._code_due = next_due
+            self._arm_code(next_due)
 
     def tick(self) -> None:
         """Commits every pending delta and wakes the watchers."""
